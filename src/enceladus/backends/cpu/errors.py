@@ -1,0 +1,32 @@
+"""Exceptions raised by the cpu backend. Each message says what failed, where, and what to do."""
+
+from __future__ import annotations
+
+
+class CpuBackendError(RuntimeError):
+    """Base class of every error raised by ``enceladus.backends.cpu``."""
+
+
+class CompilerNotFoundError(CpuBackendError):
+    """No usable C++ compiler was found (or ``ENCELADUS_CXX`` names one that does not run)."""
+
+
+class MSLSyntaxError(CpuBackendError):
+    """The MSL text could not be parsed (kernel signature, attributes)."""
+
+
+class MSLCompileError(CpuBackendError):
+    """The host C++ compiler rejected the MSL (after the documented rewrite); carries its output."""
+
+    def __init__(self, message: str, compiler_output: str = "", cpp: str = "") -> None:
+        super().__init__(message)
+        self.compiler_output = compiler_output
+        self.cpp = cpp
+
+
+class CacheSecurityError(CpuBackendError):
+    """The build cache directory is writable by others or owned by another user."""
+
+
+class KernelLaunchError(CpuBackendError):
+    """Bad launch arguments, or the kernel did something undefined while running."""

@@ -1,0 +1,203 @@
+// Metal math library on the host: metal::precise:: is the reference; metal:: and metal::fast::
+// resolve to the same precise implementations (documented difference from the GPU's fast math).
+// Float functions use __builtin_* so no C library header is pulled into the kernel.
+#ifndef ENCELADUS_MATH_H
+#define ENCELADUS_MATH_H
+#include "vec.h"
+
+namespace metal {
+namespace __enc {
+template <class T, int N, class F> __ENC_INLINE vec<T, N> map1(const vec<T, N>& a, F f) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r.__e[i] = f(a.__e[i]);
+  return r;
+}
+template <class T, int N, class F> __ENC_INLINE vec<T, N> map2(const vec<T, N>& a, const vec<T, N>& b, F f) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r.__e[i] = f(a.__e[i], b.__e[i]);
+  return r;
+}
+template <class T, int N, class F>
+__ENC_INLINE vec<T, N> map3(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c, F f) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r.__e[i] = f(a.__e[i], b.__e[i], c.__e[i]);
+  return r;
+}
+}  // namespace __enc
+
+namespace precise {
+// One float implementation per function; half and bfloat compute in float and round once.
+#define __ENC_M1(NAME, EXPR)                                                                        \
+  __ENC_INLINE float NAME(float x) { return EXPR; }                                                 \
+  __ENC_INLINE half NAME(half x) { return half(NAME(float(x))); }                                   \
+  __ENC_INLINE bfloat NAME(bfloat x) { return bfloat(NAME(float(x))); }                             \
+  template <class T, int N> __ENC_INLINE vec<T, N> NAME(const vec<T, N>& v) {                       \
+    return __enc::map1(v, [](T e) { return T(NAME(e)); });                                          \
+  }
+#define __ENC_M2(NAME, EXPR)                                                                        \
+  __ENC_INLINE float NAME(float x, float y) { return EXPR; }                                        \
+  __ENC_INLINE half NAME(half x, half y) { return half(NAME(float(x), float(y))); }                 \
+  __ENC_INLINE bfloat NAME(bfloat x, bfloat y) { return bfloat(NAME(float(x), float(y))); }         \
+  template <class T, int N> __ENC_INLINE vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b) {   \
+    return __enc::map2(a, b, [](T e, T f) { return T(NAME(e, f)); });                               \
+  }
+__ENC_M1(exp, __builtin_expf(x))
+__ENC_M1(exp2, __builtin_exp2f(x))
+__ENC_M1(exp10, __builtin_powf(10.0f, x))
+__ENC_M1(log, __builtin_logf(x))
+__ENC_M1(log2, __builtin_log2f(x))
+__ENC_M1(log10, __builtin_log10f(x))
+__ENC_M1(sqrt, __builtin_sqrtf(x))
+__ENC_M1(rsqrt, 1.0f / __builtin_sqrtf(x))
+__ENC_M1(cbrt, __builtin_cbrtf(x))
+__ENC_M1(sin, __builtin_sinf(x))
+__ENC_M1(cos, __builtin_cosf(x))
+__ENC_M1(tan, __builtin_tanf(x))
+__ENC_M1(asin, __builtin_asinf(x))
+__ENC_M1(acos, __builtin_acosf(x))
+__ENC_M1(atan, __builtin_atanf(x))
+__ENC_M1(sinh, __builtin_sinhf(x))
+__ENC_M1(cosh, __builtin_coshf(x))
+__ENC_M1(tanh, __builtin_tanhf(x))
+__ENC_M1(asinh, __builtin_asinhf(x))
+__ENC_M1(acosh, __builtin_acoshf(x))
+__ENC_M1(atanh, __builtin_atanhf(x))
+__ENC_M1(sinpi, __builtin_sinf(x * 3.14159265358979323846f))
+__ENC_M1(cospi, __builtin_cosf(x * 3.14159265358979323846f))
+__ENC_M1(floor, __builtin_floorf(x))
+__ENC_M1(ceil, __builtin_ceilf(x))
+__ENC_M1(trunc, __builtin_truncf(x))
+__ENC_M1(round, __builtin_roundf(x))
+__ENC_M1(rint, __builtin_rintf(x))
+__ENC_M1(fabs, __builtin_fabsf(x))
+__ENC_M1(fract, x - __builtin_floorf(x) < 0x1.fffffep-1f ? x - __builtin_floorf(x) : 0x1.fffffep-1f)
+__ENC_M1(saturate, __builtin_fminf(__builtin_fmaxf(x, 0.0f), 1.0f))
+__ENC_M1(sign, x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x != x ? 0.0f : x)))
+__ENC_M2(pow, __builtin_powf(x, y))
+__ENC_M2(powr, __builtin_powf(x, y))
+__ENC_M2(atan2, __builtin_atan2f(x, y))
+__ENC_M2(fmod, __builtin_fmodf(x, y))
+__ENC_M2(fmin, __builtin_fminf(x, y))
+__ENC_M2(fmax, __builtin_fmaxf(x, y))
+__ENC_M2(copysign, __builtin_copysignf(x, y))
+__ENC_M2(fdim, __builtin_fdimf(x, y))
+__ENC_M2(hypot, __builtin_hypotf(x, y))
+__ENC_M2(divide, x / y)
+__ENC_M2(step, y < x ? 0.0f : 1.0f)
+#undef __ENC_M1
+#undef __ENC_M2
+
+__ENC_INLINE float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+__ENC_INLINE half fma(half a, half b, half c) { return half(__builtin_fmaf(float(a), float(b), float(c))); }
+__ENC_INLINE bfloat fma(bfloat a, bfloat b, bfloat c) {
+  return bfloat(__builtin_fmaf(float(a), float(b), float(c)));
+}
+template <class T, int N> __ENC_INLINE vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) {
+  return __enc::map3(a, b, c, [](T x, T y, T z) { return fma(x, y, z); });
+}
+template <class T> __ENC_INLINE T mad(T a, T b, T c) { return a * b + c; }
+template <class T> __ENC_INLINE T mix(T x, T y, T a) { return x + (y - x) * a; }
+__ENC_INLINE float ldexp(float x, int k) { return __builtin_ldexpf(x, k); }
+}  // namespace precise
+
+namespace fast { using namespace precise; }
+using namespace precise;
+
+// abs / min / max / clamp for every scalar type and vectors.
+__ENC_INLINE float abs(float x) { return __builtin_fabsf(x); }
+__ENC_INLINE half abs(half x) { return half(__enc::raw_bits_tag{}, ushort(x.__bits & 0x7fffu)); }
+__ENC_INLINE bfloat abs(bfloat x) { return bfloat(__enc::raw_bits_tag{}, ushort(x.__bits & 0x7fffu)); }
+template <class I, __enc::enable_if_t<__enc::is_integral<I>::value, int> = 0>
+__ENC_INLINE I abs(I x) { return x < I(0) ? I(-x) : x; }
+__ENC_INLINE float min(float a, float b) { return __builtin_fminf(a, b); }
+__ENC_INLINE float max(float a, float b) { return __builtin_fmaxf(a, b); }
+__ENC_INLINE half min(half a, half b) { return half(__builtin_fminf(float(a), float(b))); }
+__ENC_INLINE half max(half a, half b) { return half(__builtin_fmaxf(float(a), float(b))); }
+__ENC_INLINE bfloat min(bfloat a, bfloat b) { return bfloat(__builtin_fminf(float(a), float(b))); }
+__ENC_INLINE bfloat max(bfloat a, bfloat b) { return bfloat(__builtin_fmaxf(float(a), float(b))); }
+template <class I, __enc::enable_if_t<__enc::is_integral<I>::value, int> = 0>
+__ENC_INLINE I min(I a, I b) { return b < a ? b : a; }
+template <class I, __enc::enable_if_t<__enc::is_integral<I>::value, int> = 0>
+__ENC_INLINE I max(I a, I b) { return a < b ? b : a; }
+template <class T, int N> __ENC_INLINE vec<T, N> abs(const vec<T, N>& a) {
+  return __enc::map1(a, [](T x) { return abs(x); });
+}
+template <class T, int N> __ENC_INLINE vec<T, N> min(const vec<T, N>& a, const vec<T, N>& b) {
+  return __enc::map2(a, b, [](T x, T y) { return min(x, y); });
+}
+template <class T, int N> __ENC_INLINE vec<T, N> max(const vec<T, N>& a, const vec<T, N>& b) {
+  return __enc::map2(a, b, [](T x, T y) { return max(x, y); });
+}
+template <class T, int N> __ENC_INLINE vec<T, N> min(const vec<T, N>& a, T b) { return min(a, vec<T, N>(b)); }
+template <class T, int N> __ENC_INLINE vec<T, N> max(const vec<T, N>& a, T b) { return max(a, vec<T, N>(b)); }
+template <class T> __ENC_INLINE T clamp(T x, T lo, T hi) { return min(max(x, lo), hi); }
+template <class T, int N> __ENC_INLINE vec<T, N> clamp(const vec<T, N>& x, T lo, T hi) {
+  return min(max(x, vec<T, N>(lo)), vec<T, N>(hi));
+}
+template <class I, __enc::enable_if_t<__enc::is_integral<I>::value, int> = 0>
+__ENC_INLINE I absdiff(I a, I b) { return a > b ? I(a - b) : I(b - a); }
+
+// Classification: scalar -> bool, vector -> bool vector.
+__ENC_INLINE bool isnan(float x) { return __builtin_isnan(x); }
+__ENC_INLINE bool isinf(float x) { return __builtin_isinf(x); }
+__ENC_INLINE bool isfinite(float x) { return __builtin_isfinite(x); }
+__ENC_INLINE bool signbit(float x) { return __builtin_signbit(x); }
+__ENC_INLINE bool isnan(half x) { return (x.__bits & 0x7fffu) > 0x7c00u; }
+__ENC_INLINE bool isinf(half x) { return (x.__bits & 0x7fffu) == 0x7c00u; }
+__ENC_INLINE bool isfinite(half x) { return (x.__bits & 0x7c00u) != 0x7c00u; }
+__ENC_INLINE bool signbit(half x) { return (x.__bits & 0x8000u) != 0; }
+__ENC_INLINE bool isnan(bfloat x) { return (x.__bits & 0x7fffu) > 0x7f80u; }
+__ENC_INLINE bool isinf(bfloat x) { return (x.__bits & 0x7fffu) == 0x7f80u; }
+__ENC_INLINE bool isfinite(bfloat x) { return (x.__bits & 0x7f80u) != 0x7f80u; }
+__ENC_INLINE bool signbit(bfloat x) { return (x.__bits & 0x8000u) != 0; }
+#define __ENC_CLASSIFY_VEC(NAME)                                                                    \
+  template <class T, int N> __ENC_INLINE vec<bool, N> NAME(const vec<T, N>& v) {                    \
+    vec<bool, N> r;                                                                                 \
+    for (int i = 0; i < N; ++i) r.__e[i] = NAME(v.__e[i]);                                          \
+    return r;                                                                                       \
+  }
+__ENC_CLASSIFY_VEC(isnan) __ENC_CLASSIFY_VEC(isinf) __ENC_CLASSIFY_VEC(isfinite) __ENC_CLASSIFY_VEC(signbit)
+#undef __ENC_CLASSIFY_VEC
+
+// select(a, b, c) = c ? b : a, element-wise for vectors.
+template <class T> __ENC_INLINE T select(T a, T b, bool c) { return c ? b : a; }
+template <class T, int N> __ENC_INLINE vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, const vec<bool, N>& c) {
+  vec<T, N> r;
+  for (int i = 0; i < N; ++i) r.__e[i] = c.__e[i] ? b.__e[i] : a.__e[i];
+  return r;
+}
+
+// Integer helpers.
+__ENC_INLINE int mulhi(int a, int b) { return int((long(a) * long(b)) >> 32); }
+__ENC_INLINE uint mulhi(uint a, uint b) { return uint((ulong(a) * ulong(b)) >> 32); }
+__ENC_INLINE long mulhi(long a, long b) { return long((__int128(a) * __int128(b)) >> 64); }
+__ENC_INLINE ulong mulhi(ulong a, ulong b) {
+  return ulong((static_cast<unsigned __int128>(a) * static_cast<unsigned __int128>(b)) >> 64);
+}
+__ENC_INLINE short mulhi(short a, short b) { return short((int(a) * int(b)) >> 16); }
+__ENC_INLINE ushort mulhi(ushort a, ushort b) { return ushort((uint(a) * uint(b)) >> 16); }
+__ENC_INLINE char mulhi(char a, char b) { return char((int(a) * int(b)) >> 8); }
+__ENC_INLINE uchar mulhi(uchar a, uchar b) { return uchar((uint(a) * uint(b)) >> 8); }
+template <class I> __ENC_INLINE I popcount(I x) {
+  return I(sizeof(I) == 8 ? __builtin_popcountl(ulong(x)) : __builtin_popcount(uint(x) & (~0u >> (32 - 8 * (sizeof(I) < 4 ? sizeof(I) : 4)))));
+}
+template <class I> __ENC_INLINE I clz(I x) {
+  constexpr int bits = 8 * sizeof(I);
+  if (x == I(0)) return I(bits);
+  return I(sizeof(I) == 8 ? __builtin_clzl(ulong(x)) : __builtin_clz(uint(x) & (~0u >> (32 - bits))) - (32 - bits));
+}
+template <class I> __ENC_INLINE I ctz(I x) {
+  constexpr int bits = 8 * sizeof(I);
+  if (x == I(0)) return I(bits);
+  return I(sizeof(I) == 8 ? __builtin_ctzl(ulong(x)) : __builtin_ctz(uint(x)));
+}
+
+// Geometric helpers on float vectors.
+template <class T, int N> __ENC_INLINE T dot(const vec<T, N>& a, const vec<T, N>& b) {
+  T s = a.__e[0] * b.__e[0];
+  for (int i = 1; i < N; ++i) s = s + a.__e[i] * b.__e[i];
+  return s;
+}
+template <class T, int N> __ENC_INLINE T length(const vec<T, N>& a) { return sqrt(dot(a, a)); }
+}  // namespace metal
+#endif

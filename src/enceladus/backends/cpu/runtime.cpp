@@ -1,0 +1,601 @@
+// Enceladus cpu runtime: a persistent pool of OS threads runs threadgroups in parallel; inside a
+// threadgroup, threads run either as a plain loop (kernels without barriers or SIMD-group calls) or
+// as cooperatively scheduled fibers, so that barriers and SIMD-group functions have Metal's
+// semantics. Compiled once per compiler into its own cached library (this file may use the C++
+// standard library; kernel translation units may not).
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "enceladus/abi.h"
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+namespace {
+
+// ---- context switch ------------------------------------------------------------------------
+#if defined(__x86_64__)
+// Saves callee-saved registers, MXCSR and the x87 control word on the current stack, stores the
+// stack pointer in *from and resumes the stack `to`. A fresh stack starts in enc_fiber_entry.
+extern "C" void enc_switch(void** from, void* to);
+extern "C" void enc_fiber_entry();
+asm(R"(
+.text
+.globl enc_switch
+.hidden enc_switch
+.type enc_switch,@function
+enc_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+.size enc_switch,.-enc_switch
+.globl enc_fiber_entry
+.hidden enc_fiber_entry
+.type enc_fiber_entry,@function
+enc_fiber_entry:
+  movq %r12, %rdi
+  callq *%r13
+  ud2
+.size enc_fiber_entry,.-enc_fiber_entry
+)");
+struct Context {
+  void* sp = nullptr;
+};
+#else
+struct Context {
+  ucontext_t uc;
+};
+#endif
+
+struct Fiber;
+struct Worker;
+void fiber_main(Fiber* f);
+
+enum State : unsigned char { RUNNABLE, AT_BARRIER, AT_SIMD, DONE };
+
+struct Fiber {
+  EncThread t;
+  Context ctx;
+  char* stack = nullptr;
+  State state = DONE;
+  const char* what = nullptr;  // the call this fiber is blocked in
+  unsigned line = 0;
+  unsigned kind = 0;
+  int require_all = 0;
+  unsigned char slot[ENC_SIMD_SLOT];
+  const EncSimdSnapshot* result = nullptr;
+  Worker* worker = nullptr;
+};
+
+constexpr unsigned kMaxThreads = 1024;
+constexpr unsigned kMaxStaticSlots = 256;
+
+struct Worker {
+  Context sched;
+  std::vector<Fiber> fibers;
+  std::vector<char*> stacks;
+  Fiber* cur = nullptr;
+  const EncLaunch* launch = nullptr;
+  unsigned group[3] = {0, 0, 0};
+  bool in_fibers = false;
+  bool aborted = false;
+  // threadgroup memory of the running group
+  unsigned char* tg_mem = nullptr;  // 64-byte aligned, 64 KiB
+  unsigned long tg_used = 0;
+  unsigned long static_off[kMaxStaticSlots];
+  unsigned static_gen[kMaxStaticSlots];
+  unsigned gen = 0;
+  void* tg_ptrs[ENC_MAX_BUFFERS];
+  unsigned running[kMaxThreads / ENC_SIMD_WIDTH];
+  EncSimdSnapshot snaps[kMaxThreads / ENC_SIMD_WIDTH][2];
+  unsigned snap_parity[kMaxThreads / ENC_SIMD_WIDTH];
+};
+
+thread_local Worker* tls_worker = nullptr;
+size_t g_stack_size = 256 * 1024;
+size_t g_page = 4096;
+
+// ---- errors ----------------------------------------------------------------------------------
+std::mutex g_err_mu;
+std::atomic<bool> g_failed{false};
+
+void record_error(const EncLaunch* L, const char* fmt, ...) {
+  std::lock_guard<std::mutex> lk(g_err_mu);
+  if (g_failed.exchange(true)) return;  // the first error wins
+  va_list ap;
+  va_start(ap, fmt);
+  if (L->error && L->error_cap) vsnprintf(L->error, L->error_cap, fmt, ap);
+  va_end(ap);
+}
+
+// ---- fibers ----------------------------------------------------------------------------------
+char* alloc_stack() {
+  // A guard page below each stack turns an overflow into a fault instead of silent corruption.
+  size_t total = g_stack_size + g_page;
+  void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  mprotect(p, g_page, PROT_NONE);
+  return static_cast<char*>(p) + g_page;
+}
+
+void switch_to(Context* from, Context* to) {
+#if defined(__x86_64__)
+  enc_switch(&from->sp, to->sp);
+#else
+  swapcontext(&from->uc, &to->uc);
+#endif
+}
+
+#if !defined(__x86_64__)
+void ucontext_entry(unsigned lo, unsigned hi) {
+  fiber_main(reinterpret_cast<Fiber*>((uintptr_t(hi) << 32) | uintptr_t(lo)));
+}
+#endif
+
+void init_fiber(Fiber* f) {
+#if defined(__x86_64__)
+  // Stack image popped by enc_switch: [mxcsr|fpucw][r15][r14][r13][r12][rbx][rbp][ret].
+  uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + g_stack_size) & ~uintptr_t(15);
+  void** sp = reinterpret_cast<void**>(top);
+  *--sp = nullptr;  // keeps the entry call 16-byte aligned
+  *--sp = reinterpret_cast<void*>(&enc_fiber_entry);
+  *--sp = nullptr;                                       // rbp
+  *--sp = nullptr;                                       // rbx
+  *--sp = f;                                             // r12: argument
+  *--sp = reinterpret_cast<void*>(&fiber_main);          // r13: entry
+  *--sp = nullptr;                                       // r14
+  *--sp = nullptr;                                       // r15
+  unsigned csr[2] = {0x1f80u, 0x037fu};                  // default MXCSR and x87 control word
+  *--sp = nullptr;
+  std::memcpy(sp, csr, sizeof(csr));
+  f->ctx.sp = sp;
+#else
+  getcontext(&f->ctx.uc);
+  f->ctx.uc.uc_stack.ss_sp = f->stack;
+  f->ctx.uc.uc_stack.ss_size = g_stack_size;
+  f->ctx.uc.uc_link = nullptr;
+  uintptr_t p = reinterpret_cast<uintptr_t>(f);
+  makecontext(&f->ctx.uc, reinterpret_cast<void (*)()>(ucontext_entry), 2, unsigned(p), unsigned(p >> 32));
+#endif
+}
+
+void block_current() {
+  Worker* w = tls_worker;
+  switch_to(&w->cur->ctx, &w->sched);
+}
+
+void fiber_main(Fiber* f) {
+  f->worker->launch->fn(&f->t);
+  f->state = DONE;
+  block_current();
+  __builtin_trap();  // a finished fiber is never resumed
+}
+
+// ---- threadgroup execution ---------------------------------------------------------------------
+void fill_thread(EncThread* t, const EncLaunch* L, const unsigned g[3], const unsigned sz[3], unsigned x,
+                 unsigned y, unsigned z, void* const* tg_ptrs) {
+  const unsigned p[3] = {x, y, z};
+  for (int d = 0; d < 3; ++d) {
+    t->tgpig[d] = g[d];
+    t->tpg[d] = L->groups[d];
+    t->tptg[d] = sz[d];
+    t->tpitg[d] = p[d];
+    t->tpig[d] = g[d] * L->tptg[d] + p[d];
+    t->gsize[d] = L->gsize[d];
+  }
+  t->tiitg = x + sz[0] * (y + sz[1] * z);
+  t->lane = t->tiitg % ENC_SIMD_WIDTH;
+  t->sg = t->tiitg / ENC_SIMD_WIDTH;
+  unsigned n = sz[0] * sz[1] * sz[2];
+  t->nsg = (n + ENC_SIMD_WIDTH - 1) / ENC_SIMD_WIDTH;
+  t->buffers = L->buffers;
+  t->tg_buffers = tg_ptrs;
+}
+
+const char* blocked_desc(const Fiber& f) { return f.what ? f.what : "?"; }
+
+// Resolves the SIMD calls of simdgroup `s` once none of its lanes can run: lanes waiting at the
+// same call form one set of active lanes.
+bool resolve_simd(Worker* w, unsigned s, unsigned n) {
+  Fiber* fs = w->fibers.data();
+  unsigned lo = s * ENC_SIMD_WIDTH, hi = lo + ENC_SIMD_WIDTH < n ? lo + ENC_SIMD_WIDTH : n;
+  unsigned live = 0;
+  for (unsigned i = lo; i < hi; ++i) if (fs[i].state != DONE) live |= 1u << (i - lo);
+  unsigned pending = 0;
+  for (unsigned i = lo; i < hi; ++i) if (fs[i].state == AT_SIMD) pending |= 1u << (i - lo);
+  while (pending) {
+    const Fiber& lead = fs[lo + __builtin_ctz(pending)];
+    unsigned par = w->snap_parity[s] ^= 1u;  // alternate snapshots: the previous one may still be read
+    EncSimdSnapshot* snap = &w->snaps[s][par];
+    snap->active = 0;
+    for (unsigned i = lo; i < hi; ++i) {
+      Fiber& f = fs[i];
+      if (f.state == AT_SIMD && f.line == lead.line && f.what == lead.what) {
+        snap->active |= 1u << (i - lo);
+        std::memcpy(snap->data[i - lo], f.slot, ENC_SIMD_SLOT);
+      }
+    }
+    if (lead.require_all && snap->active != live) {
+      record_error(w->launch,
+                   "kernel '%s': %s (line %u) executed by lanes 0x%08x of simdgroup %u in threadgroup "
+                   "(%u,%u,%u), but lanes 0x%08x are still running: simdgroup_matrix operations must be "
+                   "reached by the whole SIMD group (uniform control flow)",
+                   w->launch->kernel_name, lead.what, lead.line, snap->active, s, w->group[0], w->group[1],
+                   w->group[2], live);
+      return false;
+    }
+    for (unsigned i = lo; i < hi; ++i) {
+      if (snap->active & (1u << (i - lo))) {
+        fs[i].state = RUNNABLE;
+        fs[i].result = snap;
+        w->running[s]++;
+      }
+    }
+    pending &= ~snap->active;
+    if (pending) {
+      // A second set in the same round would reuse the other snapshot that a lane of the first
+      // set may not have read yet; resolve it in a later round instead.
+      break;
+    }
+  }
+  return true;
+}
+
+bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
+  unsigned n = sz[0] * sz[1] * sz[2];
+  if (w->fibers.size() < n) w->fibers.resize(n);
+  while (w->stacks.size() < n) {
+    char* s = alloc_stack();
+    if (!s) {
+      record_error(L, "kernel '%s': out of memory allocating fiber stacks", L->kernel_name);
+      return false;
+    }
+    w->stacks.push_back(s);
+  }
+  Fiber* fs = w->fibers.data();
+  unsigned nsg = (n + ENC_SIMD_WIDTH - 1) / ENC_SIMD_WIDTH;
+  for (unsigned i = 0; i < n; ++i) {
+    Fiber& f = fs[i];
+    unsigned x = i % sz[0], y = (i / sz[0]) % sz[1], z = i / (sz[0] * sz[1]);
+    fill_thread(&f.t, L, w->group, sz, x, y, z, w->tg_ptrs);
+    f.stack = w->stacks[i];
+    f.state = RUNNABLE;
+    f.worker = w;
+    f.what = nullptr;
+    init_fiber(&f);
+  }
+  for (unsigned s = 0; s < nsg; ++s) {
+    unsigned lo = s * ENC_SIMD_WIDTH;
+    w->running[s] = (lo + ENC_SIMD_WIDTH < n ? ENC_SIMD_WIDTH : n - lo);
+  }
+  w->in_fibers = true;
+  bool ok = true;
+  for (;;) {
+    bool ran = false;
+    for (unsigned i = 0; i < n && ok; ++i) {
+      Fiber& f = fs[i];
+      if (f.state != RUNNABLE) continue;
+      ran = true;
+      w->cur = &f;
+      switch_to(&w->sched, &f.ctx);
+      w->cur = nullptr;
+      if (w->aborted) { ok = false; break; }
+      if (f.state != RUNNABLE) {
+        unsigned s = i / ENC_SIMD_WIDTH;
+        if (--w->running[s] == 0 && !resolve_simd(w, s, n)) ok = false;
+      }
+    }
+    if (!ok || g_failed.load(std::memory_order_relaxed)) { ok = false; break; }
+    if (ran) continue;
+    // Nothing can run: every live thread waits at a threadgroup barrier (SIMD calls resolve eagerly).
+    int first = -1;
+    unsigned waiting = 0;
+    for (unsigned i = 0; i < n; ++i) {
+      if (fs[i].state == DONE) continue;
+      if (fs[i].state != AT_BARRIER) continue;
+      waiting++;
+      if (first < 0) first = int(i);
+    }
+    if (first < 0) break;  // all threads finished
+    for (unsigned i = 0; i < n; ++i) {
+      if (fs[i].state == AT_BARRIER && fs[i].line != fs[first].line) {
+        unsigned same = 0;
+        for (unsigned j = 0; j < n; ++j) same += fs[j].state == AT_BARRIER && fs[j].line == fs[first].line;
+        record_error(L,
+                     "kernel '%s': threadgroup (%u,%u,%u) deadlocks: %s at line %u is reached by %u of %u "
+                     "running threads while thread %u waits at %s at line %u; every still-running thread "
+                     "of a threadgroup must reach the same barrier (undefined behaviour on a GPU)",
+                     L->kernel_name, w->group[0], w->group[1], w->group[2], blocked_desc(fs[first]),
+                     fs[first].line, same, waiting, i, blocked_desc(fs[i]), fs[i].line);
+        ok = false;
+        break;
+      }
+    }
+    if (!ok) break;
+    for (unsigned i = 0; i < n; ++i) {
+      if (fs[i].state == AT_BARRIER) {
+        fs[i].state = RUNNABLE;
+        w->running[i / ENC_SIMD_WIDTH]++;
+      }
+    }
+  }
+  w->in_fibers = false;
+  w->aborted = false;
+  return ok;
+}
+
+bool run_group(Worker* w, const EncLaunch* L, unsigned long gi) {
+  unsigned g[3];
+  g[0] = unsigned(gi % L->groups[0]);
+  g[1] = unsigned((gi / L->groups[0]) % L->groups[1]);
+  g[2] = unsigned(gi / (static_cast<unsigned long>(L->groups[0]) * L->groups[1]));
+  unsigned sz[3];
+  for (int d = 0; d < 3; ++d) {
+    unsigned start = g[d] * L->tptg[d];
+    unsigned rem = L->gsize[d] > start ? L->gsize[d] - start : 0;
+    sz[d] = rem < L->tptg[d] ? rem : L->tptg[d];
+    w->group[d] = g[d];
+  }
+  if (!sz[0] || !sz[1] || !sz[2]) return true;
+  // Threadgroup memory: [[threadgroup(i)]] parameters first, then function-scope variables.
+  w->launch = L;
+  w->tg_used = 0;
+  w->gen++;
+  for (unsigned i = 0; i < L->n_tg_params && i < ENC_MAX_BUFFERS; ++i) {
+    w->tg_ptrs[i] = w->tg_mem + w->tg_used;
+    w->tg_used += (L->tg_param_sizes[i] + 15) & ~15ul;
+  }
+  if (!L->use_fibers) {
+    EncThread t;
+    for (unsigned z = 0; z < sz[2]; ++z)
+      for (unsigned y = 0; y < sz[1]; ++y)
+        for (unsigned x = 0; x < sz[0]; ++x) {
+          fill_thread(&t, L, g, sz, x, y, z, w->tg_ptrs);
+          L->fn(&t);
+        }
+    return !g_failed.load(std::memory_order_relaxed);
+  }
+  return run_fibers(w, L, sz);
+}
+
+// ---- thread pool -----------------------------------------------------------------------------
+struct Pool {
+  std::mutex mu;
+  std::condition_variable cv_work, cv_done;
+  std::vector<std::thread> threads;
+  std::vector<Worker*> workers;  // workers[0] belongs to the launching thread
+  const EncLaunch* job = nullptr;
+  unsigned long total = 0;
+  std::atomic<unsigned long> next{0};
+  unsigned long generation = 0;
+  unsigned busy = 0;
+  unsigned wanted = 0;
+  bool stop = false;
+  std::mutex launch_mu;  // one dispatch at a time
+};
+Pool* g_pool = nullptr;
+
+Worker* new_worker() {
+  Worker* w = new Worker();
+  void* mem = nullptr;
+  if (posix_memalign(&mem, 64, 64 * 1024) != 0) std::abort();
+  w->tg_mem = static_cast<unsigned char*>(mem);
+  std::memset(w->static_gen, 0, sizeof(w->static_gen));
+  return w;
+}
+
+void work(Worker* w, const EncLaunch* L) {
+  tls_worker = w;
+  for (;;) {
+    if (g_failed.load(std::memory_order_relaxed)) break;
+    unsigned long gi = g_pool->next.fetch_add(1, std::memory_order_relaxed);
+    if (gi >= g_pool->total) break;
+    if (!run_group(w, L, gi)) break;
+  }
+}
+
+void worker_loop(unsigned idx) {
+  Worker* w = g_pool->workers[idx];
+  unsigned long seen = 0;
+  for (;;) {
+    const EncLaunch* L;
+    {
+      std::unique_lock<std::mutex> lk(g_pool->mu);
+      g_pool->cv_work.wait(lk, [&] { return g_pool->stop || (g_pool->generation != seen && idx < g_pool->wanted); });
+      if (g_pool->stop) return;
+      seen = g_pool->generation;
+      L = g_pool->job;
+    }
+    work(w, L);
+    std::lock_guard<std::mutex> lk(g_pool->mu);
+    if (--g_pool->busy == 0) g_pool->cv_done.notify_all();
+  }
+}
+
+// ---- kernel-side services --------------------------------------------------------------------
+void api_barrier(unsigned kind, unsigned flags, const char* what, unsigned line);
+const EncSimdSnapshot* api_simd(const void* data, unsigned nbytes, const char* what, unsigned line, int require_all,
+                                unsigned* my_lane);
+
+void api_fail(const char* message, unsigned line) {
+  Worker* w = tls_worker;
+  record_error(w->launch, "kernel '%s', threadgroup (%u,%u,%u), line %u: %s", w->launch->kernel_name, w->group[0],
+               w->group[1], w->group[2], line, message);
+  if (w->in_fibers) {
+    w->aborted = true;
+    block_current();
+  }
+}
+
+void api_barrier(unsigned kind, unsigned /*flags*/, const char* what, unsigned line) {
+  Worker* w = tls_worker;
+  if (!w->in_fibers) {
+    api_fail("internal: barrier in a kernel launched without fibers", line);
+    return;
+  }
+  if (kind == ENC_BARRIER_SIMDGROUP) {
+    unsigned lane;
+    api_simd(nullptr, 0, what, line, 0, &lane);
+    return;
+  }
+  Fiber* f = w->cur;
+  f->state = AT_BARRIER;
+  f->what = what;
+  f->line = line;
+  block_current();
+}
+
+const EncSimdSnapshot* api_simd(const void* data, unsigned nbytes, const char* what, unsigned line, int require_all,
+                                unsigned* my_lane) {
+  Worker* w = tls_worker;
+  if (!w->in_fibers) {
+    static thread_local EncSimdSnapshot solo;
+    api_fail("internal: SIMD-group function in a kernel launched without fibers", line);
+    solo.active = 1;
+    if (nbytes) std::memcpy(solo.data[0], data, nbytes);
+    *my_lane = 0;
+    return &solo;
+  }
+  Fiber* f = w->cur;
+  if (nbytes) std::memcpy(f->slot, data, nbytes);
+  f->state = AT_SIMD;
+  f->what = what;
+  f->line = line;
+  f->require_all = require_all;
+  block_current();
+  *my_lane = f->t.lane;
+  return f->result;
+}
+
+void* api_tg_static(unsigned slot, unsigned long size, unsigned long align, const char* name) {
+  Worker* w = tls_worker;
+  if (slot >= kMaxStaticSlots) {
+    api_fail("too many function-scope threadgroup variables (limit 256)", 0);
+    return w->tg_mem;
+  }
+  if (w->static_gen[slot] != w->gen) {
+    unsigned long off = (w->tg_used + align - 1) & ~(align - 1);
+    if (off + size > w->launch->tg_limit) {
+      char msg[256];
+      snprintf(msg, sizeof msg,
+               "threadgroup memory exceeds the limit: variable '%s' needs %lu bytes at offset %lu, limit %lu bytes",
+               name, size, off, w->launch->tg_limit);
+      api_fail(msg, 0);
+      return w->tg_mem;  // only reached without fibers; the launch already reports the error
+    }
+    w->static_off[slot] = off;
+    w->static_gen[slot] = w->gen;
+    w->tg_used = off + size;
+  }
+  return w->tg_mem + w->static_off[slot];
+}
+
+const EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier, api_simd, api_tg_static, api_fail};
+
+}  // namespace
+
+extern "C" {
+__attribute__((visibility("default"))) const EncRuntimeApi* enc_runtime_api() { return &g_api; }
+__attribute__((visibility("default"))) unsigned enc_abi_version() { return ENC_ABI_VERSION; }
+
+__attribute__((visibility("default"))) int enc_runtime_init(unsigned nthreads, unsigned long stack_size) {
+  if (g_pool) return 0;
+  if (stack_size) g_stack_size = (stack_size + 4095) & ~4095ul;
+  g_page = size_t(sysconf(_SC_PAGESIZE));
+  g_pool = new Pool();
+  if (nthreads < 1) nthreads = 1;
+  for (unsigned i = 0; i < nthreads; ++i) g_pool->workers.push_back(new_worker());
+  for (unsigned i = 1; i < nthreads; ++i) g_pool->threads.emplace_back(worker_loop, i);
+  return 0;
+}
+
+// Runs one dispatch to completion. Returns 0, or 1 with a message in L->error.
+__attribute__((visibility("default"))) int enc_launch(const EncLaunch* L) {
+  if (!g_pool) enc_runtime_init(1, 0);
+  std::lock_guard<std::mutex> guard(g_pool->launch_mu);
+  g_failed.store(false);
+  unsigned long total = static_cast<unsigned long>(L->groups[0]) * L->groups[1] * L->groups[2];
+  if (total == 0) return 0;
+  unsigned n = unsigned(g_pool->workers.size());
+  unsigned helpers = total - 1 < n - 1 ? unsigned(total - 1) : n - 1;
+  {
+    std::lock_guard<std::mutex> lk(g_pool->mu);
+    g_pool->job = L;
+    g_pool->total = total;
+    g_pool->next.store(0);
+    g_pool->busy = helpers;
+    g_pool->wanted = helpers + 1;
+    g_pool->generation++;
+  }
+  if (helpers) g_pool->cv_work.notify_all();
+  work(g_pool->workers[0], L);
+  if (helpers) {
+    std::unique_lock<std::mutex> lk(g_pool->mu);
+    g_pool->cv_done.wait(lk, [] { return g_pool->busy == 0; });
+  }
+  return g_failed.load() ? 1 : 0;
+}
+
+}
+
+namespace {
+unsigned g_pingpong_iters = 0;
+void pingpong(const EncThread*) {
+  for (unsigned i = 0; i < g_pingpong_iters; ++i) block_current();
+}
+}  // namespace
+
+// Measures the raw fiber switch: nanoseconds per one-way switch (scheduler <-> fiber).
+extern "C" __attribute__((visibility("default"))) double enc_measure_switch_ns(unsigned iterations) {
+  Worker* w = new_worker();
+  Worker* saved = tls_worker;
+  tls_worker = w;
+  EncLaunch L;
+  std::memset(&L, 0, sizeof L);
+  L.fn = pingpong;
+  w->launch = &L;
+  Fiber f;
+  f.stack = alloc_stack();
+  f.worker = w;
+  init_fiber(&f);
+  g_pingpong_iters = iterations;
+  w->cur = &f;
+  auto t0 = std::chrono::steady_clock::now();
+  for (unsigned i = 0; i <= iterations; ++i) switch_to(&w->sched, &f.ctx);
+  auto t1 = std::chrono::steady_clock::now();
+  tls_worker = saved;
+  munmap(f.stack - g_page, g_stack_size + g_page);
+  std::free(w->tg_mem);
+  delete w;
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / (2.0 * (iterations + 1));
+}

@@ -1,0 +1,194 @@
+"""Host C++ compiler discovery and the on-disk build cache for compiled kernel libraries."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import CacheSecurityError, CompilerNotFoundError, MSLCompileError
+
+INCLUDE_DIR = Path(__file__).resolve().parent / "include"
+RUNTIME_SOURCE = Path(__file__).resolve().parent / "runtime.cpp"
+
+# Flags for kernel translation units: Metal's integer semantics (-fwrapv: no signed-overflow UB
+# exploitation), as_type-style punning (-fno-strict-aliasing), no exceptions/RTTI (Metal has none),
+# no FMA contraction (results reproducible across compilers), signed char as in Metal, and no
+# system or C++ standard headers (Metal has no standard library).
+KERNEL_FLAGS = (
+    "-std=c++17",
+    "-O2",
+    "-fPIC",
+    "-shared",
+    "-fwrapv",
+    "-fno-strict-aliasing",
+    "-fno-exceptions",
+    "-fno-rtti",
+    "-ffp-contract=off",
+    "-fsigned-char",
+    "-fvisibility=hidden",
+    "-nostdinc",
+    "-nostdinc++",
+)
+RUNTIME_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden")
+INSTALL_HINT = (
+    "install one of: clang (`apt-get install -y clang`, preferred), g++ (`apt-get install -y g++`), "
+    "or the ziglang package (`pip install ziglang`); or set ENCELADUS_CXX to a C++ compiler command"
+)
+
+
+@dataclass(frozen=True)
+class CompilerInfo:
+    """A host C++ compiler: the command to run it, its family and its version banner."""
+
+    command: tuple[str, ...]
+    kind: str  # "clang", "gcc" or "zig" (zig c++ is clang underneath)
+    version: str
+
+    @property
+    def warning_flags(self) -> tuple[str, ...]:
+        # Metal's [[...]] attributes are unknown to C++; the launcher binds them instead.
+        if self.kind == "gcc":
+            return ("-Wno-attributes",)
+        return ("-Wno-unknown-attributes",)
+
+    @property
+    def identity(self) -> str:
+        return f"{' '.join(self.command)}\n{self.version}"
+
+
+def _probe(command: tuple[str, ...]) -> CompilerInfo | None:
+    try:
+        out = subprocess.run([*command, "--version"], check=False, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    banner = out.stdout.strip() or out.stderr.strip()
+    first = banner.splitlines()[0] if banner else ""
+    if "zig" in " ".join(command):
+        kind = "zig"
+    elif "clang" in banner.lower():
+        kind = "clang"
+    elif "g++" in first or "gcc" in banner.lower() or "free software foundation" in banner.lower():
+        kind = "gcc"
+    else:
+        kind = "clang"
+    return CompilerInfo(command=command, kind=kind, version=first)
+
+
+@functools.lru_cache(maxsize=16)
+def _find_compiler_cached(override: str | None) -> CompilerInfo:
+    if override:
+        info = _probe(tuple(shlex.split(override)))
+        if info is None:
+            raise CompilerNotFoundError(
+                f"ENCELADUS_CXX={override!r} does not run (`{override} --version` failed); "
+                f"fix the variable or unset it. Otherwise {INSTALL_HINT}"
+            )
+        return info
+    for name in ("clang++", "g++"):
+        path = shutil.which(name)
+        if path:
+            info = _probe((path,))
+            if info is not None:
+                return info
+    try:
+        import ziglang  # noqa: F401  (only checks that the package is importable)
+    except ImportError:
+        pass
+    else:
+        info = _probe((sys.executable, "-m", "ziglang", "c++"))
+        if info is not None:
+            return info
+    raise CompilerNotFoundError(
+        f"the cpu backend needs a host C++ compiler and none was found: {INSTALL_HINT}"
+    )
+
+
+def find_compiler(cxx: str | None = None) -> CompilerInfo:
+    """Find the host C++ compiler: ``cxx``, else ``$ENCELADUS_CXX``, else clang++, g++, ``python -m ziglang c++``."""
+    return _find_compiler_cached(cxx or os.environ.get("ENCELADUS_CXX") or None)
+
+
+def _check_private_dir(path: Path) -> None:
+    st = path.stat()
+    if st.st_uid != os.getuid():
+        raise CacheSecurityError(
+            f"refusing to use cache directory {path}: it is owned by uid {st.st_uid}, not by you "
+            f"(uid {os.getuid()}); a cached shared library is code. Set ENCELADUS_CACHE_DIR to a private directory."
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise CacheSecurityError(
+            f"refusing to use cache directory {path}: it is writable by group or others "
+            f"(mode {stat.S_IMODE(st.st_mode):o}); a cached shared library is code. Run `chmod 700 {path}`."
+        )
+
+
+def cache_dir() -> Path:
+    """The directory holding built libraries: ``$ENCELADUS_CACHE_DIR/cpu`` or ``~/.cache/enceladus/cpu``."""
+    base = Path(os.environ.get("ENCELADUS_CACHE_DIR") or Path.home() / ".cache" / "enceladus")
+    path = base / "cpu"
+    for d in (base, path):
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _check_private_dir(d)
+    return path
+
+
+@functools.lru_cache(maxsize=1)
+def headers_digest() -> str:
+    """Hash of every compatibility header and the runtime source (part of each cache key)."""
+    h = hashlib.sha256()
+    files = sorted(p for p in INCLUDE_DIR.rglob("*") if p.is_file()) + [RUNTIME_SOURCE]
+    for p in files:
+        h.update(str(p.relative_to(INCLUDE_DIR.parent)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def cache_key(source: str, compiler: CompilerInfo, flags: tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    for part in (source, headers_digest(), compiler.identity, " ".join(flags)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:40]
+
+
+def build_shared_library(
+    source: str, compiler: CompilerInfo, flags: tuple[str, ...], prefix: str, what: str
+) -> tuple[Path, bool]:
+    """Compile ``source`` (C++) into a cached shared library; returns (path, built_now)."""
+    directory = cache_dir()
+    target = directory / f"{prefix}-{cache_key(source, compiler, flags)}.so"
+    if target.exists():
+        return target, False
+    with tempfile.TemporaryDirectory(prefix="enceladus-build-") as tmp:
+        src = Path(tmp) / "kernel.cpp"
+        src.write_text(source)
+        fd, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        os.close(fd)
+        cmd = [*compiler.command, *flags, "-I", str(INCLUDE_DIR), str(src), "-o", partial]
+        try:
+            res = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired as exc:
+            os.unlink(partial)
+            raise MSLCompileError(f"{what}: the C++ compiler timed out after 600 s", "", source) from exc
+        if res.returncode != 0:
+            os.unlink(partial)
+            output = (res.stderr + res.stdout).replace(str(src), "kernel.cpp")
+            raise MSLCompileError(
+                f"{what} failed to compile with {compiler.version or compiler.command[0]}:\n{output.strip()}",
+                output,
+                source,
+            )
+        os.chmod(partial, 0o700)
+        os.replace(partial, target)  # atomic: concurrent builders of the same key both succeed
+    return target, True

@@ -1,0 +1,272 @@
+"""Deliverable-1 kernels: element-wise kernels, builtins, scalar structs, bit casts, vector access."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from enceladus.backends.cpu import CpuBackend, KernelLaunchError, MSLCompileError
+
+RNG = np.random.default_rng(0)
+
+ADD = """
+#include <metal_stdlib>
+using namespace metal;
+
+struct add_kernel_args { int n; float alpha; long m; };
+
+kernel void add_kernel(device float* x_ptr [[buffer(0)]],
+                       device const half* y_ptr [[buffer(1)]],
+                       device float* out_ptr [[buffer(2)]],
+                       constant add_kernel_args& args [[buffer(3)]],
+                       uint3 pid [[threadgroup_position_in_grid]],
+                       uint3 npid [[threadgroups_per_grid]],
+                       uint tid [[thread_index_in_threadgroup]]) {
+    long i = long(pid.x) * 64 + tid;
+    if (i < args.n) {
+        out_ptr[i] = x_ptr[i] * args.alpha + static_cast<float>(y_ptr[i]) + float(args.m) + float(npid.x);
+    }
+}
+"""
+
+ARGS_DTYPE = np.dtype([("n", "i4"), ("alpha", "f4"), ("m", "i8")], align=True)
+
+
+def test_add_float_half_struct(backend: CpuBackend, run) -> None:
+    lib = backend.compile(ADD)
+    assert list(lib.kernels) == ["add_kernel"]
+    n = 1000
+    x = RNG.standard_normal(n, dtype=np.float32)
+    y = RNG.standard_normal(n).astype(np.float16)
+    out = np.zeros(n, np.float32)
+    args = np.zeros(1, ARGS_DTYPE)
+    args["n"], args["alpha"], args["m"] = n, 2.5, 7
+    groups = (n + 63) // 64
+    run(lib, "add_kernel", (groups, 1, 1), (64, 1, 1), x, y, out, args)
+    np.testing.assert_allclose(out, x * np.float32(2.5) + y.astype(np.float32) + 7 + groups, rtol=1e-6)
+
+
+def test_signature_parsed(backend: CpuBackend, run) -> None:
+    sig = backend.compile(ADD).function("add_kernel").signature
+    assert sig.params[1] == ("y_ptr", "device const half*", "device", "buffer", 1)
+    assert sig.params[3] == ("args", "constant add_kernel_args&", "constant", "buffer", 3)
+    assert sig.params[4] == ("pid", "uint3", None, "threadgroup_position_in_grid", None)
+
+
+HALF_OPS = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void half_ops(device const half* a [[buffer(0)]], device const half* b [[buffer(1)]],
+                     device half* out [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+    half x = a[i], y = b[i];
+    out[4 * i + 0] = x + y;
+    out[4 * i + 1] = x * y - y;       // rounds after each op, as on the GPU
+    out[4 * i + 2] = x / (abs(y) + 1.0h);
+    out[4 * i + 3] = metal::precise::exp(x) ;
+}
+"""
+
+
+def test_half_rounds_every_op(backend: CpuBackend, run) -> None:
+    n = 4096
+    a = RNG.standard_normal(n).astype(np.float16)
+    b = RNG.standard_normal(n).astype(np.float16)
+    out = np.zeros(4 * n, np.float16)
+    run(backend.compile(HALF_OPS), "half_ops", (n // 256, 1, 1), (256, 1, 1), a, b, out)
+    o = out.reshape(n, 4)
+    np.testing.assert_array_equal(o[:, 0], a + b)
+    np.testing.assert_array_equal(o[:, 1], (a * b) - b)
+    np.testing.assert_array_equal(o[:, 2], a / (np.abs(b) + np.float16(1)))
+    np.testing.assert_allclose(o[:, 3].astype(np.float32), np.exp(a.astype(np.float32)), rtol=1e-3)
+
+
+def test_half_conversion_exhaustive(backend: CpuBackend, run) -> None:
+    src = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void roundtrip(device const float* x [[buffer(0)]], device half* h [[buffer(1)]],
+                      device float* back [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+    h[i] = half(x[i]);
+    back[i] = float(as_type<half>(ushort(i & 0xffff)));
+}
+"""
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    ref = bits.view(np.float16)
+    # Values between and around every pair of halves exercise the round-to-nearest-even path.
+    with np.errstate(invalid="ignore", over="ignore"):
+        # Exact ties (midpoints between neighbouring halves) and values just off them.
+        f = ref.astype(np.float32)
+        nxt = np.nextafter(ref, np.float16(np.inf)).astype(np.float32)
+        x = np.where(np.isfinite(nxt) & np.isfinite(f), (f + nxt) / 2, f).astype(np.float32)
+        x[1::3] = np.nextafter(x[1::3], np.float32(np.inf))
+        expect = x.astype(np.float16)
+    h = np.zeros_like(ref)
+    back = np.zeros(1 << 16, np.float32)
+    run(backend.compile(src), "roundtrip", (256, 1, 1), (256, 1, 1), x, h, back)
+    ok = ~np.isnan(ref)
+    np.testing.assert_array_equal(h.view(np.uint16)[ok], expect.view(np.uint16)[ok])
+    np.testing.assert_array_equal(back, ref.astype(np.float32))
+
+
+def test_bfloat(backend: CpuBackend, run) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    src = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void bf(device const bfloat* a [[buffer(0)]], device const bfloat* b [[buffer(1)]],
+               device bfloat* out [[buffer(2)]], device float* f [[buffer(3)]], uint i [[thread_position_in_grid]]) {
+    out[i] = a[i] * b[i] + a[i];
+    f[i] = float(a[i]) * 2.0f;
+}
+"""
+    n = 512
+    a = RNG.standard_normal(n).astype(ml_dtypes.bfloat16)
+    b = RNG.standard_normal(n).astype(ml_dtypes.bfloat16)
+    out = np.zeros(n, ml_dtypes.bfloat16)
+    f = np.zeros(n, np.float32)
+    run(backend.compile(src), "bf", (2, 1, 1), (256, 1, 1), a, b, out, f)
+    np.testing.assert_array_equal(out.view(np.uint16), ((a * b) + a).view(np.uint16))
+    np.testing.assert_array_equal(f, a.astype(np.float32) * 2)
+
+
+def test_bfloat_implicit_conversion_rejected(backend: CpuBackend, run) -> None:
+    src = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void bad(device bfloat* a [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    half h = a[i];
+    a[i] = bfloat(float(h));
+}
+"""
+    with pytest.raises(MSLCompileError):
+        backend.compile(src)
+
+
+def test_int_add_and_2d_builtins(backend: CpuBackend, run) -> None:
+    src = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void grid2d(device const int* a [[buffer(0)]], device int* out [[buffer(1)]],
+                   device uint* ids [[buffer(2)]],
+                   uint2 gid [[thread_position_in_grid]], uint2 tpos [[thread_position_in_threadgroup]],
+                   ushort2 tg [[threadgroup_position_in_grid]], uint2 tptg [[threads_per_threadgroup]],
+                   uint lin [[thread_index_in_threadgroup]], uint2 ngroups [[threadgroups_per_grid]]) {
+    uint w = ngroups.x * tptg.x;
+    uint idx = gid.y * w + gid.x;
+    out[idx] = a[idx] + int(gid.x) - int(gid.y);
+    ids[4 * idx + 0] = lin;
+    ids[4 * idx + 1] = tpos.x + tpos.y * 100;
+    ids[4 * idx + 2] = uint(tg.x) + uint(tg.y) * 100;
+    ids[4 * idx + 3] = (tg.x * tptg.x + tpos.x == gid.x) ? 1u : 0u;
+}
+"""
+    h, w = 12, 20
+    a = RNG.integers(-1000, 1000, (h, w), dtype=np.int32)
+    out = np.zeros_like(a)
+    ids = np.zeros((h, w, 4), np.uint32)
+    run(backend.compile(src), "grid2d", (5, 3, 1), (4, 4, 1), a, out, ids)
+    yy, xx = np.mgrid[0:h, 0:w]
+    np.testing.assert_array_equal(out, a + xx - yy)
+    np.testing.assert_array_equal(ids[..., 0], (xx % 4) + 4 * (yy % 4))
+    np.testing.assert_array_equal(ids[..., 1], (xx % 4) + 100 * (yy % 4))
+    np.testing.assert_array_equal(ids[..., 2], (xx // 4) + 100 * (yy // 4))
+    assert ids[..., 3].all()
+
+
+def test_as_type_and_vector_loads(backend: CpuBackend, run) -> None:
+    src = """
+#include <metal_stdlib>
+using namespace metal;
+static inline float twice(float x) { return x + x; }
+kernel void vecs(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                 device const uint* packed [[buffer(2)]], device half* halves [[buffer(3)]],
+                 device char* chars [[buffer(4)]], device uint* fbits [[buffer(5)]],
+                 uint i [[thread_position_in_grid]]) {
+    uint4 t = *((device const uint4*)(x + 4 * i));
+    *((device uint4*)(y + 4 * i)) = t;
+    float4 v = as_type<float4>(t);
+    v[2] = twice(v.z);
+    y[4 * i + 3] = select(v.w, v[2], v.x > 0.0f);
+    half2 h = as_type<half2>(packed[i]);
+    halves[2 * i] = h.y;
+    halves[2 * i + 1] = h.x;
+    char4 c = as_type<char4>(packed[i]);
+    chars[i] = c.x + c.w;
+    fbits[i] = as_type<uint>(x[i]) ^ as_type<uint>(float(ushort2(as_type<ushort2>(packed[i])).y));
+}
+"""
+    n = 64
+    x = RNG.standard_normal(4 * n, dtype=np.float32)
+    y = np.zeros_like(x)
+    packed = RNG.integers(0, 2**32, n, dtype=np.uint32)
+    halves = np.zeros(2 * n, np.float16)
+    chars = np.zeros(n, np.int8)
+    fbits = np.zeros(n, np.uint32)
+    run(backend.compile(src), "vecs", (1, 1, 1), (n, 1, 1), x, y, packed, halves, chars, fbits)
+    xr = x.reshape(n, 4)
+    ref = xr.copy()
+    ref[:, 3] = np.where(xr[:, 0] > 0, 2 * xr[:, 2], xr[:, 3])
+    np.testing.assert_array_equal(y.reshape(n, 4), ref)
+    hv = packed.view(np.float16).reshape(n, 2)
+    np.testing.assert_array_equal(halves.reshape(n, 2).view(np.uint16), hv[:, ::-1].view(np.uint16))
+    cv = packed.view(np.int8).reshape(n, 4).astype(np.int32)
+    np.testing.assert_array_equal(chars, (cv[:, 0] + cv[:, 3]).astype(np.int8))
+    hi = (packed >> 16).astype(np.float32)
+    np.testing.assert_array_equal(fbits, x[:n].view(np.uint32) ^ hi.view(np.uint32))
+
+
+def test_math_and_integer_semantics(backend: CpuBackend, run) -> None:
+    src = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void m(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+              device int* iout [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+    float v = x[i];
+    out[8 * i + 0] = metal::precise::exp(v);
+    out[8 * i + 1] = metal::precise::sqrt(fabs(v));
+    out[8 * i + 2] = metal::precise::tanh(v);
+    out[8 * i + 3] = fma(v, 2.0f, 1.0f);
+    out[8 * i + 4] = clamp(v, -0.5f, 0.5f);
+    out[8 * i + 5] = fmax(v, 0.0f) + min(v, 1.0f);
+    out[8 * i + 6] = metal::precise::rsqrt(fabs(v) + 1.0f);
+    out[8 * i + 7] = floor(v) + ceil(v);
+    int a = int(i) * 0x7fffffff;  // wraps, as on the GPU
+    iout[2 * i] = a;
+    iout[2 * i + 1] = mulhi(int(i) * 1000003, -77777) + static_cast<int>(v * 100.0f);
+}
+"""
+    n = 256
+    x = RNG.standard_normal(n, dtype=np.float32) * 3
+    out = np.zeros(8 * n, np.float32)
+    iout = np.zeros(2 * n, np.int32)
+    run(backend.compile(src), "m", (1, 1, 1), (n, 1, 1), x, out, iout)
+    o = out.reshape(n, 8)
+    np.testing.assert_allclose(o[:, 0], np.exp(x), rtol=1e-6)
+    np.testing.assert_allclose(o[:, 1], np.sqrt(np.abs(x)), rtol=1e-7)
+    np.testing.assert_allclose(o[:, 2], np.tanh(x), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(o[:, 3], x * 2 + 1, rtol=1e-6)
+    np.testing.assert_array_equal(o[:, 4], np.clip(x, -0.5, 0.5))
+    np.testing.assert_array_equal(o[:, 5], np.maximum(x, 0) + np.minimum(x, 1))
+    np.testing.assert_allclose(o[:, 6], 1 / np.sqrt(np.abs(x) + 1), rtol=1e-6)
+    np.testing.assert_array_equal(o[:, 7], np.floor(x) + np.ceil(x))
+    i = np.arange(n, dtype=np.int64)
+    np.testing.assert_array_equal(
+        iout[0::2], ((i * 0x7FFFFFFF) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    )
+    prod = ((i * 1000003) & 0xFFFFFFFF).astype(np.uint32).view(np.int32).astype(np.int64) * -77777
+    np.testing.assert_array_equal(iout[1::2], (prod >> 32) + (x * np.float32(100)).astype(np.int32))
+
+
+def test_function_lookup_error(backend: CpuBackend, run) -> None:
+    lib = backend.compile(ADD)
+    with pytest.raises(KeyError, match="available: add_kernel"):
+        lib.function("nope")
+
+
+def test_missing_buffer_is_reported(backend: CpuBackend, run) -> None:
+    fn = backend.compile(ADD).function("add_kernel")
+    x = np.zeros(4, np.float32)
+    with pytest.raises(KernelLaunchError, match=r"'args' \[\[buffer\(3\)\]\]"):
+        fn.launch((1, 1, 1), (4, 1, 1), {0: x.ctypes.data, 1: x.ctypes.data, 2: x.ctypes.data})
+    with pytest.raises(KernelLaunchError, match="exceeds Metal's limit of 1024"):
+        fn.launch((1, 1, 1), (2048, 1, 1), {i: x.ctypes.data for i in range(4)})
