@@ -1,0 +1,103 @@
+"""Enceladus: Triton-style tile kernels in Python, compiled to Metal Shading Language.
+
+    import enceladus
+    import enceladus.language as tl
+
+    @enceladus.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from . import language
+from .compiler.driver import CompiledKernel, KernelABI
+from .errors import CompilationError, LaunchError, OutOfResources
+from .runtime.jit import JITFunction
+
+__version__ = "0.1.0"
+
+
+def jit(fn: Callable | None = None, *, do_not_specialize: Any = (), do_not_specialize_on_alignment: Any = (),
+        debug: bool | None = None, interpret: bool | None = None, noinline: bool = False) -> Any:
+    """Compile a Python function as a kernel: ``@enceladus.jit`` or ``@enceladus.jit(do_not_specialize=["n"])``."""
+
+    def wrap(f: Callable) -> JITFunction:
+        return JITFunction(f, do_not_specialize=do_not_specialize,
+                           do_not_specialize_on_alignment=do_not_specialize_on_alignment, debug=debug,
+                           interpret=interpret, noinline=noinline)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def _host_const(fn: Callable) -> Callable:
+    fn.__enceladus_host_const__ = True  # callable inside kernels on constexprs
+    return fn
+
+
+@_host_const
+def cdiv(x: int, y: int) -> int:
+    """Ceiling division: ``cdiv(10, 4) == 3``."""
+    return (x + y - 1) // y
+
+
+@_host_const
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= n: ``next_power_of_2(1000) == 1024``."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[str, Any] | None = None,
+            num_warps: int = 4) -> CompiledKernel:
+    """Compile a kernel to MSL without any backend work (the counterpart of ``triton.compile``).
+
+    ``signature`` maps each runtime parameter to a Triton type string (``"*fp32"``, ``"i32"``...),
+    or is a comma-separated string of them in parameter order. The result has ``.asm["ir"]``,
+    ``.asm["msl"]`` and ``.abi``.
+    """
+    from .compiler.driver import compile_kernel
+
+    if not isinstance(fn, JITFunction):
+        raise TypeError("enceladus.compile expects a @enceladus.jit function")
+    constexprs = dict(constexprs or {})
+    runtime = [p.name for p in fn.params if p.name not in constexprs]
+    if isinstance(signature, str):
+        types = [t.strip() for t in signature.split(",") if t.strip()]
+        if len(types) != len(runtime):
+            raise TypeError(f"signature has {len(types)} types but the kernel has {len(runtime)} runtime parameters "
+                            f"({', '.join(runtime)})")
+        signature = dict(zip(runtime, types))
+    for p in fn.params:
+        if p.is_constexpr and p.name not in constexprs:
+            if p.default is not inspect.Parameter.empty:
+                constexprs[p.name] = p.default
+            else:
+                raise TypeError(f"constexpr parameter '{p.name}' needs a value in constexprs=")
+    missing = [n for n in runtime if n not in signature and n not in constexprs]
+    if missing:
+        raise TypeError(f"signature is missing parameter(s) {', '.join(missing)}")
+    unknown = [n for n in list(signature) + list(constexprs) if n not in fn.param_names]
+    if unknown:
+        raise TypeError(f"unknown parameter(s) {', '.join(unknown)}; the kernel takes {', '.join(fn.param_names)}")
+    return compile_kernel(fn.source, fn.__name__, fn.param_names, signature, constexprs, {}, num_warps=num_warps)
+
+
+__all__ = ["CompilationError", "CompiledKernel", "JITFunction", "KernelABI", "LaunchError", "OutOfResources",
+           "cdiv", "compile", "jit", "language", "next_power_of_2"]
+
+
+def backend_name() -> str:
+    """The name of the backend kernels run on: 'metal' or 'cpu' (or 'interpreter' with ENCELADUS_INTERPRET=1)."""
+    import os
+
+    if os.environ.get("ENCELADUS_INTERPRET", "0") not in ("", "0", "false", "False"):
+        return "interpreter"
+    from .runtime.backend import get_backend
+
+    return get_backend().name

@@ -1,0 +1,156 @@
+"""The compiler's driver: signature + constexprs -> IR -> layouts -> MSL + KernelABI."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CompilationError, OutOfResources
+from ..language import dtypes as D
+from ..language.dtypes import pointer_type
+from . import ir
+from .codegen_msl import Access, MSLEmitter, Param
+from .frontend import KernelSource, lower_kernel, specialized_constant
+from .passes import axis_info, layouts
+
+MAX_BUFFER_SLOTS = 31
+MAX_THREADS_PER_THREADGROUP = 1024
+VERSION = "0.1.0"
+
+
+@dataclass(frozen=True)
+class KernelABI:
+    """How the host binds a compiled kernel's arguments (shared by every backend)."""
+
+    kernel_name: str
+    params: tuple[Param, ...]
+    args_slot: int | None  # buffer slot of the packed scalar struct
+    args_size: int
+    args_format: tuple[tuple[str, int, str], ...]  # (name, byte offset, dtype name) of each packed scalar
+    threads_per_threadgroup: int
+    threadgroup_memory: int = 0
+
+    @property
+    def buffer_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.kind == "buffer")
+
+
+@dataclass
+class CompiledKernel:
+    """A kernel compiled to MSL for one specialization."""
+
+    name: str
+    asm: dict[str, str]
+    abi: KernelABI
+    metadata: dict[str, Any]
+    accesses: list[Access] = field(default_factory=list)
+    program: Any = None  # the backend's loaded function, built on first launch
+
+    def explain(self) -> str:
+        lines = [f"kernel {self.name}: {self.abi.threads_per_threadgroup} threads per threadgroup "
+                 f"({self.metadata['num_warps']} SIMD groups of 32), threadgroup memory {self.abi.threadgroup_memory} "
+                 "bytes"]
+        lines.append("layouts:")
+        for i, lay in enumerate(self.metadata["layouts"]):
+            lines.append(f"  L{i} = {lay}: {lay.elems_per_thread} elements per thread")
+        lines.append("memory accesses:")
+        for a in self.accesses:
+            lines.append(f"  {a}")
+        lines.append("IR:")
+        lines.append(self.asm["ir_layouts"])
+        return "\n".join(lines)
+
+
+def parse_signature_type(t: str, name: str) -> ir.Type | None:
+    """``*fp32`` -> pointer type, ``i32`` -> scalar type, ``constexpr``/``none`` -> None (a constant)."""
+    t = t.strip()
+    if t.startswith("*"):
+        elem = D.BY_NAME.get(t[1:].lstrip("k"))
+        if elem is None:
+            raise TypeError(f"argument '{name}': unknown pointer type '{t}' (expected e.g. '*fp32', '*i32', '*fp16')")
+        if elem.is_fp64():
+            raise TypeError(f"argument '{name}': Apple GPUs have no float64; use '*fp32'")
+        return ir.Type(pointer_type(elem))
+    if t in ("constexpr", "none"):
+        return None
+    elem = D.BY_NAME.get(t)
+    if elem is None:
+        raise TypeError(f"argument '{name}': unknown type '{t}' (expected e.g. 'i32', 'i64', 'fp32', 'i1', '*fp32')")
+    if elem.is_fp64():
+        raise TypeError(f"argument '{name}': Apple GPUs have no float64; use 'fp32'")
+    if elem.name in ("fp16", "bf16"):
+        elem = D.float32  # Python floats are passed as fp32, as in Triton
+    return ir.Type(elem)
+
+
+def compile_kernel(source: KernelSource, name: str, param_names: list[str], signature: dict[str, str],
+                   constexprs: dict[str, Any], facts: dict[str, tuple[bool, bool]] | None = None,
+                   num_warps: int = 4, origin: str = "") -> CompiledKernel:
+    """Compile one specialization of a kernel to MSL.
+
+    ``signature`` gives each runtime argument's type; ``constexprs`` each constexpr's value;
+    ``facts`` maps argument name -> (divisible_by_16, equal_to_1).
+    """
+    if not isinstance(num_warps, int) or num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
+        raise CompilationError(f"num_warps={num_warps!r} is not supported", kernel=name,
+                               fix="use a power of two from 1 to 32 (SIMD groups of 32 threads; at most 1024 threads)")
+    facts = facts or {}
+    params: list[tuple[str, Any]] = []
+    arg_types: dict[str, str] = {}
+    arg_div: dict[str, int] = {}
+    for pname in param_names:
+        if pname in constexprs:
+            params.append((pname, constexprs[pname]))
+            continue
+        t = signature[pname]
+        ty = parse_signature_type(t, pname)
+        div16, eq1 = facts.get(pname, (False, False))
+        if ty is None:
+            params.append((pname, None))
+        elif eq1 and not ty.is_ptr:
+            params.append((pname, specialized_constant(1, ty.element)))
+        else:
+            params.append((pname, ty))
+            arg_types[pname] = t
+            if ty.is_ptr:
+                arg_div[pname] = 16 if div16 else ty.element.element_ty.itemsize
+            else:
+                arg_div[pname] = 16 if div16 else 1
+    fn, read_globals = lower_kernel(source, name, params)
+    nbuffers = sum(1 for a in fn.args if a.type.is_ptr) + (1 if any(not a.type.is_ptr for a in fn.args) else 0)
+    if nbuffers > MAX_BUFFER_SLOTS:
+        raise OutOfResources(
+            f"kernel '{name}' needs {nbuffers} buffer slots; Metal allows {MAX_BUFFER_SLOTS}", kernel=name,
+            filename=source.filename, fix="pass fewer pointer arguments (e.g. one buffer plus offsets)")
+    info = axis_info.analyze(fn, arg_div)
+    demands = layouts.assign_layouts(fn, num_warps)
+    header = f"// Generated by Enceladus {VERSION} from kernel '{name}'{(' (' + origin + ')') if origin else ''}."
+    module = MSLEmitter(fn, num_warps, info, demands, header).generate(arg_types)
+    abi = KernelABI(module.kernel_name, tuple(module.params), module.args_slot, module.args_size,
+                    tuple(module.args_format), module.threads_per_threadgroup)
+    ck = CompiledKernel(
+        name=name,
+        asm={"ir": fn.format(), "ir_layouts": fn.format(show_layouts=True), "msl": module.msl},
+        abi=abi,
+        metadata={"num_warps": num_warps, "layouts": module.layouts, "threads_per_threadgroup":
+                  module.threads_per_threadgroup, "threadgroup_memory": 0, "read_globals": read_globals},
+        accesses=module.accesses,
+    )
+    _dump(ck)
+    return ck
+
+
+def _dump(ck: CompiledKernel) -> None:
+    """ENCELADUS_DUMP=dir writes each compiled kernel's IR and MSL there."""
+    out = os.environ.get("ENCELADUS_DUMP")
+    if not out:
+        return
+    import hashlib
+
+    os.makedirs(out, exist_ok=True)
+    tag = hashlib.sha256(ck.asm["msl"].encode()).hexdigest()[:12]
+    for kind, ext in (("ir_layouts", "ir"), ("msl", "metal")):
+        path = os.path.join(out, f"{ck.name}-{tag}.{ext}")
+        with open(path, "w") as f:
+            f.write(ck.asm[kind] + ("\n" if not ck.asm[kind].endswith("\n") else ""))

@@ -1,0 +1,1 @@
+"""Passes over the tile IR: axis analysis, layout assignment, vectorization."""

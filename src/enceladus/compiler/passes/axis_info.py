@@ -1,0 +1,145 @@
+"""Axis analysis: per tile dimension, what is known about runs of values.
+
+For each value and dimension: ``contiguity`` (length of runs of consecutive integers),
+``divisibility`` (a power of two dividing the first value of each run; bytes for pointers) and
+``constancy`` (length of runs of equal values). Vectorization of loads and stores is decided from
+these facts, which come from ``tl.arange``, constants, specialization of arguments (divisible by
+16, 16-byte aligned) and ``tl.multiple_of`` / ``tl.max_contiguous`` hints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import gcd
+
+from .. import ir
+
+MAX_DIV = 1 << 30
+
+
+@dataclass(frozen=True)
+class AxisInfo:
+    contiguity: tuple[int, ...]
+    divisibility: tuple[int, ...]
+    constancy: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return f"contig={list(self.contiguity)} div={list(self.divisibility)} const={list(self.constancy)}"
+
+
+def _pow2_div(c: int) -> int:
+    if c == 0:
+        return MAX_DIV
+    c = abs(int(c))
+    return min(c & -c, MAX_DIV)
+
+
+def _rank(v: ir.Value) -> int:
+    return max(1, len(v.type.shape))
+
+
+def _dims(v: ir.Value) -> tuple[int, ...]:
+    return v.type.shape or (1,)
+
+
+def _uniform(v: ir.Value, div: int) -> AxisInfo:
+    shape = _dims(v)
+    return AxisInfo((1,) * len(shape), (div,) * len(shape), shape)
+
+
+def analyze(fn: ir.Function, arg_facts: dict[str, int]) -> dict[int, AxisInfo]:
+    """AxisInfo for every value, keyed by ``Value.id``. ``arg_facts`` maps argument name -> divisibility."""
+    info: dict[int, AxisInfo] = {}
+    for a in fn.args:
+        info[a.id] = _uniform(a, arg_facts.get(a.name, 1))
+    for op in fn.ops:
+        r = op.result
+        if r is None:
+            continue
+        info[r.id] = _rule(op, [info[o.id] for o in op.operands], r)
+    return info
+
+
+def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
+    name = op.name
+    shape = _dims(r)
+    n = len(shape)
+    if name == "const":
+        v = op.attrs["value"]
+        return _uniform(r, _pow2_div(v) if isinstance(v, int) and not isinstance(v, bool) else 1)
+    if name in ("program_id", "num_programs"):
+        return _uniform(r, 1)
+    if name == "arange":
+        return AxisInfo((shape[0],), (_pow2_div(op.attrs["start"]),), (1,))
+    if name == "splat":
+        return AxisInfo((1,) * n, (ins[0].divisibility[0],) * n, shape)
+    if name == "expand_dims":
+        axis = op.attrs["axis"]
+        a = ins[0] if op.operands[0].type.shape else AxisInfo((1,), (ins[0].divisibility[0],), (1,))
+        d = min(a.divisibility)
+        return AxisInfo(a.contiguity[:axis] + (1,) + a.contiguity[axis:],
+                        a.divisibility[:axis] + (d,) + a.divisibility[axis:],
+                        a.constancy[:axis] + (1,) + a.constancy[axis:])
+    if name == "broadcast":
+        a, src = ins[0], _dims(op.operands[0])
+        return AxisInfo(
+            tuple(1 if s != t else c for s, t, c in zip(src, shape, a.contiguity)),
+            a.divisibility,
+            tuple(t if s != t else k for s, t, k in zip(src, shape, a.constancy)),
+        )
+    if name in ("multiple_of", "max_contiguous"):
+        a = ins[0]
+        vals = op.attrs["values"]
+        if name == "multiple_of":
+            return AxisInfo(a.contiguity, tuple(_pow2_div(v) for v in vals), a.constancy)
+        return AxisInfo(tuple(min(v, s) for v, s in zip(vals, shape)), a.divisibility, a.constancy)
+    const = tuple(_gcd_all(x.constancy[i] for x in ins) if ins else 1 for i in range(n))
+    if name in ("add", "sub", "addptr"):
+        a, b = ins
+        scale = r.type.element.element_ty.itemsize if name == "addptr" else 1
+        contig = []
+        for i in range(n):
+            c = gcd(a.contiguity[i], b.constancy[i])
+            if name != "sub":
+                c = max(c, gcd(b.contiguity[i], a.constancy[i]))
+            contig.append(c)
+        div = tuple(min(gcd(a.divisibility[i], b.divisibility[i] * scale), MAX_DIV) for i in range(n))
+        return AxisInfo(tuple(contig), div, const)
+    if name == "mul":
+        a, b = ins
+        div = tuple(min(a.divisibility[i] * b.divisibility[i], MAX_DIV) for i in range(n))
+        return AxisInfo((1,) * n, div, const)
+    if name in ("lt", "ge"):
+        a, b = ins
+        out = []
+        for i in range(n):
+            k = const[i]
+            if b.constancy[i] > 1 and a.contiguity[i] > 1:
+                k = max(k, min(gcd(a.contiguity[i], gcd(a.divisibility[i], b.divisibility[i])), b.constancy[i]))
+            out.append(k)
+        return AxisInfo((1,) * n, (1,) * n, tuple(out))
+    if name in ("gt", "le"):
+        a, b = ins
+        out = []
+        for i in range(n):
+            k = const[i]
+            if a.constancy[i] > 1 and b.contiguity[i] > 1:  # c > offs / c <= offs mirror lt / ge
+                k = max(k, min(gcd(b.contiguity[i], gcd(a.divisibility[i], b.divisibility[i])), a.constancy[i]))
+            out.append(k)
+        return AxisInfo((1,) * n, (1,) * n, tuple(out))
+    if name == "cast":
+        a = ins[0]
+        if op.operands[0].type.element.is_int() and r.type.element.is_int() and \
+                r.type.element.primitive_bitwidth >= op.operands[0].type.element.primitive_bitwidth:
+            return a
+        return AxisInfo((1,) * n, (1,) * n, a.constancy)
+    if name == "select":
+        return AxisInfo((1,) * n, tuple(gcd(ins[1].divisibility[i], ins[2].divisibility[i]) for i in range(n)), const)
+    return AxisInfo((1,) * n, (1,) * n, const)
+
+
+def _gcd_all(xs) -> int:
+    out = 0
+    for x in xs:
+        out = gcd(out, x)
+    return out or 1

@@ -1,0 +1,539 @@
+"""Typing rules of the tile language: each builtin and operator builds tile IR here.
+
+One op, one entry: ``RULES[name]`` is the rule for ``tl.<name>``. Rules take the builder and the
+call's arguments (IR values or Python constants) and raise ``SemanticError`` with a suggested fix
+when the program is ill-typed; the frontend adds the source location.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from ..language import dtypes as D
+from ..language.dtypes import dtype, pointer_type
+from . import ir
+from .ir import Type, Value
+
+MAX_TILE_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
+
+
+class SemanticError(Exception):
+    """An ill-typed program; the frontend turns it into a located CompilationError."""
+
+    def __init__(self, message: str, fix: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+
+def is_value(x: Any) -> bool:
+    return isinstance(x, Value)
+
+
+def is_python_scalar(x: Any) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, dtype)
+
+
+def is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+class Builder:
+    """Appends typed ops to an ``ir.Function`` at the current source location."""
+
+    def __init__(self, fn: ir.Function):
+        self.fn = fn
+        self.loc: ir.Loc | None = None
+
+    def emit(self, name: str, operands: list[Value], type: Type | None, **attrs: Any) -> Value:
+        return self.fn.append(name, operands, type, attrs, self.loc)
+
+    # --- constants and shapes --------------------------------------------------------------
+    def const(self, value: Any, ty: dtype) -> Value:
+        if ty.is_floating():
+            value = float(value)
+        elif ty.is_bool():
+            value = bool(value)
+        else:
+            value = int(value)
+            bits = ty.primitive_bitwidth
+            value &= (1 << bits) - 1  # store the two's-complement bits, reinterpreted below
+            if ty.is_int_signed() and value >= 1 << (bits - 1):
+                value -= 1 << bits
+        return self.emit("const", [], Type(ty), value=value)
+
+    def splat(self, x: Value, shape: tuple[int, ...]) -> Value:
+        if x.type.shape == tuple(shape):
+            return x
+        assert not x.type.is_tile
+        return self.emit("splat", [x], x.type.with_shape(shape))
+
+    def broadcast_to(self, x: Value, shape: tuple[int, ...]) -> Value:
+        shape = tuple(shape)
+        if x.type.shape == shape:
+            return x
+        if not x.type.is_tile:
+            return self.splat(x, shape)
+        src = x.type.shape
+        if len(src) > len(shape):
+            raise SemanticError(f"cannot broadcast a tile of shape {list(src)} to {list(shape)}")
+        while len(x.type.shape) < len(shape):
+            x = self.emit("expand_dims", [x], x.type.with_shape((1,) + x.type.shape), axis=0)
+        for have, want in zip(x.type.shape, shape):
+            if have != want and have != 1:
+                raise SemanticError(
+                    f"cannot broadcast a tile of shape {list(src)} to {list(shape)}",
+                    "make the shapes agree, or add a size-1 axis with x[:, None] / x[None, :]",
+                )
+        return self.emit("broadcast", [x], x.type.with_shape(shape))
+
+    def broadcast_shapes(self, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+        rank = max(len(s) for s in shapes)
+        out = []
+        for i in range(rank):
+            dims = {s[len(s) - rank + i] for s in shapes if len(s) - rank + i >= 0} - {1}
+            if len(dims) > 1:
+                raise SemanticError(
+                    "tiles of shapes " + " and ".join(str(list(s)) for s in shapes) + " cannot be broadcast together",
+                    "make the shapes agree, or add a size-1 axis with x[:, None] / x[None, :]",
+                )
+            out.append(dims.pop() if dims else 1)
+        return tuple(out)
+
+    def cast(self, x: Value, ty: dtype | pointer_type, bitcast: bool = False) -> Value:
+        src = x.type.element
+        if src == ty:
+            return x
+        if bitcast:
+            if src.is_ptr() or ty.is_ptr():
+                raise SemanticError("bitcast of pointers is not supported", "bitcast the loaded values instead")
+            if src.primitive_bitwidth != ty.primitive_bitwidth:
+                raise SemanticError(
+                    f"cannot bitcast {src} ({src.primitive_bitwidth} bits) to {ty} ({ty.primitive_bitwidth} bits)",
+                    "bitcast between types of the same width, or use .to(dtype) for a value conversion",
+                )
+            return self.emit("bitcast", [x], x.type.with_element(ty))
+        if src.is_ptr() or ty.is_ptr():
+            raise SemanticError(f"cannot convert {src} to {ty}", "pointer casts are not supported yet")
+        if ty.is_fp64():
+            raise SemanticError("Apple GPUs have no float64", "use tl.float32")
+        return self.emit("cast", [x], x.type.with_element(ty))
+
+    def to_value(self, x: Any, ty: dtype) -> Value:
+        """A Python scalar as a constant of ``ty`` (range-checked), or an IR value converted to ``ty``."""
+        if is_value(x):
+            return self.cast(x, ty)
+        if not D.fits(x, ty):
+            raise SemanticError(f"Scalar {x} is out of range for type {ty}", f"cast the tile to a wider type first")
+        return self.const(x, ty)
+
+
+def element_type(x: Any) -> dtype | pointer_type:
+    if is_value(x):
+        return x.type.element
+    if isinstance(x, (bool, int, float)):
+        return D.literal_dtype(x)
+    raise SemanticError(f"expected a tile or a scalar, got {type(x).__name__} {x!r}")
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    return x.type.shape if is_value(x) else ()
+
+
+# --- operators ------------------------------------------------------------------------------------
+
+_ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "fdiv", "//": "idiv", "%": "mod",
+          "&": "and", "|": "or", "^": "xor", "<<": "shl", ">>": "shr"}
+_CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+
+
+def _common(b: Builder, x: Any, y: Any, div_or_mod: bool = False) -> tuple[Value, Value]:
+    """Convert both operands to their computation type and a common shape."""
+    xt, yt = element_type(x), element_type(y)
+    try:
+        ty = D.computation_type(xt, not is_value(x), yt, not is_value(y), div_or_mod)
+    except TypeError as e:
+        raise SemanticError(str(e), "cast one operand with .to(...) so both have the same signedness") from None
+    shape = b.broadcast_shapes(shape_of(x), shape_of(y))
+    xv = b.broadcast_to(b.to_value(x, ty), shape)
+    yv = b.broadcast_to(b.to_value(y, ty), shape)
+    return xv, yv
+
+
+def binary(b: Builder, op: str, x: Any, y: Any) -> Value:
+    """``x <op> y`` for the Python operators on tiles and scalars, with Triton's typing."""
+    xt, yt = element_type(x), element_type(y)
+    if xt.is_ptr() or yt.is_ptr():
+        return _pointer_arith(b, op, x, y)
+    if op == "/":
+        x, y = _common(b, x, y, div_or_mod=True)
+        if not x.type.element.is_floating():
+            x, y = b.cast(x, D.float32), b.cast(y, D.float32)
+        return b.emit("fdiv", [x, y], x.type)
+    if op in ("//", "%"):
+        x, y = _common(b, x, y, div_or_mod=True)
+        if x.type.element.is_floating():
+            if op == "//":
+                raise SemanticError("// is not defined on floating-point tiles", "use tl.floor(x / y)")
+            return b.emit("fmod", [x, y], x.type)
+        return b.emit(_ARITH[op], [x, y], x.type)
+    if op in ("&", "|", "^", "<<", ">>"):
+        if xt.is_floating() or yt.is_floating():
+            raise SemanticError(f"operator {op} needs integer operands, got {xt} and {yt}",
+                                "cast to an integer type first, or use .to(tl.int32, bitcast=True) for the bits")
+        x, y = _common(b, x, y)
+        return b.emit(_ARITH[op], [x, y], x.type)
+    x, y = _common(b, x, y)
+    return b.emit(_ARITH[op], [x, y], x.type)
+
+
+def _pointer_arith(b: Builder, op: str, x: Any, y: Any) -> Value:
+    xt, yt = element_type(x), element_type(y)
+    if yt.is_ptr() and op == "+":
+        x, y, xt, yt = y, x, yt, xt
+    if not xt.is_ptr() or yt.is_ptr() or op not in ("+", "-"):
+        raise SemanticError(f"operator {op} is not defined between {xt} and {yt}",
+                            "pointers support only pointer + integer offsets and pointer - integer offsets")
+    if yt.is_floating():
+        raise SemanticError(f"cannot offset a pointer by a floating-point value ({yt})",
+                            "offsets must be integers: use offs.to(tl.int32)")
+    if not is_value(y):
+        y = b.const(y, D.literal_dtype(y))
+    if op == "-":
+        y = b.emit("neg", [y], y.type)
+    shape = b.broadcast_shapes(shape_of(x), shape_of(y))
+    xv = b.broadcast_to(x, shape)
+    yv = b.broadcast_to(y, shape)
+    return b.emit("addptr", [xv, yv], xv.type)
+
+
+def compare(b: Builder, op: str, x: Any, y: Any) -> Value:
+    xt, yt = element_type(x), element_type(y)
+    if xt.is_ptr() or yt.is_ptr():
+        raise SemanticError("comparing pointers is not supported", "compare the offsets instead")
+    x, y = _common(b, x, y)
+    return b.emit(_CMP[op], [x, y], x.type.with_element(D.int1))
+
+
+def unary(b: Builder, op: str, x: Value) -> Value:
+    ty = x.type.element
+    if op == "+":
+        return x
+    if op == "-":
+        if ty.is_ptr():
+            raise SemanticError("cannot negate a pointer")
+        return b.emit("neg", [x], x.type)
+    if op == "~":
+        if not ty.is_int():
+            raise SemanticError(f"operator ~ needs an integer operand, got {ty}", "use -x for floats")
+        return b.emit("not", [x], x.type)
+    if op == "not":
+        if x.type.is_tile:
+            raise SemanticError("'not' is not defined on tiles", "use x == 0 (or ~x for the bitwise complement)")
+        return b.emit("eq", [x, b.const(0, ty)], Type(D.int1))
+    raise SemanticError(f"unary operator {op} is not supported")
+
+
+# --- builtins ---------------------------------------------------------------------------------------
+
+RULES: dict[str, Callable[..., Any]] = {}
+
+
+def rule(name: str):
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        RULES[name] = fn
+        return fn
+
+    return register
+
+
+def _const_int(x: Any, what: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise SemanticError(f"{what} must be a constexpr integer, got {x!r}",
+                            "pass it as a tl.constexpr parameter or a literal")
+    return x
+
+
+@rule("program_id")
+def program_id(b: Builder, axis: Any) -> Value:
+    axis = _const_int(axis, "axis of tl.program_id")
+    if axis not in (0, 1, 2):
+        raise SemanticError(f"program_id axis must be 0, 1 or 2, got {axis}")
+    return b.emit("program_id", [], Type(D.int32), axis=axis)
+
+
+@rule("num_programs")
+def num_programs(b: Builder, axis: Any) -> Value:
+    axis = _const_int(axis, "axis of tl.num_programs")
+    if axis not in (0, 1, 2):
+        raise SemanticError(f"num_programs axis must be 0, 1 or 2, got {axis}")
+    return b.emit("num_programs", [], Type(D.int32), axis=axis)
+
+
+def _check_shape(shape: tuple[int, ...]) -> None:
+    for s in shape:
+        if not is_pow2(s):
+            raise SemanticError(f"tile dimensions must be powers of two, got shape {list(shape)}",
+                                "round up with triton-style next_power_of_2(n) and mask the extra lanes")
+    if math.prod(shape) > MAX_TILE_NUMEL:
+        raise SemanticError(f"a tile of shape {list(shape)} has more than {MAX_TILE_NUMEL} elements",
+                            "use smaller blocks and loop over them")
+
+
+@rule("arange")
+def arange(b: Builder, start: Any, end: Any) -> Value:
+    start = _const_int(start, "start of tl.arange")
+    end = _const_int(end, "end of tl.arange")
+    n = end - start
+    if n <= 0:
+        raise SemanticError(f"tl.arange({start}, {end}) is empty", "end must be greater than start")
+    if not is_pow2(n):
+        raise SemanticError(
+            f"tl.arange({start}, {end}) has {n} elements, which is not a power of two",
+            f"use tl.arange(0, {1 << (n - 1).bit_length()}) with a mask such as offs < {n}",
+        )
+    _check_shape((n,))
+    return b.emit("arange", [], Type(D.int32, (n,)), start=start, end=end)
+
+
+def _shape_arg(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        raise SemanticError(f"shape must be a tuple of constexpr integers, got {shape!r}")
+    out = tuple(_const_int(s, "each dimension of a shape") for s in shape)
+    _check_shape(out)
+    return out
+
+
+def _dtype_arg(ty: Any) -> dtype:
+    if not isinstance(ty, dtype):
+        raise SemanticError(f"expected a dtype such as tl.float32, got {ty!r}")
+    if ty.is_fp64():
+        raise SemanticError("Apple GPUs have no float64", "use tl.float32")
+    return ty
+
+
+@rule("full")
+def full(b: Builder, shape: Any, value: Any, dtype: Any) -> Value:
+    shape = _shape_arg(shape)
+    ty = _dtype_arg(dtype)
+    return b.splat(b.to_value(value, ty), shape) if shape else b.to_value(value, ty)
+
+
+@rule("zeros")
+def zeros(b: Builder, shape: Any, dtype: Any) -> Value:
+    return full(b, shape, 0, dtype)
+
+
+@rule("zeros_like")
+def zeros_like(b: Builder, input: Any) -> Value:
+    if not is_value(input):
+        raise SemanticError("tl.zeros_like expects a tile")
+    return full(b, input.type.shape, 0, input.type.element)
+
+
+def _mask(b: Builder, mask: Any, shape: tuple[int, ...], what: str) -> Value | None:
+    if mask is None:
+        return None
+    if isinstance(mask, bool):
+        mask = b.const(mask, D.int1)
+    if not is_value(mask) or not mask.type.element.is_bool():
+        got = mask.type.element if is_value(mask) else repr(mask)
+        raise SemanticError(f"the mask of {what} must be a boolean tile, got {got}",
+                            "build it from a comparison such as offs < n")
+    return b.broadcast_to(mask, shape)
+
+
+@rule("load")
+def load(b: Builder, pointer: Any, mask: Any = None, other: Any = None, *, cache_modifier: Any = "",
+         eviction_policy: Any = "", volatile: Any = False, boundary_check: Any = None,
+         padding_option: Any = None) -> Value:
+    if not is_value(pointer) or not pointer.type.is_ptr:
+        raise SemanticError("tl.load expects a pointer or a tile of pointers",
+                            "pass a pointer argument plus offsets, e.g. tl.load(x_ptr + offs)")
+    if boundary_check is not None or padding_option is not None:
+        raise SemanticError("boundary_check/padding_option belong to block pointers, which are not supported yet",
+                            "use a mask, e.g. mask=offs < n")
+    shape = b.broadcast_shapes(pointer.type.shape, shape_of(mask), shape_of(other))
+    pointer = b.broadcast_to(pointer, shape)
+    mask_v = _mask(b, mask, shape, "tl.load")
+    elem = pointer.type.element.element_ty
+    operands = [pointer]
+    if mask_v is not None:
+        operands.append(mask_v)
+        operands.append(b.broadcast_to(b.to_value(0 if other is None else other, elem), shape))
+    elif other is not None:
+        raise SemanticError("tl.load got `other` without `mask`", "pass mask=... too, or drop other=")
+    return b.emit("load", operands, Type(elem, shape))
+
+
+@rule("store")
+def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modifier: Any = "",
+          eviction_policy: Any = "", boundary_check: Any = None) -> None:
+    if not is_value(pointer) or not pointer.type.is_ptr:
+        raise SemanticError("tl.store expects a pointer or a tile of pointers as its first argument",
+                            "pass a pointer argument plus offsets, e.g. tl.store(out_ptr + offs, y)")
+    if boundary_check is not None:
+        raise SemanticError("boundary_check belongs to block pointers, which are not supported yet",
+                            "use a mask, e.g. mask=offs < n")
+    if not pointer.type.is_tile and shape_of(value):
+        raise SemanticError(
+            f"cannot store a tile of shape {list(shape_of(value))} through a single pointer",
+            "build a tile of pointers with ptr + tl.arange(...) offsets",
+        )
+    shape = b.broadcast_shapes(pointer.type.shape, shape_of(value), shape_of(mask))
+    if shape != pointer.type.shape:
+        raise SemanticError(
+            f"the value (shape {list(shape_of(value))}) or mask does not fit the pointer tile {list(pointer.type.shape)}",
+            "store a value whose shape broadcasts to the pointer tile's shape",
+        )
+    elem = pointer.type.element.element_ty
+    if is_value(value) and value.type.element.is_ptr():
+        raise SemanticError("storing pointers is not supported")
+    v = b.broadcast_to(b.to_value(value, elem), shape)
+    operands = [pointer, v]
+    mask_v = _mask(b, mask, shape, "tl.store")
+    if mask_v is not None:
+        operands.append(mask_v)
+    b.emit("store", operands, None)
+    return None
+
+
+@rule("where")
+def where(b: Builder, condition: Any, x: Any, y: Any) -> Any:
+    if not is_value(condition):
+        return x if condition else y
+    if not condition.type.element.is_bool():
+        condition = b.emit("ne", [condition, b.const(0, condition.type.element)],
+                           condition.type.with_element(D.int1)) if not condition.type.is_tile else \
+            compare(b, "!=", condition, 0)
+    if element_type(x).is_ptr() or element_type(y).is_ptr():
+        raise SemanticError("tl.where on pointers is not supported", "select the offsets instead")
+    xv, yv = _common(b, x, y)
+    shape = b.broadcast_shapes(condition.type.shape, xv.type.shape)
+    c = b.broadcast_to(condition, shape)
+    return b.emit("select", [c, b.broadcast_to(xv, shape), b.broadcast_to(yv, shape)], xv.type.with_shape(shape))
+
+
+@rule("cast")
+def cast(b: Builder, input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: Any = False) -> Value:
+    ty = _dtype_arg(dtype) if not isinstance(dtype, pointer_type) else dtype
+    if not is_value(input):
+        input = b.const(input, D.literal_dtype(input))
+    if fp_downcast_rounding not in (None, "rtne"):
+        raise SemanticError(f"fp_downcast_rounding={fp_downcast_rounding!r} is not supported",
+                            "Apple GPUs round to nearest even ('rtne'); drop the argument")
+    return b.cast(input, ty, bool(bitcast))
+
+
+def _float_unary(name: str):
+    def rule_fn(b: Builder, x: Any) -> Value:
+        if not is_value(x):
+            x = b.const(x, D.float32)
+        ty = x.type.element
+        if not ty.is_floating():
+            raise SemanticError(f"tl.{name} expects a floating-point input, got {ty}",
+                                f"convert first: tl.{name}(x.to(tl.float32))")
+        if ty.is_fp32():
+            return b.emit(name, [x], x.type)
+        # half-precision inputs compute in float32 and round once at the end
+        r = b.emit(name, [b.cast(x, D.float32)], x.type.with_element(D.float32))
+        return b.cast(r, ty)
+
+    rule_fn.__name__ = name
+    RULES[name] = rule_fn
+    return rule_fn
+
+
+for _name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "sigmoid"):
+    _float_unary(_name)
+
+
+@rule("abs")
+def abs_(b: Builder, x: Any) -> Any:
+    if not is_value(x):
+        return abs(x)
+    if x.type.element.is_ptr():
+        raise SemanticError("tl.abs of a pointer is not defined")
+    if x.type.element.is_int_unsigned():
+        return x
+    return b.emit("abs", [x], x.type)
+
+
+@rule("fma")
+def fma(b: Builder, x: Any, y: Any, z: Any) -> Value:
+    xv, yv = _common(b, x, y)
+    xv, zv = _common(b, xv, z)
+    shape = b.broadcast_shapes(xv.type.shape, yv.type.shape, zv.type.shape)
+    ty = xv.type.element
+    if not ty.is_floating():
+        raise SemanticError(f"tl.fma expects floating-point inputs, got {ty}", "use x * y + z for integers")
+    xv, yv, zv = (b.broadcast_to(b.cast(v, ty), shape) for v in (xv, yv, zv))
+    return b.emit("fma", [xv, yv, zv], xv.type)
+
+
+def _minmax(name: str):
+    def rule_fn(b: Builder, x: Any, y: Any, propagate_nan: Any = None) -> Value:
+        if propagate_nan not in (None, 0, "NONE") and str(propagate_nan) not in ("PropagateNan.NONE",):
+            raise SemanticError(f"tl.{name}(..., propagate_nan={propagate_nan}) is not supported yet",
+                                "drop propagate_nan (NaN handling follows the hardware, as Triton's default)")
+        xv, yv = _common(b, x, y)
+        return b.emit(name[:3], [xv, yv], xv.type)
+
+    RULES[name] = rule_fn
+    return rule_fn
+
+
+_minmax("maximum")
+_minmax("minimum")
+
+
+@rule("clamp")
+def clamp(b: Builder, x: Any, min: Any, max: Any, propagate_nan: Any = None) -> Value:
+    return RULES["minimum"](b, RULES["maximum"](b, x, min), max)
+
+
+@rule("fdiv")
+def fdiv(b: Builder, x: Any, y: Any, ieee_rounding: Any = False) -> Value:
+    xv, yv = _common(b, x, y)
+    if not xv.type.element.is_floating():
+        raise SemanticError("tl.fdiv expects floating-point inputs", "use x / y, which converts integers to float32")
+    return b.emit("fdiv", [xv, yv], xv.type)
+
+
+
+
+@rule("umulhi")
+def umulhi(b: Builder, x: Any, y: Any) -> Value:
+    xv, yv = _common(b, x, y)
+    if xv.type.element.name not in ("int32", "uint32"):
+        raise SemanticError(f"tl.umulhi expects 32-bit integers, got {xv.type.element}", "cast with .to(tl.uint32)")
+    return b.emit("umulhi", [xv, yv], xv.type)
+
+
+@rule("cdiv")
+def cdiv(b: Builder, x: Any, div: Any) -> Any:
+    if not is_value(x) and not is_value(div):
+        return -(-x // div)
+    return binary(b, "//", binary(b, "-", binary(b, "+", x, div), 1), div)
+
+
+def _hint(name: str):
+    def rule_fn(b: Builder, input: Any, values: Any) -> Value:
+        if not is_value(input):
+            raise SemanticError(f"tl.{name} expects a tile")
+        vals = values if isinstance(values, (tuple, list)) else (values,)
+        vals = tuple(_const_int(v, f"the value of tl.{name}") for v in vals)
+        if len(vals) == 1:
+            vals = vals * max(1, len(input.type.shape))
+        if len(vals) != max(1, len(input.type.shape)):
+            raise SemanticError(f"tl.{name} needs one value per dimension of the tile ({len(input.type.shape)})")
+        return b.emit(name, [input], input.type, values=vals)
+
+    RULES[name] = rule_fn
+
+
+_hint("multiple_of")
+_hint("max_contiguous")

@@ -1,0 +1,60 @@
+"""The machinery behind the ``tl`` namespace: ``constexpr`` and the ``builtin`` marker.
+
+The functions in ``enceladus.language`` are never executed by the compiler: the frontend reads the
+kernel's syntax tree and applies each builtin's rule (``compiler/semantic.py``, found by the
+builtin's name). The interpreter binds the same names to NumPy implementations.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+
+class constexpr:
+    """A compile-time constant.
+
+    Annotate a kernel parameter with ``tl.constexpr`` to make its value part of the kernel's
+    specialization (a new kernel is compiled for each value)::
+
+        @enceladus.jit
+        def kernel(x_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+    """
+
+    def __init__(self, value: Any):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self) -> str:
+        return f"constexpr[{self.value!r}]"
+
+    def __index__(self) -> int:
+        return self.value
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return self.value == (other.value if isinstance(other, constexpr) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+def builtin(fn: Callable) -> Callable:
+    """Mark ``fn`` as a tile-language builtin, usable only inside ``@enceladus.jit`` kernels."""
+
+    @functools.wraps(fn)
+    def outside_kernel(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            f"tl.{fn.__name__}() can only be called inside a @enceladus.jit kernel "
+            "(or with ENCELADUS_INTERPRET=1, which runs kernels with NumPy)"
+        )
+
+    outside_kernel.__enceladus_builtin__ = fn.__name__
+    return outside_kernel
+
+
+def builtin_name(obj: Any) -> str | None:
+    """The builtin's name if ``obj`` is a tile-language builtin, else None."""
+    return getattr(obj, "__enceladus_builtin__", None)

@@ -1,0 +1,248 @@
+"""Data types of the tile language and Triton's promotion rules.
+
+These rules are part of the language definition, so the compiler and the interpreter both use them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class dtype:
+    """A scalar element type (``tl.float32``, ``tl.int8``, ...). ``str(tl.float32) == 'fp32'``."""
+
+    name: str
+
+    # --- classification -------------------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        """'bool', 'uint', 'int' or 'float' (the order Triton promotes Python scalars in)."""
+        return _INFO[self.name][0]
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return _INFO[self.name][1]
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.primitive_bitwidth // 8)
+
+    def is_floating(self) -> bool:
+        return self.kind == "float"
+
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint", "bool")
+
+    def is_int_signed(self) -> bool:
+        return self.kind == "int"
+
+    def is_int_unsigned(self) -> bool:
+        return self.kind in ("uint", "bool")
+
+    def is_bool(self) -> bool:
+        return self.name == "int1"
+
+    def is_fp16(self) -> bool:
+        return self.name == "fp16"
+
+    def is_bf16(self) -> bool:
+        return self.name == "bf16"
+
+    def is_fp32(self) -> bool:
+        return self.name == "fp32"
+
+    def is_fp64(self) -> bool:
+        return self.name == "fp64"
+
+    def is_ptr(self) -> bool:
+        return False
+
+    @property
+    def int_bitwidth(self) -> int:
+        return self.primitive_bitwidth
+
+    def to_numpy(self) -> np.dtype:
+        """The NumPy dtype that holds this type (bfloat16 needs the optional ``ml_dtypes``)."""
+        if self.name == "bf16":
+            return bfloat16_numpy()
+        return np.dtype(_INFO[self.name][2])
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"tl.{_PUBLIC_NAME[self.name]}"
+
+    def __call__(self, value):  # tl.float32(x) inside kernels is a cast; outside it is not meaningful
+        raise RuntimeError(f"tl.{_PUBLIC_NAME[self.name]}(...) can only be used inside a @enceladus.jit kernel")
+
+
+@dataclass(frozen=True)
+class pointer_type:
+    """The type of a pointer to ``element_ty`` in device memory (``*fp32`` in signatures)."""
+
+    element_ty: dtype
+
+    @property
+    def name(self) -> str:
+        return "*" + self.element_ty.name
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def is_floating(self) -> bool:
+        return False
+
+    def is_int(self) -> bool:
+        return False
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# name -> (kind, bits, numpy dtype name)
+_INFO: dict[str, tuple[str, int, str]] = {
+    "int1": ("bool", 1, "bool"),
+    "int8": ("int", 8, "int8"),
+    "int16": ("int", 16, "int16"),
+    "int32": ("int", 32, "int32"),
+    "int64": ("int", 64, "int64"),
+    "uint8": ("uint", 8, "uint8"),
+    "uint16": ("uint", 16, "uint16"),
+    "uint32": ("uint", 32, "uint32"),
+    "uint64": ("uint", 64, "uint64"),
+    "fp16": ("float", 16, "float16"),
+    "bf16": ("float", 16, "bfloat16"),
+    "fp32": ("float", 32, "float32"),
+    "fp64": ("float", 64, "float64"),
+}
+_PUBLIC_NAME = {
+    "int1": "int1", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+    "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+}
+
+int1 = dtype("int1")
+int8 = dtype("int8")
+int16 = dtype("int16")
+int32 = dtype("int32")
+int64 = dtype("int64")
+uint8 = dtype("uint8")
+uint16 = dtype("uint16")
+uint32 = dtype("uint32")
+uint64 = dtype("uint64")
+float16 = dtype("fp16")
+bfloat16 = dtype("bf16")
+float32 = dtype("fp32")
+float64 = dtype("fp64")
+
+ALL_DTYPES = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64)
+BY_NAME: dict[str, dtype] = {d.name: d for d in ALL_DTYPES}
+# Triton signature spellings that differ from the canonical names.
+BY_NAME.update({"i1": int1, "i8": int8, "i16": int16, "i32": int32, "i64": int64, "u1": int1,
+                "u8": uint8, "u16": uint16, "u32": uint32, "u64": uint64, "f16": float16,
+                "f32": float32, "f64": float64, "bfloat16": bfloat16, "float16": float16,
+                "float32": float32, "float64": float64, "bool": int1})
+
+
+def bfloat16_numpy() -> np.dtype:
+    try:
+        import ml_dtypes
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise TypeError(
+            "bfloat16 needs the optional 'ml_dtypes' package for NumPy arrays: pip install 'enceladus[bfloat16]'"
+        ) from exc
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def from_numpy(np_dtype: np.dtype) -> dtype | None:
+    """The tile-language dtype for a NumPy dtype, or None if there is none."""
+    np_dtype = np.dtype(np_dtype)
+    if np_dtype.name == "bfloat16":
+        return bfloat16
+    for d in ALL_DTYPES:
+        if d.name != "bf16" and np.dtype(_INFO[d.name][2]) == np_dtype:
+            return d
+    return None
+
+
+# --- promotion (triton/language/semantic.py: computation_type_impl) ---------------------------------
+
+_KIND_RANK = {"bool": 0, "uint": 1, "int": 2, "float": 3}
+
+
+def integer_promote(a: dtype, b: dtype) -> dtype:
+    """Triton's integer promotion: wider wins; same width: unsigned wins; bool takes the other side."""
+    if a.is_bool():
+        return b
+    if b.is_bool():
+        return a
+    if a.primitive_bitwidth != b.primitive_bitwidth:
+        return a if a.primitive_bitwidth > b.primitive_bitwidth else b
+    if a.is_int_unsigned():
+        return a
+    return b
+
+
+def computation_type(a: dtype, a_is_literal: bool, b: dtype, b_is_literal: bool, div_or_mod: bool) -> dtype:
+    """The dtype both operands of a binary arithmetic op are converted to.
+
+    ``*_is_literal`` marks a Python scalar (a "weak" type): it does not take part when its kind is
+    lower than or equal to the other operand's kind.
+    """
+    if a_is_literal != b_is_literal:
+        literal, other = (a, b) if a_is_literal else (b, a)
+        if _KIND_RANK[literal.kind] <= _KIND_RANK[other.kind]:
+            # `/` and `%` of half-precision floats compute in fp32, as in Triton.
+            if div_or_mod and other.name in ("fp16", "bf16"):
+                return float32
+            return other
+    if a.is_fp64() or b.is_fp64():
+        return float64
+    if a.is_fp32() or b.is_fp32():
+        return float32
+    if a.is_fp16() or b.is_fp16():
+        return float32 if div_or_mod else float16
+    if a.is_bf16() or b.is_bf16():
+        return bfloat16 if (a.is_bf16() and b.is_bf16() and not div_or_mod) else float32
+    if div_or_mod and a.is_int_signed() != b.is_int_signed() and not (a.is_bool() or b.is_bool()):
+        raise TypeError(
+            f"cannot use /, // or % between {a} and {b}: they differ in signedness; cast one side with .to()"
+        )
+    return integer_promote(a, b)
+
+
+def literal_dtype(value: object) -> dtype:
+    """The dtype a Python scalar gets when it stands alone (Triton's rules for literals)."""
+    if isinstance(value, bool):
+        return int1
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return int32
+        if -(2**63) <= value < 2**63:
+            return int64
+        if 0 <= value < 2**64:
+            return uint64
+        raise ValueError(f"integer {value} does not fit in 64 bits")
+    if isinstance(value, float):
+        return float32
+    raise TypeError(f"{value!r} is not a scalar")
+
+
+def fits(value: int | float | bool, ty: dtype) -> bool:
+    """Whether a Python scalar can be represented in ``ty`` (Triton refuses `x_uint8 + 300`)."""
+    if ty.is_floating():
+        return True
+    if isinstance(value, float):
+        return True
+    value = int(value)
+    bits = ty.primitive_bitwidth
+    if ty.is_bool():
+        return value in (0, 1)
+    if ty.is_int_signed():
+        return -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
+    # Triton accepts literals like 0x9E3779B9 against uint32 and -1 against unsigned types (two's complement).
+    return -(2 ** (bits - 1)) <= value < 2**bits

@@ -1,0 +1,1 @@
+"""Runtime around the compiler: JIT and launch, argument binding, backends selection."""

@@ -1,0 +1,118 @@
+"""What each kind of kernel argument becomes: its type in the signature, its specialization, its binding.
+
+One table from Python argument kind to (signature type, specialization facts). The compiler sees
+only the signature strings (``*fp32``, ``i32``...) and the facts; the launcher sees addresses and
+packed scalars.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..language import dtypes
+
+MAX_ELEMENTS = 2**31 - 1  # int32 offsets address at most this many elements (as in Triton)
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """The compile-time view of one runtime argument: its type and what is known about its value."""
+
+    type: str  # '*fp32', 'i32', 'fp32', 'i1', 'none'
+    divisible_by_16: bool = False  # ints: value % 16 == 0; pointers: address % 16 == 0
+    equal_to_1: bool = False  # ints equal to 1 become the constant 1
+
+
+def _int_type(value: int, name: str) -> str:
+    if -(2**31) <= value < 2**31:
+        return "i32"
+    if -(2**63) <= value < 2**63:
+        return "i64"
+    if 0 <= value < 2**64:
+        return "u64"
+    raise ValueError(f"argument '{name}' = {value} does not fit in 64 bits; kernels take integers up to 2**64 - 1")
+
+
+def array_spec(arr: np.ndarray, name: str, specialize: bool) -> ArgSpec:
+    """Check that ``arr`` can be passed to a kernel and describe it."""
+    ty = dtypes.from_numpy(arr.dtype)
+    if ty is None or ty.is_fp64():
+        hint = (" Apple GPUs have no float64: pass arr.astype(np.float32)." if arr.dtype == np.float64
+                else " Supported: bool, int8-64, uint8-64, float16, bfloat16 (ml_dtypes), float32.")
+        raise TypeError(f"argument '{name}': arrays of dtype {arr.dtype} cannot be passed to a kernel.{hint}")
+    if any(s < 0 for s in arr.strides):
+        raise ValueError(
+            f"argument '{name}': arrays with negative strides (e.g. x[::-1]) cannot be passed; "
+            "pass np.ascontiguousarray(x) instead"
+        )
+    if any(s % arr.itemsize for s in arr.strides):
+        raise ValueError(f"argument '{name}': strides {arr.strides} are not multiples of the item size")
+    if arr.size > MAX_ELEMENTS:
+        raise ValueError(
+            f"argument '{name}' has {arr.size} elements; kernels index with int32 offsets, so arrays are limited "
+            f"to {MAX_ELEMENTS} elements. Split the work into several arrays or launches."
+        )
+    aligned = specialize and arr.ctypes.data % 16 == 0
+    return ArgSpec("*" + ty.name, divisible_by_16=aligned)
+
+
+def scalar_spec(value: object, name: str, specialize: bool) -> ArgSpec:
+    """Describe a Python scalar argument (Triton's rules: 1 is a constant, multiples of 16 noted)."""
+    if value is None:
+        return ArgSpec("none")
+    if isinstance(value, (bool, np.bool_)):
+        return ArgSpec("i1")
+    if isinstance(value, (int, np.integer)):
+        value = int(value)
+        ty = _int_type(value, name)
+        if not specialize:
+            return ArgSpec(ty)
+        return ArgSpec(ty, divisible_by_16=value % 16 == 0, equal_to_1=value == 1)
+    if isinstance(value, (float, np.floating)):
+        return ArgSpec("fp32")
+    raise TypeError(
+        f"argument '{name}' has type {type(value).__name__}; kernels take NumPy arrays, enceladus.Tensor, "
+        "torch tensors, ints, floats, bools and None (or annotate the parameter with tl.constexpr)"
+    )
+
+
+def spec_of(value: object, name: str, specialize: bool) -> ArgSpec:
+    """The ArgSpec of any runtime argument."""
+    if isinstance(value, np.ndarray):
+        return array_spec(value, name, specialize)
+    if hasattr(value, "__enceladus_array__"):
+        return array_spec(value.__enceladus_array__(), name, specialize)
+    torch_array = _torch_cpu_array(value, name)
+    if torch_array is not None:
+        return array_spec(torch_array, name, specialize)
+    return scalar_spec(value, name, specialize)
+
+
+def _torch_cpu_array(value: object, name: str) -> np.ndarray | None:
+    """A NumPy view of a PyTorch CPU tensor (zero-copy), or None if ``value`` is not a torch tensor."""
+    mod = type(value).__module__
+    if not mod.startswith("torch"):
+        return None
+    if value.device.type != "cpu":
+        raise ValueError(
+            f"argument '{name}' is a torch tensor on device '{value.device}'; this backend runs on the CPU, so pass "
+            "a CPU tensor (x.cpu())"
+        )
+    return as_numpy(value)
+
+
+def as_numpy(value: object) -> np.ndarray:
+    """The NumPy array (a view, never a copy) behind an array-like kernel argument."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__enceladus_array__"):
+        return value.__enceladus_array__()
+    if type(value).__module__.startswith("torch"):
+        import torch
+
+        if value.dtype == torch.bfloat16:
+            return value.view(torch.int16).numpy().view(dtypes.bfloat16_numpy())
+        return value.detach().numpy()
+    raise TypeError(f"{type(value).__name__} is not an array")

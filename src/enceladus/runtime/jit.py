@@ -1,0 +1,269 @@
+"""``@enceladus.jit``: binding arguments, specialization, the in-memory kernel cache and launch."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import inspect
+import os
+import struct
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..compiler.driver import CompiledKernel, compile_kernel
+from ..compiler.frontend import KernelSource
+from ..language.core import constexpr
+from ..language.dtypes import dtype
+from . import arguments
+from .arguments import ArgSpec
+from .backend import get_backend
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
+MAX_GRID = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    name: str
+    index: int
+    is_constexpr: bool
+    default: Any
+    annotation_type: dtype | None  # `n: tl.int32` fixes the argument's type
+    do_not_specialize: bool
+
+
+def _is_constexpr_annotation(ann: Any) -> bool:
+    if ann is constexpr:
+        return True
+    return isinstance(ann, str) and ann.replace(" ", "").split(".")[-1] == "constexpr"
+
+
+def _annotation_dtype(ann: Any) -> dtype | None:
+    if isinstance(ann, dtype):
+        return ann
+    if isinstance(ann, str) and ann.startswith(("tl.", "enceladus.language.")):
+        from .. import language
+
+        value = getattr(language, ann.split(".")[-1], None)
+        return value if isinstance(value, dtype) else None
+    return None
+
+
+class JITFunction:
+    """A kernel: launch with ``kernel[grid](*args, num_warps=4, **constexprs)``."""
+
+    __enceladus_jit__ = True
+
+    def __init__(self, fn: Callable, *, do_not_specialize: Any = (), do_not_specialize_on_alignment: Any = (),
+                 debug: bool | None = None, interpret: bool | None = None, noinline: bool = False):
+        if not inspect.isfunction(fn):
+            raise TypeError(f"@enceladus.jit decorates Python functions, got {type(fn).__name__}")
+        self.fn = fn
+        self.source = KernelSource(fn)
+        functools.update_wrapper(self, fn)
+        sig = inspect.signature(fn)
+        names = list(sig.parameters)
+        dns = {names[i] if isinstance(i, int) else i for i in do_not_specialize}
+        self.do_not_specialize_on_alignment = {names[i] if isinstance(i, int) else i
+                                               for i in do_not_specialize_on_alignment}
+        self.params: list[KernelParam] = []
+        for i, (name, p) in enumerate(sig.parameters.items()):
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"kernel '{fn.__name__}': *args/**kwargs parameters are not supported")
+            self.params.append(KernelParam(
+                name, i, _is_constexpr_annotation(p.annotation),
+                p.default if p.default is not p.empty else inspect.Parameter.empty,
+                _annotation_dtype(p.annotation), name in dns))
+        self.param_names = names
+        self._by_name = {p.name: p for p in self.params}
+        self.debug = debug
+        env_interp = os.environ.get("ENCELADUS_INTERPRET", "0") not in ("", "0", "false", "False")
+        self.interpret = env_interp if interpret is None else interpret
+        self.cache: dict[Any, CompiledKernel] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            f"kernel '{self.__name__}' must be launched with a grid: {self.__name__}[grid](...); "
+            "to call it from another kernel, call it inside that kernel's body"
+        )
+
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
+        return functools.partial(self.run, grid=grid)
+
+    # --- binding ------------------------------------------------------------------------------------
+    def bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Map the launch's arguments to parameters. Returns (values by name, launch options)."""
+        options = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self._by_name}
+        if len(args) > len(self.params):
+            raise TypeError(f"kernel '{self.__name__}' takes {len(self.params)} arguments "
+                            f"({', '.join(self.param_names)}) but {len(args)} were given")
+        values: dict[str, Any] = {}
+        for p, a in zip(self.params, args):
+            values[p.name] = a
+        for k, v in kwargs.items():
+            if k not in self._by_name:
+                raise TypeError(f"kernel '{self.__name__}' got an unexpected keyword argument '{k}' "
+                                f"(parameters: {', '.join(self.param_names)}; launch options: "
+                                f"{', '.join(LAUNCH_OPTIONS)})")
+            if k in values:
+                raise TypeError(f"kernel '{self.__name__}' got multiple values for argument '{k}'")
+            values[k] = v
+        for p in self.params:
+            if p.name not in values:
+                if p.default is inspect.Parameter.empty:
+                    raise TypeError(f"kernel '{self.__name__}' is missing argument '{p.name}'")
+                values[p.name] = p.default
+        for p in self.params:
+            if p.is_constexpr and isinstance(values[p.name], constexpr):
+                values[p.name] = values[p.name].value
+        return values, options
+
+    def specialize(self, values: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any], dict[str, tuple[bool, bool]]]:
+        signature: dict[str, str] = {}
+        constexprs: dict[str, Any] = {}
+        facts: dict[str, tuple[bool, bool]] = {}
+        for p in self.params:
+            v = values[p.name]
+            if p.is_constexpr:
+                constexprs[p.name] = v
+                continue
+            spec: ArgSpec = arguments.spec_of(v, p.name, not p.do_not_specialize)
+            if p.name in self.do_not_specialize_on_alignment:
+                spec = ArgSpec(spec.type, False, spec.equal_to_1)
+            if p.annotation_type is not None and not spec.type.startswith("*"):
+                spec = ArgSpec(_annotated_type(p, v), False, False)
+            signature[p.name] = spec.type
+            facts[p.name] = (spec.divisible_by_16, spec.equal_to_1)
+        return signature, constexprs, facts
+
+    def _key(self, signature: dict[str, str], constexprs: dict[str, Any], facts: dict[str, Any],
+             num_warps: int) -> Any:
+        try:
+            const_key = tuple((k, v) for k, v in constexprs.items())
+            hash(const_key)
+        except TypeError:
+            const_key = tuple((k, repr(v)) for k, v in constexprs.items())
+        return (tuple(signature.items()), const_key, tuple(facts.items()), num_warps)
+
+    def compile_for(self, values: dict[str, Any], options: dict[str, Any]) -> CompiledKernel:
+        num_warps = options.get("num_warps", 4)
+        signature, constexprs, facts = self.specialize(values)
+        key = self._key(signature, constexprs, facts, num_warps)
+        kernel = self.cache.get(key)
+        if kernel is None:
+            with self._lock:
+                kernel = self.cache.get(key)
+                if kernel is None:
+                    kernel = compile_kernel(self.source, self.__name__, self.param_names, signature, constexprs,
+                                            facts, num_warps=num_warps,
+                                            origin=f"{os.path.basename(self.source.filename)}")
+                    self.cache[key] = kernel
+        return kernel
+
+    # --- launch --------------------------------------------------------------------------------------
+    def run(self, *args: Any, grid: Any, **kwargs: Any) -> CompiledKernel | None:
+        values, options = self.bind(args, dict(kwargs))
+        if self.interpret:
+            from ..interpreter import interpret_launch
+
+            interpret_launch(self, resolve_grid(grid, values), values, options)
+            return None
+        kernel = self.compile_for(values, options)
+        launch(kernel, resolve_grid(grid, values), values)
+        return kernel
+
+    def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> CompiledKernel:
+        """Compile for these arguments without launching; returns the compiled kernel."""
+        values, options = self.bind(args, dict(kwargs))
+        return self.compile_for(values, options)
+
+    def explain(self, *args: Any, **kwargs: Any) -> str:
+        """The IR with layouts, threads per threadgroup and vectorization decisions for these arguments."""
+        kwargs.pop("grid", None)
+        return self.warmup(*args, **kwargs).explain()
+
+
+def _annotated_type(p: KernelParam, value: Any) -> str:
+    ty = p.annotation_type
+    return ty.name
+
+
+def resolve_grid(grid: Any, values: dict[str, Any]) -> tuple[int, int, int]:
+    """The launch grid as three positive ints (a callable grid receives the bound arguments)."""
+    if callable(grid):
+        grid = grid(dict(values))
+    if isinstance(grid, (int, np.integer)):
+        grid = (grid,)
+    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+        raise TypeError(f"grid must be a tuple of 1 to 3 ints (or a callable returning one), got {grid!r}")
+    out = []
+    for i, g in enumerate(grid):
+        if isinstance(g, constexpr):
+            g = g.value
+        if isinstance(g, bool) or not isinstance(g, (int, np.integer)):
+            raise TypeError(f"grid[{i}] must be an int, got {type(g).__name__} {g!r}")
+        g = int(g)
+        if g < 0:
+            raise ValueError(f"grid[{i}] = {g} is negative")
+        if g > MAX_GRID:
+            raise ValueError(f"grid[{i}] = {g} exceeds Metal's limit of {MAX_GRID} threadgroups per dimension")
+        out.append(g)
+    while len(out) < 3:
+        out.append(1)
+    return out[0], out[1], out[2]
+
+
+_PACK = {"int1": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
+         "uint32": "I", "uint64": "Q", "fp32": "f"}
+
+
+def pack_scalars(kernel: CompiledKernel, values: dict[str, Any]) -> bytes:
+    abi = kernel.abi
+    buf = bytearray(abi.args_size)
+    for name, offset, tname in abi.args_format:
+        v = values[name]
+        code = _PACK[tname]
+        if tname == "fp32":
+            v = float(v)
+        elif tname == "int1":
+            v = 1 if v else 0
+        else:
+            v = int(v)
+            if code.isupper() and v < 0:
+                v &= (1 << (8 * struct.calcsize(code))) - 1
+        struct.pack_into("<" + code, buf, offset, v)
+    return bytes(buf)
+
+
+def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str, Any]) -> None:
+    """Run ``kernel`` over ``grid`` on the current backend (synchronously for NumPy arguments)."""
+    if 0 in grid:
+        return
+    backend = get_backend()
+    if kernel.program is None:
+        kernel.program = backend.compile(kernel.asm["msl"]).function(kernel.abi.kernel_name)
+    abi = kernel.abi
+    buffers: dict[int, int] = {}
+    keep_alive = []
+    for p in abi.buffer_params:
+        arr = arguments.as_numpy(values[p.name])
+        if p.writes and not arr.flags.writeable:
+            raise ValueError(f"argument '{p.name}' is a read-only array, but kernel '{kernel.name}' stores through it; "
+                             "pass a writeable array (e.g. arr.copy())")
+        if not arr.flags.aligned:
+            raise ValueError(f"argument '{p.name}' is not aligned to its element size; pass np.ascontiguousarray(x)")
+        buffers[p.slot] = arr.ctypes.data
+        keep_alive.append(arr)
+    if abi.args_slot is not None:
+        raw = ctypes.create_string_buffer(pack_scalars(kernel, values), max(abi.args_size, 1))
+        keep_alive.append(raw)
+        buffers[abi.args_slot] = ctypes.addressof(raw)
+    kernel.program.launch(threadgroups=grid, threads_per_threadgroup=(abi.threads_per_threadgroup, 1, 1),
+                          buffers=buffers)
