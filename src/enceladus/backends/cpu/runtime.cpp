@@ -167,7 +167,8 @@ void init_fiber(Fiber* f) {
   // Stack image popped by enc_switch: [mxcsr|fpucw][r15][r14][r13][r12][rbx][rbp][ret].
   uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + g_stack_size) & ~uintptr_t(15);
   void** sp = reinterpret_cast<void**>(top);
-  *--sp = nullptr;  // keeps the entry call 16-byte aligned
+  // After `ret` into enc_fiber_entry rsp == top (16-aligned), so its `call` enters fiber_main with
+  // rsp == 8 (mod 16) as the ABI requires.
   *--sp = reinterpret_cast<void*>(&enc_fiber_entry);
   *--sp = nullptr;                                       // rbp
   *--sp = nullptr;                                       // rbx
@@ -245,11 +246,11 @@ bool resolve_simd(Worker* w, unsigned s, unsigned n) {
         std::memcpy(snap->data[i - lo], f.slot, ENC_SIMD_SLOT);
       }
     }
-    if (lead.require_all && snap->active != live) {
+    if (lead.require_all && snap->active != 0xffffffffu) {
       record_error(w->launch,
                    "kernel '%s': %s (line %u) executed by lanes 0x%08x of simdgroup %u in threadgroup "
-                   "(%u,%u,%u), but lanes 0x%08x are still running: simdgroup_matrix operations must be "
-                   "reached by the whole SIMD group (uniform control flow)",
+                   "(%u,%u,%u), but lanes 0x%08x are alive (others returned or never existed): simdgroup_matrix "
+                   "operations must be reached by all 32 lanes of the SIMD group (uniform control flow)",
                    w->launch->kernel_name, lead.what, lead.line, snap->active, s, w->group[0], w->group[1],
                    w->group[2], live);
       return false;
