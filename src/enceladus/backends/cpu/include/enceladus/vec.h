@@ -30,8 +30,6 @@ template <class T> struct alignas(sizeof(T) * 2) vec<T, 2> {
   __ENC_VEC_COMMON(2)
   template <class A, class B>
   __ENC_INLINE vec(A a, B b) : __e{T(a), T(b)} {}
-  __ENC_INLINE vec<T, 2> xy() const { return *this; }
-  __ENC_INLINE vec<T, 2> yx() const { return vec<T, 2>(y, x); }
 };
 template <class T> struct alignas(sizeof(T) * 4) vec<T, 3> {
   union { T __e[3]; struct { T x, y, z; }; struct { T r, g, b; }; };
