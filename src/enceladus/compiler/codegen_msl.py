@@ -315,7 +315,9 @@ class MSLEmitter:
             args = [self.refs[(o.id, None)] for o in op.operands]
             expr = self.scalar_expr(op, args)
         name = f"v{r.id}"
-        self.emit(f"const {msl_type(r.type.element)} {name} = {expr};")
+        # pointers keep the constness of the argument they derive from
+        ctype = "auto" if r.type.is_ptr else msl_type(r.type.element)
+        self.emit(f"const {ctype} {name} = {expr};")
         self.refs[(r.id, None)] = name
 
     def emit_tile_op(self, op: ir.Op, layout: TileLayout) -> None:
@@ -503,12 +505,12 @@ class MSLEmitter:
         for a in fn.args:
             cname = safe_name(a.name)
             if a.type.is_ptr:
-                params.append(Param(a.name, "buffer", arg_types[a.name], slot=slot))
+                params.append(Param(a.name, "buffer", str(a.type.element), slot=slot))
                 self.refs[(a.id, None)] = cname
                 slot += 1
             else:
                 struct_fields.append((a.name, cname, _SCALAR_SIZE[a.type.element.name], a.type.element.name))
-                params.append(Param(a.name, "scalar", arg_types[a.name]))
+                params.append(Param(a.name, "scalar", str(a.type.element)))
                 self.refs[(a.id, None)] = cname
         self.emit_function()
         for p in params:

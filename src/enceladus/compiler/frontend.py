@@ -8,7 +8,6 @@ functions. Every refusal is a ``CompilationError`` pointing at the offending exp
 from __future__ import annotations
 
 import ast
-import builtins
 import inspect
 import operator
 import textwrap
@@ -17,7 +16,6 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import CompilationError
-from ..language import dtypes as D
 from ..language.builtins import range as tl_range
 from ..language.builtins import static_range
 from ..language.core import builtin_name, constexpr
@@ -123,8 +121,9 @@ _UNSUPPORTED_EXPR_FIX = {
 
 
 class _Return(Exception):
-    def __init__(self, value: Any):
+    def __init__(self, value: Any, node: ast.AST):
         self.value = value
+        self.node = node
 
 
 class _TensorMethod:
@@ -214,7 +213,7 @@ class Lowering(ast.NodeVisitor):
                              "tiles are immutable: build a new tile (e.g. with tl.where) instead of assigning into one")
 
     def visit_Return(self, node: ast.Return) -> None:
-        raise _Return(None if node.value is None else self.eval(node.value))
+        raise _Return(None if node.value is None else self.eval(node.value), node)
 
     def visit_If(self, node: ast.If) -> None:
         cond = self.eval(node.test)
@@ -538,7 +537,7 @@ def lower_kernel(source: KernelSource, name: str, params: list[tuple[str, Any]])
         lowering.run_body(source.tree.body)
     except _Return as r:
         if r.value is not None:
-            raise lowering.error(source.tree, "a kernel cannot return a value",
+            raise lowering.error(r.node, "a kernel cannot return a value",
                                  "store results through a pointer argument with tl.store") from None
     ir.verify(fn)
     return fn, lowering.read_globals
@@ -555,5 +554,3 @@ class _Const:
 def specialized_constant(value: Any, ty: dtype) -> _Const:
     return _Const(value, ty)
 
-
-_ = (builtins, D)

@@ -124,8 +124,13 @@ class Builder:
         """A Python scalar as a constant of ``ty`` (range-checked), or an IR value converted to ``ty``."""
         if is_value(x):
             return self.cast(x, ty)
+        if isinstance(x, int) and not isinstance(x, bool) and x < 0 and ty.is_int_unsigned() and not ty.is_bool():
+            raise SemanticError(
+                f"cannot combine the negative scalar {x} with an unsigned {ty} tile",
+                "cast one of them explicitly, e.g. x.to(tl.int32)",
+            )
         if not D.fits(x, ty):
-            raise SemanticError(f"Scalar {x} is out of range for type {ty}", f"cast the tile to a wider type first")
+            raise SemanticError(f"Scalar {x} is out of range for type {ty}", "cast the tile to a wider type first")
         return self.const(x, ty)
 
 

@@ -195,7 +195,9 @@ def computation_type(a: dtype, a_is_literal: bool, b: dtype, b_is_literal: bool,
     """
     if a_is_literal != b_is_literal:
         literal, other = (a, b) if a_is_literal else (b, a)
-        if _KIND_RANK[literal.kind] <= _KIND_RANK[other.kind]:
+        # An integer literal never widens an integer tile: `255 - x_uint8` stays uint8 (range-checked).
+        literal_rank = _KIND_RANK["uint"] if literal.kind == "int" and other.kind == "uint" else _KIND_RANK[literal.kind]
+        if literal_rank <= _KIND_RANK[other.kind]:
             # `/` and `%` of half-precision floats compute in fp32, as in Triton.
             if div_or_mod and other.name in ("fp16", "bf16"):
                 return float32
@@ -244,5 +246,4 @@ def fits(value: int | float | bool, ty: dtype) -> bool:
         return value in (0, 1)
     if ty.is_int_signed():
         return -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
-    # Triton accepts literals like 0x9E3779B9 against uint32 and -1 against unsigned types (two's complement).
-    return -(2 ** (bits - 1)) <= value < 2**bits
+    return 0 <= value < 2**bits
