@@ -66,6 +66,12 @@ def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[s
     if not isinstance(fn, JITFunction):
         raise TypeError("enceladus.compile expects a @enceladus.jit function")
     constexprs = dict(constexprs or {})
+    for p in fn.params:
+        if p.is_constexpr and p.name not in constexprs:
+            if p.default is not inspect.Parameter.empty:
+                constexprs[p.name] = p.default
+            else:
+                raise TypeError(f"constexpr parameter '{p.name}' needs a value in constexprs=")
     runtime = [p.name for p in fn.params if p.name not in constexprs]
     if isinstance(signature, str):
         types = [t.strip() for t in signature.split(",") if t.strip()]
@@ -73,18 +79,12 @@ def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[s
             raise TypeError(f"signature has {len(types)} types but the kernel has {len(runtime)} runtime parameters "
                             f"({', '.join(runtime)})")
         signature = dict(zip(runtime, types))
-    for p in fn.params:
-        if p.is_constexpr and p.name not in constexprs:
-            if p.default is not inspect.Parameter.empty:
-                constexprs[p.name] = p.default
-            else:
-                raise TypeError(f"constexpr parameter '{p.name}' needs a value in constexprs=")
-    missing = [n for n in runtime if n not in signature and n not in constexprs]
-    if missing:
-        raise TypeError(f"signature is missing parameter(s) {', '.join(missing)}")
     unknown = [n for n in list(signature) + list(constexprs) if n not in fn.param_names]
     if unknown:
         raise TypeError(f"unknown parameter(s) {', '.join(unknown)}; the kernel takes {', '.join(fn.param_names)}")
+    missing = [n for n in runtime if n not in signature and n not in constexprs]
+    if missing:
+        raise TypeError(f"signature is missing parameter(s) {', '.join(missing)}")
     return compile_kernel(fn.source, fn.__name__, fn.param_names, signature, constexprs, {}, num_warps=num_warps)
 
 

@@ -76,7 +76,8 @@ def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
     if name == "expand_dims":
         axis = op.attrs["axis"]
         a = ins[0] if op.operands[0].type.shape else AxisInfo((1,), (ins[0].divisibility[0],), (1,))
-        d = min(a.divisibility)
+        # along the new axis every element is its own run: only what divides every element counts
+        d = min(1 if c > 1 else dv for c, dv in zip(a.contiguity, a.divisibility))
         return AxisInfo(a.contiguity[:axis] + (1,) + a.contiguity[axis:],
                         a.divisibility[:axis] + (d,) + a.divisibility[axis:],
                         a.constancy[:axis] + (1,) + a.constancy[axis:])
@@ -107,7 +108,13 @@ def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
         return AxisInfo(tuple(contig), div, const)
     if name == "mul":
         a, b = ins
-        div = tuple(min(a.divisibility[i] * b.divisibility[i], MAX_DIV) for i in range(n))
+
+        def run_div(x: AxisInfo, i: int) -> int:
+            # the elements inside a run [2^k, 2^k + 1, ...] are not multiples of 2^k: after a product only the
+            # divisibility of every element counts (as Triton's AxisInfo does)
+            return 1 if x.contiguity[i] > 1 else x.divisibility[i]
+
+        div = tuple(min(run_div(a, i) * run_div(b, i), MAX_DIV) for i in range(n))
         return AxisInfo((1,) * n, div, const)
     if name in ("lt", "ge"):
         a, b = ins
