@@ -13,7 +13,8 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import language
 from .compiler.driver import CompiledKernel, KernelABI

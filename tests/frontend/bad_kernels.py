@@ -81,7 +81,7 @@ def try_except(x_ptr):
 
 @enceladus.jit
 def lambda_in_kernel(x_ptr):
-    f = lambda v: v + 1  # noqa: E731 # <- here
+    f = lambda v: v + 1  # <- here
     tl.store(x_ptr, f(1))
 
 

@@ -161,7 +161,7 @@ class Lowering(ast.NodeVisitor):
     def run_body(self, stmts: list[ast.stmt]) -> None:
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, ast.Return):
-                rest = [s for s in stmts[i + 1:]]
+                rest = list(stmts[i + 1:])
                 if rest:
                     raise self.error(rest[0], "code after 'return' is unreachable", "remove it")
             self.visit(stmt)
@@ -358,7 +358,7 @@ class Lowering(ast.NodeVisitor):
     def eval_BoolOp(self, node: ast.BoolOp) -> Any:
         is_and = isinstance(node.op, ast.And)
         result: Any = None
-        for i, e in enumerate(node.values):
+        for _i, e in enumerate(node.values):
             v = self.eval(e)
             if is_value(v):
                 raise self.error(e, f"'{'and' if is_and else 'or'}' is not defined on runtime values",
@@ -402,9 +402,8 @@ class Lowering(ast.NodeVisitor):
             else:
                 raise self.error(sub, "tiles can only be indexed with None and ':' (e.g. x[:, None])",
                                  "slicing and element access are not supported; use masks or tl.where")
-        if dim != len(x.type.shape):
-            if dim > len(x.type.shape):
-                raise self.error(node, f"too many indices for a tile of rank {len(base.type.shape)}")
+        if dim != len(x.type.shape) and dim > len(x.type.shape):
+            raise self.error(node, f"too many indices for a tile of rank {len(base.type.shape)}")
         return x
 
     def eval_Call(self, node: ast.Call) -> Any:
@@ -426,9 +425,8 @@ class Lowering(ast.NodeVisitor):
         return self.call(node, fn, args, kwargs)
 
     def call(self, node: ast.AST, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        if isinstance(fn, _TensorMethod):
-            if fn.name == "to":
-                return self.apply(node, lambda: semantic.RULES["cast"](self.b, fn.value, *args, **kwargs))
+        if isinstance(fn, _TensorMethod) and fn.name == "to":
+            return self.apply(node, lambda: semantic.RULES["cast"](self.b, fn.value, *args, **kwargs))
         name = builtin_name(fn)
         if name is not None:
             if name == "static_assert":
@@ -467,7 +465,6 @@ class Lowering(ast.NodeVisitor):
             raise self.error(node, "tl.static_assert needs a constexpr condition", "use a condition on constexprs")
         if not cond:
             raise self.error(node, f"static_assert failed: {msg}" if msg else "static_assert failed")
-        return None
 
     def inline(self, node: ast.AST, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if fn.fn in self.call_stack:

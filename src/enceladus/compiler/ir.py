@@ -60,7 +60,7 @@ class Loc:
 class Value:
     """An SSA value: a kernel argument or the result of an op."""
 
-    __slots__ = ("id", "type", "op", "name", "layout")
+    __slots__ = ("id", "layout", "name", "op", "type")
 
     def __init__(self, id: int, type: Type, op: Op | None = None, name: str | None = None):
         self.id = id
@@ -163,7 +163,7 @@ class VerificationError(Exception):
 
 def verify(fn: Function) -> None:
     """Check SSA dominance, known op names and shape agreement of elementwise ops."""
-    defined = set(id(a) for a in fn.args)
+    defined = {id(a) for a in fn.args}
     for op in fn.ops:
         if op.name not in ALL_OPS:
             raise VerificationError(f"unknown op '{op.name}'")

@@ -8,7 +8,8 @@ when the program is ill-typed; the frontend adds the source location.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..language import dtypes as D
 from ..language.dtypes import dtype, pointer_type
@@ -403,7 +404,6 @@ def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modif
     if mask_v is not None:
         operands.append(mask_v)
     b.emit("store", operands, None)
-    return None
 
 
 @rule("where")

@@ -4,7 +4,6 @@ Bodies are never run: the compiler applies each builtin's rule from ``compiler/s
 the interpreter its NumPy implementation, both found by the builtin's name.
 """
 
-# ruff: noqa: A001, A002, ARG001
 from __future__ import annotations
 
 import builtins as _py

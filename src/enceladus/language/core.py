@@ -8,7 +8,8 @@ builtin's name). The interpreter binds the same names to NumPy implementations.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class constexpr:

@@ -234,7 +234,7 @@ def literal_dtype(value: object) -> dtype:
     raise TypeError(f"{value!r} is not a scalar")
 
 
-def fits(value: int | float | bool, ty: dtype) -> bool:
+def fits(value: float | bool, ty: dtype) -> bool:
     """Whether a Python scalar can be represented in ``ty`` (Triton refuses `x_uint8 + 300`)."""
     if ty.is_floating():
         return True

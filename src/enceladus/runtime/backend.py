@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_backend(name: str | None = None) -> Any:
     name = name or os.environ.get("ENCELADUS_BACKEND", "").strip().lower() or None
     if name is None:

@@ -269,4 +269,4 @@ def test_missing_buffer_is_reported(backend: CpuBackend, run) -> None:
     with pytest.raises(KernelLaunchError, match=r"'args' \[\[buffer\(3\)\]\]"):
         fn.launch((1, 1, 1), (4, 1, 1), {0: x.ctypes.data, 1: x.ctypes.data, 2: x.ctypes.data})
     with pytest.raises(KernelLaunchError, match="exceeds Metal's limit of 1024"):
-        fn.launch((1, 1, 1), (2048, 1, 1), {i: x.ctypes.data for i in range(4)})
+        fn.launch((1, 1, 1), (2048, 1, 1), dict.fromkeys(range(4), x.ctypes.data))

@@ -136,7 +136,8 @@ def test_simd_functions(backend: CpuBackend, run) -> None:
         v = x[32 * s : 32 * s + 32].astype(np.int64)
         o = out[32 * s : 32 * s + 32]
         lane = np.arange(32)
-        wrap = lambda a: ((a + 2**31) % 2**32 - 2**31).astype(np.int32)
+        def wrap(a):
+            return ((a + 2**31) % 2**32 - 2**31).astype(np.int32)
         assert (o[:, 0] == v.sum()).all() and (o[:, 1] == wrap(np.prod(v & 3))).all()
         assert (o[:, 2] == v.min()).all() and (o[:, 3] == v.max()).all()
         assert (o[:, 4] == np.bitwise_and.reduce(v)).all() and (o[:, 5] == np.bitwise_or.reduce(v)).all()
