@@ -1,0 +1,333 @@
+"""Running a kernel's own Python over the grid, with ``tl`` bound to the NumPy implementations.
+
+Programs are independent, so by default a whole batch of them runs at once: program ids are arrays
+along the tiles' leading axis. When the programs of a batch disagree on a Python-level decision
+(an ``if`` on a scalar, loop bounds), the batch's writes are undone and it reruns split into groups
+that agree. Kernels that print, stop in a debugger or use atomics run one program at a time.
+"""
+
+from __future__ import annotations
+
+import builtins as py
+import os
+import types
+from types import CodeType
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import language
+from ..language import dtypes as D
+from ..language import math as tl_math
+from ..language.builtins import range as tl_range_cls
+from ..language.builtins import static_range as tl_static_range_cls
+from ..language.core import builtin_name, constexpr
+from ..runtime import arguments
+from . import ops, random, shape_ops  # noqa: F401  (registration)
+from .context import Launch, activate, current, env_flag, rollback
+from .memory import Buffer
+from .ops import OPS, PropagateNan, kernel_print
+from .tensor import PEAK, Divergence, Tile, block_type, to_tile, unwrap
+
+BATCH_ELEMENTS = 1 << 22  # program batches hold tiles of at most about this many elements
+SEQUENTIAL_NAMES = frozenset({"print", "breakpoint", "set_trace", "pdb", "device_print", "atomic_add",
+                              "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
+                              "atomic_xchg", "atomic_cas"})
+
+
+# --- the tl namespace ----------------------------------------------------------------------------------------
+
+class interp_constexpr:
+    """``tl.constexpr(x)`` inside interpreted kernels is just ``x``."""
+
+    def __new__(cls, value: Any) -> Any:  # type: ignore[misc]
+        return unwrap(value)
+
+
+def _bounds(args: tuple) -> tuple[Any, Any, Any]:
+    a, b, s = (unwrap(x) for x in args)
+    if b is None:
+        a, b = 0, a
+    return a, b, 1 if s is None else s
+
+
+class static_range:
+    """``tl.static_range``: a loop over constexpr bounds (unrolled by the compiler)."""
+
+    def __init__(self, arg1: Any, arg2: Any = None, step: Any = None):
+        self.args = (arg1, arg2, step)
+
+    def __iter__(self) -> Any:
+        a, b, s = _bounds(self.args)
+        if any(isinstance(x, Tile) for x in (a, b, s)):
+            raise TypeError("tl.static_range bounds must be constexprs; use range/tl.range for runtime bounds")
+        return iter(py.range(a, b, s))
+
+
+class range:  # noqa: A001 - replaces Python's range inside kernels, as Triton's tl.range does
+    """``range``/``tl.range`` in kernels: runtime bounds may be per-program scalars."""
+
+    def __init__(self, arg1: Any, arg2: Any = None, step: Any = None, num_stages: Any = None,
+                 loop_unroll_factor: Any = None, disallow_acc_multi_buffer: Any = False, flatten: Any = False,
+                 warp_specialize: Any = False, disable_licm: Any = False):
+        self.args = (arg1, arg2, step)
+
+    def __iter__(self) -> Any:
+        a, b, s = _bounds(self.args)
+        if not any(isinstance(x, Tile) for x in (a, b, s)):
+            return iter(py.range(a, b, s))
+        return self._tiles(a, b, s)
+
+    @staticmethod
+    def _tiles(a: Any, b: Any, s: Any) -> Any:
+        ts = [to_tile(x) for x in (a, b, s)]
+        for t in ts:
+            if t.shape or not t.dtype.is_int():
+                raise TypeError(f"range bounds must be integer scalars, got {t.dtype} of shape {t.shape}")
+        ty = ts[0].dtype
+        for t in ts[1:]:
+            from .tensor import integer_promote
+
+            ty = integer_promote(ty, t.dtype)
+        start, end, step = (t.data.astype(np.int64) for t in ts)
+        if (step == 0).any():
+            raise ValueError("range() step must not be zero")
+        trips = np.maximum(0, np.where(step > 0, (end - start + step - 1) // step, (start - end - step - 1) // -step))
+        if trips.shape[0] > 1 and not (trips == trips[0]).all():
+            raise Divergence(trips)
+        for i in py.range(int(trips[0])):
+            yield Tile((start + i * step).astype(ty.to_numpy()), ty)
+
+
+_NAMESPACE: dict[str, types.ModuleType] = {}
+
+
+def namespace() -> types.ModuleType:
+    """The module that stands in for ``enceladus.language`` inside interpreted kernels."""
+    if "tl" in _NAMESPACE:
+        return _NAMESPACE["tl"]
+    tl = types.ModuleType("enceladus.interpreter.tl", "tl.* bound to the interpreter's NumPy implementations")
+    math = types.ModuleType("enceladus.interpreter.tl.math")
+    for name in dir(language):
+        value = getattr(language, name)
+        if builtin_name(value) is not None:
+            value = OPS.get(name, _not_implemented(name))
+        setattr(tl, name, value)
+    for name in dir(tl_math):
+        if builtin_name(getattr(tl_math, name)) is not None:
+            setattr(math, name, OPS.get(name, _not_implemented(name)))
+    for name, fn in OPS.items():
+        if not hasattr(tl, name):
+            setattr(tl, name, fn)
+    for name in ("exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "floor", "ceil", "erf",
+                 "sigmoid", "abs", "fma", "maximum", "minimum", "fdiv", "div_rn", "umulhi", "cdiv", "log1p", "tanh"):
+        setattr(math, name, OPS[name])
+    tl.math = math
+    tl.constexpr = interp_constexpr
+    tl.tensor = Tile
+    tl.block_type = block_type
+    tl.PropagateNan = PropagateNan
+    tl.static_range = static_range
+    tl.range = range
+    _NAMESPACE["tl"] = tl
+    return tl
+
+
+def _not_implemented(name: str) -> Callable[..., Any]:
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"tl.{name} is not implemented by the interpreter yet")
+
+    return fail
+
+
+# --- re-executing the kernel's functions -----------------------------------------------------------------------
+
+def _is_jit(v: Any) -> bool:
+    return getattr(v, "__enceladus_jit__", False) is True and hasattr(v, "fn")
+
+
+class Rebinder:
+    """Rebuilds a kernel and its ``@jit`` callees as plain functions whose globals see the interpreter."""
+
+    def __init__(self) -> None:
+        self.functions: dict[int, types.FunctionType] = {}
+        self.globals: dict[int, dict[str, Any]] = {}
+        self.codes: set[CodeType] = set()
+
+    def convert(self, v: Any) -> Any:
+        tl = namespace()
+        if v is language:
+            return tl
+        if v is tl_math:
+            return tl.math
+        if v is tl_range_cls:
+            return range
+        if v is tl_static_range_cls:
+            return static_range
+        if isinstance(v, constexpr):
+            return v.value
+        name = builtin_name(v)
+        if name is not None:
+            return OPS.get(name, _not_implemented(name))
+        if _is_jit(v):
+            return self.function(v.fn)
+        return v
+
+    def function(self, fn: Any) -> types.FunctionType:
+        """The interpreted version of the Python function ``fn``."""
+        key = id(fn)
+        if key in self.functions:
+            return self.functions[key]
+        gkey = id(fn.__globals__)
+        g = self.globals.get(gkey)
+        if g is None:
+            g = dict(fn.__globals__)
+            self.globals[gkey] = g
+            for k, v in list(g.items()):
+                if not k.startswith("__"):
+                    g[k] = self.convert(v)
+            g["range"] = range
+            g["print"] = kernel_print
+        closure = None
+        if fn.__closure__:
+            closure = tuple(types.CellType(self.convert(c.cell_contents)) if _cell_full(c) else c
+                            for c in fn.__closure__)
+        new = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, closure)
+        new.__kwdefaults__ = fn.__kwdefaults__
+        self.functions[key] = new
+        self._codes(fn.__code__)
+        return new
+
+    def _codes(self, code: CodeType) -> None:
+        self.codes.add(code)
+        for c in code.co_consts:
+            if isinstance(c, CodeType):
+                self._codes(c)
+
+
+def _cell_full(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def as_callable(fn: Any) -> Callable[..., Any]:
+    """A combine function for reduce/scan: interpreted if it is a ``@jit`` function."""
+    if _is_jit(fn):
+        return current().rebinder.function(fn.fn)
+    if not callable(fn):
+        raise TypeError(f"combine_fn must be a @jit function, got {fn!r}")
+    return fn
+
+
+def needs_sequential(fn: Any, seen: set[int] | None = None) -> bool:
+    """Whether the kernel (or a callee) prints, debugs or uses atomics: then programs run one by one."""
+    seen = set() if seen is None else seen
+    if id(fn) in seen:
+        return False
+    seen.add(id(fn))
+    names: set[str] = set()
+    stack = [fn.__code__]
+    while stack:
+        code = stack.pop()
+        names.update(code.co_names)
+        names.update(code.co_freevars)
+        stack.extend(c for c in code.co_consts if isinstance(c, CodeType))
+    if names & SEQUENTIAL_NAMES:
+        return True
+    for name in names:
+        v = fn.__globals__.get(name)
+        if _is_jit(v) and needs_sequential(v.fn, seen):
+            return True
+    for cell in fn.__closure__ or ():
+        if _cell_full(cell) and _is_jit(cell.cell_contents) and needs_sequential(cell.cell_contents.fn, seen):
+            return True
+    return False
+
+
+# --- arguments ----------------------------------------------------------------------------------------------------
+
+def _arguments(jitfn: Any, values: dict[str, Any]) -> dict[str, Any]:
+    signature, _, _ = jitfn.specialize(values)  # the same validation (and errors) as a compiled launch
+    args: dict[str, Any] = {}
+    for p in jitfn.params:
+        v = values[p.name]
+        if p.is_constexpr:
+            args[p.name] = v
+            continue
+        t = signature[p.name]
+        if t.startswith("*"):
+            args[p.name] = Buffer(p.name, v, arguments.as_numpy(v), D.BY_NAME[t[1:]]).pointer()
+        elif t == "none":
+            args[p.name] = None
+        else:
+            ty = D.BY_NAME[t]
+            try:
+                data = np.array([v], dtype=ty.to_numpy())
+            except OverflowError:
+                raise ValueError(f"argument '{p.name}' = {v!r} does not fit its type {ty}") from None
+            args[p.name] = Tile(data, ty)
+    return args
+
+
+def _check_options(jitfn: Any, options: dict[str, Any]) -> None:
+    nw = options.get("num_warps", 4)
+    if isinstance(nw, bool) or not isinstance(nw, int) or nw <= 0 or nw & (nw - 1):
+        raise ValueError(f"kernel '{jitfn.__name__}': num_warps must be a power of two, got {nw!r}")
+
+
+# --- launch --------------------------------------------------------------------------------------------------------
+
+def interpret_launch(jitfn: Any, grid: tuple[int, int, int], values: dict[str, Any],
+                     options: dict[str, Any]) -> None:
+    """Run ``jitfn`` over ``grid`` with the NumPy interpreter; writes land in the caller's arrays."""
+    _check_options(jitfn, options)
+    if env_flag("ENCELADUS_VERIFY"):
+        jitfn.compile_for(values, options)  # refuse exactly what the compiler refuses
+    args = _arguments(jitfn, values)
+    total = grid[0] * grid[1] * grid[2]
+    if total == 0:
+        return
+    rebinder = Rebinder()
+    kernel = rebinder.function(jitfn.fn)
+    launch = Launch(kernel=jitfn.__name__, grid=grid, codes=rebinder.codes, rebinder=rebinder)
+    sequential = needs_sequential(jitfn.fn) or env_flag("ENCELADUS_INTERPRET_SEQUENTIAL")
+    previous = activate(launch)
+    try:
+        if sequential:
+            for lin in py.range(total):
+                launch.set_programs(np.array([lin], np.int64))
+                kernel(**args)
+            return
+        launch.log = []
+        PEAK[0] = 1
+        _run_group(launch, kernel, args, np.array([0], np.int64))
+        start = 1
+        limit = int(os.environ.get("ENCELADUS_INTERPRET_BATCH_ELEMENTS", BATCH_ELEMENTS))
+        per = max(1, limit // max(1, PEAK[0]))
+        while start < total:
+            end = min(total, start + per)
+            launch.log.clear()
+            _run_group(launch, kernel, args, np.arange(start, end, dtype=np.int64))
+            start = end
+    finally:
+        launch.log = None
+        activate(previous)
+
+
+def _run_group(launch: Launch, kernel: Callable[..., Any], args: dict[str, Any], lins: np.ndarray) -> None:
+    assert launch.log is not None
+    mark = len(launch.log)
+    launch.set_programs(lins)
+    try:
+        kernel(**args)
+    except Divergence as d:
+        if len(lins) == 1:
+            raise RuntimeError("internal error: a single program diverged") from None
+        rollback(launch, mark)
+        key = np.broadcast_to(d.key, (len(lins),))
+        _, groups = np.unique(key, return_inverse=True)
+        for g in py.range(int(groups.max()) + 1):
+            _run_group(launch, kernel, args, lins[groups.reshape(-1) == g])

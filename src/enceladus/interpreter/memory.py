@@ -1,0 +1,237 @@
+"""Kernel arguments as memory: bounds-checked loads, stores and atomics.
+
+A buffer is a flat view over the *whole allocation* behind an argument (a view may legally reach
+into its base array), indexed by element offsets relative to the argument's first element.
+Lanes whose mask is false never touch memory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Callable
+
+import numpy as np
+
+from ..language import dtypes as D
+from ..language.dtypes import dtype, pointer_type
+from .context import OutOfBoundsError, current, record_write, where_text
+from .tensor import PointerTile, Tile, align, broadcast_shapes, cast_array, to_tile, unwrap
+
+
+def _allocation(value: Any, arr: np.ndarray) -> tuple[int, int]:
+    """Byte range [lo, hi) of the allocation that ``arr`` lives in."""
+    if type(value).__module__.startswith("torch"):
+        storage = value.untyped_storage()
+        lo = storage.data_ptr()
+        return lo, lo + storage.nbytes()
+    root = arr
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    try:
+        from numpy.lib.array_utils import byte_bounds
+    except ImportError:  # NumPy < 2
+        byte_bounds = np.byte_bounds  # type: ignore[attr-defined]
+    lo, hi = byte_bounds(root)
+    return lo, hi
+
+
+class Buffer:
+    """One array argument: its whole allocation as a flat array, and where the argument starts in it."""
+
+    def __init__(self, name: str, value: Any, arr: np.ndarray, elem: dtype):
+        self.name = name
+        self.elem = elem
+        self.writeable = bool(arr.flags.writeable)
+        self.size = int(arr.size)
+        self._keep = (value, arr)
+        itemsize = arr.dtype.itemsize
+        lo, hi = _allocation(value, arr)
+        start = arr.__array_interface__["data"][0]
+        if arr.size == 0 or hi <= lo:
+            self.before, self.flat = 0, np.empty(0, arr.dtype)
+            return
+        self.before = max(0, (start - lo) // itemsize)
+        total = self.before + max(0, (hi - start) // itemsize)
+        raw = (ctypes.c_char * (total * itemsize)).from_address(start - self.before * itemsize)
+        self.flat = np.frombuffer(raw, dtype=arr.dtype)
+        if not self.writeable:
+            self.flat = self.flat.view()
+            self.flat.flags.writeable = False
+
+    @property
+    def allocation(self) -> int:
+        return int(self.flat.size)
+
+    def pointer(self) -> PointerTile:
+        return PointerTile(np.zeros(1, np.int64), pointer_type(self.elem), self)
+
+
+def _full_shape(*arrays: np.ndarray | None) -> tuple[int, ...]:
+    return np.broadcast_shapes(*(a.shape for a in arrays if a is not None))
+
+
+def _mask_data(mask: Any, shape: list[int], what: str) -> np.ndarray | None:
+    mask = unwrap(mask)
+    if mask is None:
+        return None
+    m = to_tile(mask)
+    if not m.dtype.is_bool():
+        m = Tile(cast_array(m.data, m.dtype, D.int1), D.int1)
+    if broadcast_shapes(shape, m.shape) != list(shape) and m.shape:
+        raise ValueError(f"{what}: mask of shape {m.shape} does not broadcast to the pointer shape {shape}")
+    return align(m.data, len(shape))
+
+
+def _check_bounds(op: str, ptr: PointerTile, idx: np.ndarray, mask: np.ndarray | None) -> None:
+    buf = ptr.buf
+    n = buf.allocation
+    if idx.size == 0:
+        return
+    if n and idx.min() >= 0 and idx.max() < n:
+        return
+    bad = (idx < 0) | (idx >= n)
+    if mask is not None:
+        bad &= mask
+    if not bad.any():
+        return
+    first = np.unravel_index(int(np.argmax(bad)), bad.shape)
+    launch = current()
+    program = launch.program(int(first[0]))
+    lane = tuple(int(i) for i in first[1:])
+    offset = int(idx[first]) - buf.before
+    extent = f"the argument has {buf.size} elements"
+    if buf.allocation != buf.size:
+        extent += f" and its allocation allows offsets {-buf.before}..{buf.allocation - buf.before - 1}"
+    raise OutOfBoundsError(
+        f"out-of-bounds {op} in kernel '{launch.kernel}', program {program}: argument '{buf.name}' "
+        f"({buf.elem}) accessed at element offset {offset} (tile index {lane}), but {extent}"
+        f"{where_text()}\n  fix: mask the access (mask=offs < n) or correct the offsets")
+
+
+def _prepare(op: str, pointer: Any, mask: Any) -> tuple[PointerTile, np.ndarray, np.ndarray | None]:
+    pointer = unwrap(pointer)
+    if not isinstance(pointer, PointerTile):
+        got = pointer.dtype if isinstance(pointer, Tile) else type(pointer).__name__
+        raise TypeError(f"tl.{op} expects a pointer (an array argument plus offsets), got {got}")
+    m = _mask_data(mask, pointer.shape, f"tl.{op}")
+    return pointer, pointer.data + pointer.buf.before, m
+
+
+def load(pointer: Any, mask: Any = None, other: Any = None, **_hints: Any) -> Tile:
+    """``tl.load``: gather through ``pointer`` where ``mask`` is true, ``other`` (default 0) elsewhere."""
+    ptr, idx, m = _prepare("load", pointer, mask)
+    elem = ptr.dtype.element_ty
+    shape = _full_shape(idx, m)
+    idx = np.broadcast_to(idx, shape)
+    _check_bounds("load", ptr, idx, m)
+    flat = ptr.buf.flat
+    if m is None or m.all():
+        return Tile(flat[idx], elem)
+    m = np.broadcast_to(m, shape)
+    vals = flat[np.where(m, idx, 0)] if flat.size else np.zeros(shape, flat.dtype)
+    other = unwrap(other)
+    if other is None:
+        fill = np.zeros(1, flat.dtype)
+    else:
+        o = to_tile(other)
+        if broadcast_shapes(ptr.shape, o.shape) != ptr.shape and o.shape:
+            raise ValueError(f"tl.load: 'other' of shape {o.shape} does not broadcast to the pointer shape {ptr.shape}")
+        fill = align(cast_array(o.data, o.dtype, elem), len(ptr.shape))
+    return Tile(np.where(m, vals, fill), elem)
+
+
+def _value_for(ptr: PointerTile, value: Any, op: str) -> np.ndarray:
+    v = to_tile(value)
+    if v.dtype.is_ptr():
+        raise TypeError(f"tl.{op} cannot store pointers")
+    if broadcast_shapes(ptr.shape, v.shape) != ptr.shape and v.shape:
+        raise ValueError(f"tl.{op}: value of shape {v.shape} does not broadcast to the pointer shape {ptr.shape}")
+    return align(cast_array(v.data, v.dtype, ptr.dtype.element_ty), len(ptr.shape))
+
+
+def _writable(ptr: PointerTile, op: str) -> None:
+    if not ptr.buf.writeable:
+        raise ValueError(f"argument '{ptr.buf.name}' is a read-only array, but kernel '{current().kernel}' "
+                         f"writes to it with tl.{op}; pass a writeable array (e.g. arr.copy()){where_text()}")
+
+
+def store(pointer: Any, value: Any, mask: Any = None, **_hints: Any) -> None:
+    """``tl.store``: write ``value`` (converted to the pointee type) where ``mask`` is true."""
+    ptr, idx, m = _prepare("store", pointer, mask)
+    v = _value_for(ptr, value, "store")
+    shape = _full_shape(idx, m, v)
+    idx = np.broadcast_to(idx, shape)
+    _check_bounds("store", ptr, idx, m)
+    _writable(ptr, "store")
+    v = np.broadcast_to(v, shape)
+    if m is not None and not m.all():
+        m = np.broadcast_to(m, shape)
+        idx, v = idx[m], v[m]
+    flat = ptr.buf.flat
+    record_write(flat, idx)
+    flat[idx] = v
+
+
+# --- atomics (run one program at a time: see launch.needs_sequential) ---------------------------------------
+
+def _atomic(name: str, pointer: Any, val: Any, mask: Any, combine: Callable[[Any, Any], Any],
+            cmp: Any = None) -> Tile:
+    ptr, idx, m = _prepare(name, pointer, mask)
+    v = _value_for(ptr, val, name)
+    c = _value_for(ptr, cmp, name) if cmp is not None else None
+    shape = _full_shape(idx, m, v, c)
+    idx = np.broadcast_to(idx, shape)
+    _check_bounds(name, ptr, idx, m)
+    _writable(ptr, name)
+    flat = ptr.buf.flat
+    keep = np.ones(shape, bool) if m is None else np.broadcast_to(m, shape)
+    v = np.broadcast_to(v, shape)
+    c = np.broadcast_to(c, shape) if c is not None else None
+    old = np.zeros(shape, flat.dtype)
+    sel = idx[keep]
+    record_write(flat, sel)
+    with np.errstate(all="ignore"):
+        if c is None and np.unique(sel).size == sel.size:  # no lane sees another's update
+            before = flat[sel]
+            old[keep] = before
+            flat[sel] = combine(before, v[keep])
+            return Tile(old, ptr.dtype.element_ty)
+        for lane in zip(*np.nonzero(keep)):  # lanes in order: duplicates see each other's updates
+            i = idx[lane]
+            before = flat[i]
+            old[lane] = before
+            if c is None:
+                flat[i] = combine(before, v[lane])
+            elif before == c[lane]:
+                flat[i] = v[lane]
+    return Tile(old, ptr.dtype.element_ty)
+
+
+def _fmax(a: Any, b: Any) -> Any:
+    return np.fmax(a, b)
+
+
+def _fmin(a: Any, b: Any) -> Any:
+    return np.fmin(a, b)
+
+
+ATOMIC_COMBINE: dict[str, Callable[[Any, Any], Any]] = {
+    "atomic_add": lambda a, b: a + b, "atomic_max": _fmax, "atomic_min": _fmin,
+    "atomic_and": lambda a, b: a & b, "atomic_or": lambda a, b: a | b, "atomic_xor": lambda a, b: a ^ b,
+    "atomic_xchg": lambda a, b: b,
+}
+
+
+def atomic(name: str) -> Callable[..., Tile]:
+    """The implementation of ``tl.<name>`` (atomic_add, atomic_max, ...)."""
+
+    def run(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Tile:
+        return _atomic(name, pointer, val, mask, ATOMIC_COMBINE[name])
+
+    run.__name__ = name
+    return run
+
+
+def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> Tile:
+    """``tl.atomic_cas``: where memory equals ``cmp`` write ``val``; returns the old values."""
+    return _atomic("atomic_cas", pointer, val, None, ATOMIC_COMBINE["atomic_xchg"], cmp=cmp)

@@ -1,0 +1,547 @@
+"""Tiles of the interpreter: NumPy arrays with a tile-language dtype, and Triton's typing rules.
+
+Every tile holds ``data`` with one leading *program axis*: ``data.shape == (P, *tile_shape)`` where
+P is the number of programs run together (see ``launch.py``), or 1 when the value is the same for
+all of them (``tl.arange``, constexpr-derived values). NumPy broadcasting over that axis is what
+runs many programs at once. Promotion follows ``computation_type_impl`` of Triton 3.x
+(``triton/language/semantic.py``), written out here independently of the compiler.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ..language import dtypes as D
+from ..language.core import constexpr
+from ..language.dtypes import dtype, pointer_type
+
+
+class Divergence(Exception):
+    """Programs of one batch disagree on a Python-level decision (``if``, loop bounds...).
+
+    ``key`` holds each program's value of the deciding quantity; the launcher reruns the batch
+    split into groups that agree on it.
+    """
+
+    def __init__(self, key: np.ndarray):
+        super().__init__("programs diverge")
+        self.key = key
+
+
+# --- literals -----------------------------------------------------------------------------------------
+
+def unwrap(x: Any) -> Any:
+    """A constexpr's value or a NumPy scalar as the Python scalar; anything else unchanged."""
+    if isinstance(x, constexpr):
+        x = x.value
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def is_literal(x: Any) -> bool:
+    return isinstance(x, numbers.Number) and not isinstance(x, Tile)
+
+
+def literal_dtype(x: Any) -> dtype:
+    """The dtype of a Python scalar (Triton 3.x ``to_tensor_type``)."""
+    if isinstance(x, bool):
+        return D.int1
+    if isinstance(x, int):
+        if -(2**31) <= x < 2**31:
+            return D.int32
+        if 2**31 <= x < 2**32:
+            return D.uint32
+        if -(2**63) <= x < 2**63:
+            return D.int64
+        if 2**63 <= x < 2**64:
+            return D.uint64
+        raise ValueError(f"Nonrepresentable integer {x}.")
+    if isinstance(x, float):
+        ax = abs(x)
+        if ax == float("inf") or ax == 0.0 or x != x or 2.0**-126 <= ax <= (2 - 2.0**-23) * 2.0**127:
+            return D.float32
+        return D.float64
+    raise TypeError(f"cannot convert {x!r} of type {type(x).__name__} to a tile")
+
+
+_KIND = {"bool": 0, "uint": 1, "int": 1, "float": 2}  # Triton 3.x: bool < integral < floating
+
+
+def _int_range(ty: dtype) -> tuple[int, int]:
+    bits = ty.primitive_bitwidth
+    if ty.is_int_signed():
+        return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    return 0, 2**bits - 1
+
+
+def integer_promote(a: dtype, b: dtype) -> dtype:
+    """C's usual arithmetic conversions on Triton integer types (int1 counts as unsigned)."""
+    a_uns, b_uns = not a.is_int_signed(), not b.is_int_signed()
+    ar, br = a.primitive_bitwidth, b.primitive_bitwidth
+    if a_uns == b_uns:
+        return a if ar > br else b
+    if a_uns:
+        return a if ar >= br else b
+    return b if br >= ar else a
+
+
+def computation_type(a: dtype, a_lit: bool, b: dtype, b_lit: bool, div_or_mod: bool) -> dtype:
+    """The dtype both operands of an arithmetic op convert to (Triton 3.x rules, in order)."""
+    if a_lit != b_lit:
+        lit, ten = (a, b) if a_lit else (b, a)
+        if _KIND[lit.kind] <= _KIND[ten.kind]:
+            a = b = ten
+    if a.is_fp64() or b.is_fp64():
+        return D.float64
+    if div_or_mod and (a.is_floating() or b.is_floating()):
+        return D.float32
+    if a.is_fp32() or b.is_fp32():
+        return D.float32
+    if a.is_fp16() or b.is_fp16():
+        return D.float16
+    if a.is_bf16() and b.is_bf16():
+        return D.bfloat16
+    if a.is_bf16() or b.is_bf16():
+        return D.float32
+    if div_or_mod and a.is_int_signed() != b.is_int_signed():
+        raise TypeError(f"Cannot use /, //, or % with {a!r} and {b!r} because they have different signedness; "
+                        "cast them to the same signedness with .to(...)")
+    return integer_promote(a, b)
+
+
+def literal_array(value: Any, ty: dtype) -> np.ndarray:
+    """A Python scalar as a 1-element program-axis array of ``ty``, with Triton's range checks."""
+    if ty.is_int() and not ty.is_bool():
+        if value < 0 and not ty.is_int_signed():
+            raise ValueError("Cannot perform a binary operation between an unsigned tensor and a negative scalar. "
+                             "Perform an explicit cast on one of them.")
+        lo, hi = _int_range(ty)
+        if isinstance(value, float):
+            value = int(value)
+        elif not lo <= value <= hi:
+            raise ValueError(f"Scalar {value} is out of range for type {ty}")
+    return np.array([value], dtype=ty.to_numpy())
+
+
+# --- casts -----------------------------------------------------------------------------------------------
+
+def _round_toward_zero(x: np.ndarray, out: np.ndarray, bits: str) -> np.ndarray:
+    back = out.astype(np.float64)
+    too_big = np.isfinite(x) & (np.abs(back) > np.abs(x.astype(np.float64)))
+    if too_big.any():
+        raw = out.view(bits).copy()
+        raw[too_big] -= 1  # one step toward zero in magnitude
+        out = raw.view(out.dtype)
+    return out
+
+
+def cast_array(arr: np.ndarray, src: dtype, dst: dtype, bitcast: bool = False,
+               rounding: str | None = None) -> np.ndarray:
+    """Convert an array holding ``src`` values to ``dst`` (C conversion rules, as on the GPU)."""
+    if src == dst:
+        return arr
+    if bitcast:
+        if src.primitive_bitwidth != dst.primitive_bitwidth:
+            raise ValueError(f"Cannot bitcast data-type of size {src.primitive_bitwidth} to data-type of size "
+                             f"{dst.primitive_bitwidth}")
+        return np.ascontiguousarray(arr).view(dst.to_numpy())
+    target = dst.to_numpy()
+    with np.errstate(all="ignore"):
+        if dst.is_bool():
+            return arr != 0
+        if src.is_floating() and dst.is_int():
+            # float -> int truncates toward zero; NaN and out-of-range values are undefined on GPUs.
+            wide = arr.astype(np.float64)
+            lo, hi = _int_range(dst)
+            wide = np.where(np.isnan(wide), 0, np.clip(np.trunc(wide), lo, hi))
+            return wide.astype(target)
+        if src.is_bf16():
+            arr = arr.astype(np.float32)
+        out = arr.astype(target)
+        if rounding == "rtz" and dst.is_floating() and src.is_floating() and \
+                dst.primitive_bitwidth < src.primitive_bitwidth:
+            out = _round_toward_zero(arr, out, "uint16" if dst.primitive_bitwidth == 16 else "uint32")
+        return out
+
+
+# --- tiles ---------------------------------------------------------------------------------------------------
+
+class block_type:
+    """The type of a tile: element type and shape (``x.type.element_ty``, ``x.type.shape``)."""
+
+    def __init__(self, element_ty: Any, shape: tuple[int, ...]):
+        self.element_ty = element_ty
+        self.scalar = element_ty
+        self.shape = list(shape)
+
+    def is_block(self) -> bool:
+        return True
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"<{self.shape}, {self.element_ty}>"
+
+
+PEAK = [0]  # the largest tile data created so far (elements): sizes the program batches
+
+
+class Tile:
+    """A tile-language tensor (or scalar) during interpretation."""
+
+    __slots__ = ("data", "dtype")
+    __array_ufunc__ = None  # keep NumPy from swallowing tiles in mixed expressions
+
+    def __init__(self, data: np.ndarray, ty: dtype | pointer_type):
+        self.data = data
+        self.dtype = ty
+        if data.size > PEAK[0]:
+            PEAK[0] = data.size
+
+    def like(self, data: np.ndarray, ty: Any = None) -> Tile:
+        """A tile of the same kind (pointer tiles keep their buffer) with new data."""
+        return Tile(data, self.dtype if ty is None else ty)
+
+    # --- introspection ---------------------------------------------------------------------------
+    @property
+    def shape(self) -> list[int]:
+        return list(self.data.shape[1:])
+
+    @property
+    def numel(self) -> int:
+        return int(np.prod(self.data.shape[1:], dtype=np.int64))
+
+    @property
+    def type(self) -> Any:
+        return block_type(self.dtype, tuple(self.shape)) if self.data.ndim > 1 else self.dtype
+
+    @property
+    def T(self) -> Tile:
+        from .ops import OPS
+
+        return OPS["trans"](self)
+
+    def program_value(self, i: int = 0) -> np.ndarray:
+        """This tile's value in the batch's ``i``-th program."""
+        return self.data[i if self.data.shape[0] > 1 else 0]
+
+    def __repr__(self) -> str:
+        if self.data.shape[0] == 1:
+            return f"tensor({self.data[0]!r}, dtype={self.dtype}, shape={self.shape})"
+        return f"tensor(<{self.data.shape[0]} programs>, dtype={self.dtype}, shape={self.shape})"
+
+    def __getattr__(self, name: str) -> Any:
+        from .ops import MEMBERS, OPS
+
+        if name in MEMBERS:
+            fn = OPS[name]
+            return lambda *a, **k: fn(self, *a, **k)
+        raise AttributeError(f"tile has no attribute '{name}'")
+
+    # --- Python-level decisions --------------------------------------------------------------------
+    def _uniform_scalar(self, what: str) -> Any:
+        if self.data.ndim != 1:
+            raise ValueError(f"{what} of a tile of shape {self.shape} is ambiguous; only scalars can steer Python "
+                             "control flow (use a mask and tl.where for tiles)")
+        d = self.data
+        if d.shape[0] > 1 and not (d == d[0]).all():
+            raise Divergence(d)
+        return d[0].item()
+
+    def __bool__(self) -> bool:
+        return bool(self._uniform_scalar("the truth value"))
+
+    def __index__(self) -> int:
+        if not self.dtype.is_int():
+            raise TypeError(f"a {self.dtype} scalar cannot be used as an integer")
+        return int(self._uniform_scalar("the integer value"))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # --- methods ------------------------------------------------------------------------------------
+    def to(self, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> Tile:
+        """Convert to ``dtype`` (``bitcast=True`` reinterprets the bits)."""
+        from .ops import OPS
+
+        return OPS["cast"](self, dtype, fp_downcast_rounding=fp_downcast_rounding, bitcast=bitcast)
+
+    def __getitem__(self, key: Any) -> Tile:
+        key = key if isinstance(key, tuple) else (key,)
+        index: list[Any] = [slice(None)]
+        for k in key:
+            k = unwrap(k)
+            if k is None:
+                index.append(None)
+            elif isinstance(k, slice) and k == slice(None):
+                index.append(k)
+            else:
+                raise ValueError(f"unsupported tensor index: {k!r}; tiles accept only None and ':' (x[:, None])")
+        if sum(1 for k in index[1:] if k is not None) > len(self.shape):
+            raise ValueError(f"too many ':' indices for a tile of shape {self.shape}")
+        return self.like(self.data[tuple(index)])
+
+    # --- operators -------------------------------------------------------------------------------------
+    def __add__(self, o: Any) -> Tile:
+        return binary("+", self, o)
+
+    def __radd__(self, o: Any) -> Tile:
+        return binary("+", o, self)
+
+    def __sub__(self, o: Any) -> Tile:
+        return binary("-", self, o)
+
+    def __rsub__(self, o: Any) -> Tile:
+        return binary("-", o, self)
+
+    def __mul__(self, o: Any) -> Tile:
+        return binary("*", self, o)
+
+    def __rmul__(self, o: Any) -> Tile:
+        return binary("*", o, self)
+
+    def __truediv__(self, o: Any) -> Tile:
+        return binary("/", self, o)
+
+    def __rtruediv__(self, o: Any) -> Tile:
+        return binary("/", o, self)
+
+    def __floordiv__(self, o: Any) -> Tile:
+        return binary("//", self, o)
+
+    def __rfloordiv__(self, o: Any) -> Tile:
+        return binary("//", o, self)
+
+    def __mod__(self, o: Any) -> Tile:
+        return binary("%", self, o)
+
+    def __rmod__(self, o: Any) -> Tile:
+        return binary("%", o, self)
+
+    def __and__(self, o: Any) -> Tile:
+        return binary("&", self, o)
+
+    def __rand__(self, o: Any) -> Tile:
+        return binary("&", o, self)
+
+    def __or__(self, o: Any) -> Tile:
+        return binary("|", self, o)
+
+    def __ror__(self, o: Any) -> Tile:
+        return binary("|", o, self)
+
+    def __xor__(self, o: Any) -> Tile:
+        return binary("^", self, o)
+
+    def __rxor__(self, o: Any) -> Tile:
+        return binary("^", o, self)
+
+    def __lshift__(self, o: Any) -> Tile:
+        return binary("<<", self, o)
+
+    def __rlshift__(self, o: Any) -> Tile:
+        return binary("<<", o, self)
+
+    def __rshift__(self, o: Any) -> Tile:
+        return binary(">>", self, o)
+
+    def __rrshift__(self, o: Any) -> Tile:
+        return binary(">>", o, self)
+
+    def __lt__(self, o: Any) -> Tile:
+        return binary("<", self, o)
+
+    def __le__(self, o: Any) -> Tile:
+        return binary("<=", self, o)
+
+    def __gt__(self, o: Any) -> Tile:
+        return binary(">", self, o)
+
+    def __ge__(self, o: Any) -> Tile:
+        return binary(">=", self, o)
+
+    def __eq__(self, o: object) -> Tile:  # type: ignore[override]
+        return binary("==", self, o)
+
+    def __ne__(self, o: object) -> Tile:  # type: ignore[override]
+        return binary("!=", self, o)
+
+    def __neg__(self) -> Tile:
+        if self.dtype.is_ptr():
+            raise TypeError("cannot negate a pointer")
+        return binary("-", 0, self) if self.dtype.is_int() else self.like(-self.data)
+
+    def __pos__(self) -> Tile:
+        return self
+
+    def __invert__(self) -> Tile:
+        if not self.dtype.is_int():
+            raise TypeError(f"operator ~ needs an integer tile, got {self.dtype}")
+        return self.like(~self.data)
+
+    def __pow__(self, o: Any) -> Tile:
+        raise TypeError("tiles have no ** operator; use tl.exp2(y * tl.log2(x)) or repeated multiplication")
+
+    __rpow__ = __pow__
+
+    def __matmul__(self, o: Any) -> Tile:
+        raise TypeError("tiles have no @ operator; use tl.dot(a, b)")
+
+    __rmatmul__ = __matmul__
+
+    def __abs__(self) -> Tile:
+        raise TypeError("tiles do not support abs(); use tl.abs(x)")
+
+
+class PointerTile(Tile):
+    """A tile of pointers: a buffer plus element offsets (int64) into it."""
+
+    __slots__ = ("buf",)
+
+    def __init__(self, data: np.ndarray, ty: pointer_type, buf: Any):
+        super().__init__(data, ty)
+        self.buf = buf
+
+    def like(self, data: np.ndarray, ty: Any = None) -> Tile:
+        if ty is not None and not getattr(ty, "is_ptr", lambda: False)():
+            return Tile(data, ty)
+        return PointerTile(data, self.dtype if ty is None else ty, self.buf)
+
+    def __repr__(self) -> str:
+        return f"pointer({self.buf.name} + {self.data[0] if self.data.shape[0] == 1 else '...'}, {self.dtype})"
+
+
+# --- broadcasting ----------------------------------------------------------------------------------------------
+
+def broadcast_shapes(a: list[int], b: list[int]) -> list[int]:
+    """Triton's implicit broadcast of two tile shapes (scalars broadcast to anything, ranks must match)."""
+    if not a:
+        return list(b)
+    if not b:
+        return list(a)
+    if len(a) != len(b):
+        raise ValueError(f"Cannot make_shape_compatible: blocks must have the same rank ({a} vs {b})")
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise ValueError(f"Cannot make_shape_compatible: incompatible dimensions at index {i}: {x} and {y}")
+        out.append(max(x, y) if min(x, y) != 0 else 0)
+    return out
+
+
+def align(data: np.ndarray, rank: int) -> np.ndarray:
+    """Give a scalar's data trailing unit axes so it broadcasts against a tile of ``rank`` dimensions."""
+    extra = rank - (data.ndim - 1)
+    return data.reshape(data.shape + (1,) * extra) if extra > 0 else data
+
+
+def to_tile(x: Any, ty: dtype | None = None) -> Tile:
+    """A tile from a tile or a Python scalar (of its own literal type unless ``ty`` is given)."""
+    x = unwrap(x)
+    if isinstance(x, Tile):
+        return x
+    if not is_literal(x):
+        raise TypeError(f"expected a tile or a scalar, got {type(x).__name__} {x!r}")
+    t = ty or literal_dtype(x)
+    return Tile(np.array([x], dtype=t.to_numpy()), t)
+
+
+# --- binary operators ------------------------------------------------------------------------------------------
+
+_CMP = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
+        "!=": np.not_equal}
+_BIT = {"&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor, "<<": np.left_shift, ">>": np.right_shift}
+
+
+def operands(x: Any, y: Any, div_or_mod: bool = False, what: str = "") -> tuple[np.ndarray, np.ndarray, dtype, list[int]]:
+    """Both operands converted to their computation type, aligned for broadcasting; also the result shape."""
+    x, y = unwrap(x), unwrap(y)
+    xl, yl = not isinstance(x, Tile), not isinstance(y, Tile)
+    for v in (x, y):
+        if not isinstance(v, Tile) and not is_literal(v):
+            raise TypeError(f"unsupported operand {v!r} of type {type(v).__name__}{what}; expected a tile or a scalar")
+    xt = literal_dtype(x) if xl else x.dtype
+    yt = literal_dtype(y) if yl else y.dtype
+    ty = computation_type(xt, xl, yt, yl, div_or_mod)
+    shape = broadcast_shapes([] if xl else x.shape, [] if yl else y.shape)
+    xa = literal_array(x, ty) if xl else cast_array(x.data, xt, ty)
+    ya = literal_array(y, ty) if yl else cast_array(y.data, yt, ty)
+    return align(xa, len(shape)), align(ya, len(shape)), ty, shape
+
+
+def _c_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    q = np.floor_divide(a, b)
+    if a.dtype.kind == "i":
+        r = a - q * b
+        q = q + ((r != 0) & ((r < 0) != (b < 0))).astype(q.dtype)
+    return q
+
+
+def binary(op: str, x: Any, y: Any) -> Tile:
+    """``x <op> y`` for the Python operators, with Triton's typing."""
+    x, y = unwrap(x), unwrap(y)
+    xp = isinstance(x, Tile) and x.dtype.is_ptr()
+    yp = isinstance(y, Tile) and y.dtype.is_ptr()
+    if xp or yp:
+        return pointer_arith(op, x, y)
+    with np.errstate(all="ignore"):
+        if op == "/":
+            a, b, ty, _ = operands(x, y, div_or_mod=True)
+            if not ty.is_floating():
+                a, b, ty = a.astype(np.float32), b.astype(np.float32), D.float32
+            return Tile(np.true_divide(a, b).astype(ty.to_numpy()), ty)
+        if op in ("//", "%"):
+            a, b, ty, _ = operands(x, y, div_or_mod=True)
+            if ty.is_floating():
+                if op == "//":
+                    raise TypeError(f"unexpected type {ty}: // is defined on integers only; use tl.floor(x / y)")
+                return Tile(np.fmod(a, b).astype(ty.to_numpy()), ty)
+            safe_b = np.where(b == 0, 1, b).astype(b.dtype)
+            r = _c_div(a, safe_b) if op == "//" else np.fmod(a, safe_b)
+            return Tile(np.where(b == 0, 0, r).astype(ty.to_numpy()), ty)
+        if op in _BIT:
+            a, b, ty, _ = operands(x, y)
+            if not ty.is_int():
+                raise TypeError(f"operator {op} needs integer operands, got {ty}; cast with .to(...) first")
+            if op in ("<<", ">>") and not ty.is_bool():
+                b = b.astype(a.dtype)
+            return Tile(_BIT[op](a, b), ty)
+        if op in _CMP:
+            a, b, ty, _ = operands(x, y)
+            return Tile(_CMP[op](a, b), D.int1)
+        a, b, ty, _ = operands(x, y)
+        if ty.is_bool():
+            a, b = a.astype(np.uint8), b.astype(np.uint8)
+        if op == "+":
+            r = a + b
+        elif op == "-":
+            r = a - b
+        elif op == "*":
+            r = a * b
+        else:
+            raise TypeError(f"unsupported operator {op}")
+        if ty.is_bool():
+            r = (r & 1).astype(bool)
+        return Tile(r, ty)
+
+
+def pointer_arith(op: str, x: Any, y: Any) -> Tile:
+    """``pointer + offsets`` and ``pointer - offsets``."""
+    if op == "+" and not (isinstance(x, Tile) and x.dtype.is_ptr()):
+        x, y = y, x
+    if op not in ("+", "-") or (isinstance(y, Tile) and y.dtype.is_ptr()):
+        yt = y.dtype if isinstance(y, Tile) else type(y).__name__
+        raise TypeError(f"operator {op} is not defined between {x.dtype} and {yt}; pointers support only "
+                        "pointer + integer offsets and pointer - integer offsets")
+    off = to_tile(y)
+    if not off.dtype.is_int():
+        raise TypeError(f"cannot offset a pointer by a {off.dtype} value; offsets must be integers "
+                        "(e.g. offs.to(tl.int32))")
+    shape = broadcast_shapes(x.shape, off.shape)
+    o = align(off.data, len(shape)).astype(np.int64)
+    base = align(x.data, len(shape))
+    return x.like(base + o if op == "+" else base - o)
