@@ -11,8 +11,9 @@ from __future__ import annotations
 import builtins as py
 import os
 import types
+from collections.abc import Callable
 from types import CodeType
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -120,7 +121,7 @@ def namespace() -> types.ModuleType:
         if not hasattr(tl, name):
             setattr(tl, name, fn)
     for name in ("exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "floor", "ceil", "erf",
-                 "sigmoid", "abs", "fma", "maximum", "minimum", "fdiv", "div_rn", "umulhi", "cdiv", "log1p", "tanh"):
+                 "sigmoid", "abs", "fma", "maximum", "minimum", "fdiv", "div_rn", "umulhi", "cdiv"):
         setattr(math, name, OPS[name])
     tl.math = math
     tl.constexpr = interp_constexpr
@@ -207,7 +208,7 @@ class Rebinder:
 
 def _cell_full(cell: Any) -> bool:
     try:
-        cell.cell_contents
+        _ = cell.cell_contents
     except ValueError:
         return False
     return True

@@ -8,7 +8,8 @@ Lanes whose mask is false never touch memory.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

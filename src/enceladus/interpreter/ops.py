@@ -8,12 +8,14 @@ from __future__ import annotations
 import builtins as py
 import math
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..errors import CompilationError
 from ..language import dtypes as D
+from ..language.builtins import PropagateNan
 from ..language.dtypes import dtype
 from . import memory
 from .context import DeviceAssertionError, current, kernel_location, where_text
@@ -124,7 +126,7 @@ def arange(start: Any, end: Any) -> Tile:
     n = end - start
     if n & (n - 1):
         raise ValueError(f"arange's range must be a power of 2, got {n}")
-    if not (-(2**31) <= start and end <= 2**31):
+    if not (start >= -(2**31) and end <= 2**31):
         raise ValueError("arange must fit in int32")
     shape_arg((n,))
     return Tile(np.arange(start, end, dtype=np.int32)[None, :], D.int32)
@@ -230,7 +232,6 @@ for _n, _f in {
     "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos,
     "floor": np.floor, "ceil": np.ceil, "rsqrt": lambda v: 1 / np.sqrt(v), "sqrt_rn": np.sqrt,
     "sigmoid": lambda v: 1 / (1 + np.exp(-v)), "erf": lambda v: _erf(v).astype(v.dtype),
-    "log1p": np.log1p, "tanh": np.tanh,
 }.items():
     _float_math(_n, _f)
 
@@ -264,13 +265,6 @@ def fma(x: Any, y: Any, z: Any) -> Tile:
         else:
             r = a * b + c
     return Tile(r.astype(ty.to_numpy()), ty)
-
-
-class PropagateNan:
-    """``tl.PropagateNan``: whether minimum/maximum return NaN when an operand is NaN."""
-
-    NONE = 0
-    ALL = 0xFFFF
 
 
 def _minmax(name: str, nan_fn: Callable, num_fn: Callable) -> None:

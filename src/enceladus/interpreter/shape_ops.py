@@ -6,13 +6,14 @@ Axis ``a`` of a tile is axis ``a + 1`` of its data (axis 0 is the program axis).
 from __future__ import annotations
 
 import builtins as py
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..language import dtypes as D
 from ..language.dtypes import dtype
-from .ops import OPS, broadcast_all, const_int, dtype_arg, op, shape_arg
+from .ops import OPS, const_int, dtype_arg, op, shape_arg
 from .tensor import Tile, binary, broadcast_shapes, cast_array, to_tile, unwrap
 
 

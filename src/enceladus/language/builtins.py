@@ -199,3 +199,235 @@ class range:
     def __iter__(self):
         a, b, s = (x.value if isinstance(x, constexpr) else x for x in self.args)
         return iter(_py.range(a) if b is None else _py.range(a, b, s or 1))
+
+
+# --- ops the interpreter implements ahead of the compiler -------------------------------------------------
+# The compiler reports "not supported by the compiler yet" for these; ENCELADUS_INTERPRET=1 runs them.
+
+@builtin
+def sum(input, axis=None, keep_dims=False, dtype=None):
+    """Sum along ``axis`` (all axes when None): ``tl.sum(x, axis=0)``.
+
+    Integers narrower than 32 bits are summed in, and returned as, int32 (uint32 if unsigned);
+    floats keep their dtype; ``dtype=`` overrides both.
+    """
+
+
+@builtin
+def max(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    """Maximum along ``axis``; with ``return_indices=True`` also the (int32) index of the maximum."""
+
+
+@builtin
+def min(input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    """Minimum along ``axis``; with ``return_indices=True`` also the (int32) index of the minimum."""
+
+
+@builtin
+def argmax(input, axis, tie_break_left=True, keep_dims=False):
+    """The int32 index of the maximum along ``axis`` (ties: the lowest index)."""
+
+
+@builtin
+def argmin(input, axis, tie_break_left=True, keep_dims=False):
+    """The int32 index of the minimum along ``axis`` (ties: the lowest index)."""
+
+
+@builtin
+def xor_sum(input, axis=None, keep_dims=False):
+    """Bitwise xor of an integer tile along ``axis``."""
+
+
+@builtin
+def reduce(input, axis, combine_fn, keep_dims=False):
+    """Reduce ``input`` (a tile or a tuple of tiles) along ``axis`` with the ``@jit`` function ``combine_fn``.
+
+    ``combine_fn(a0, ..., b0, ...)`` must be associative; example: ``tl.reduce(x, 0, my_max)``.
+    """
+
+
+@builtin
+def cumsum(input, axis=0, reverse=False, dtype=None):
+    """Inclusive prefix sum along ``axis`` (accumulator dtype as in ``tl.sum``)."""
+
+
+@builtin
+def cumprod(input, axis=0, reverse=False, dtype=None):
+    """Inclusive prefix product along ``axis``."""
+
+
+@builtin
+def associative_scan(input, axis, combine_fn, reverse=False):
+    """Inclusive scan of a tile (or tuple of tiles) along ``axis`` with the ``@jit`` function ``combine_fn``."""
+
+
+@builtin
+def reshape(input, *shape, can_reorder=False):
+    """The same elements in a new shape (row-major): ``tl.reshape(x, (4, 64))``."""
+
+
+@builtin
+def view(input, *shape):
+    """Deprecated spelling of ``tl.reshape``."""
+
+
+@builtin
+def ravel(x, can_reorder=False):
+    """The tile as 1-D (row-major)."""
+
+
+@builtin
+def trans(input, *dims):
+    """Transpose a 2-D tile, or permute ``dims``: ``tl.trans(x)``, ``tl.trans(x, 1, 0, 2)``."""
+
+
+@builtin
+def permute(input, *dims):
+    """Permute the dimensions: ``tl.permute(x, (2, 0, 1))``."""
+
+
+@builtin
+def broadcast_to(input, *shape):
+    """Broadcast ``input`` (dimensions of size 1, or a scalar) to ``shape``."""
+
+
+@builtin
+def broadcast(input, other):
+    """Broadcast two tiles to their common shape; returns both."""
+
+
+@builtin
+def expand_dims(input, axis):
+    """Insert dimensions of size 1 at ``axis`` (an int or a sequence): like ``x[:, None]``."""
+
+
+@builtin
+def join(a, b):
+    """Stack two tiles along a new last dimension of size 2."""
+
+
+@builtin
+def split(a):
+    """Split a tile whose last dimension is 2 into two tiles: the inverse of ``tl.join``."""
+
+
+@builtin
+def interleave(a, b):
+    """Interleave the last dimension of two tiles: ``[a0, b0, a1, b1, ...]``."""
+
+
+@builtin
+def cat(input, other, can_reorder=False, dim=0):
+    """Concatenate two tiles along ``dim``."""
+
+
+@builtin
+def flip(x, dim=None):
+    """Reverse a tile along ``dim`` (default: the last dimension)."""
+
+
+@builtin
+def sort(x, dim=None, descending=False):
+    """Sort along ``dim`` (default: the last dimension)."""
+
+
+@builtin
+def gather(src, index, axis):
+    """``src`` gathered along ``axis`` at ``index`` (same rank as ``src``), like ``np.take_along_axis``."""
+
+
+@builtin
+def histogram(input, num_bins, mask=None):
+    """Counts (int32, shape ``(num_bins,)``) of the values of a 1-D integer tile in ``[0, num_bins)``."""
+
+
+@builtin
+def swizzle2d(i, j, size_i, size_j, size_g):
+    """Map row-major program coordinates to grouped (column-major within groups of ``size_g`` rows) ones."""
+
+
+@builtin
+def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None, out_dtype=None):
+    """Matrix product of 2-D (or batched 3-D) tiles, plus ``acc`` if given.
+
+    fp16/bf16 inputs accumulate in fp32, int8 in int32; ``out_dtype``/``acc`` fix the accumulator.
+    fp32 inputs are multiplied exactly in fp32 (no tf32), as Apple's simdgroup matrices do.
+    Example: ``acc = tl.dot(a, b, acc)``.
+    """
+
+
+def _atomic_doc(name: str, what: str):
+    def rule(pointer, val, mask=None, sem=None, scope=None):
+        pass
+
+    rule.__name__ = name
+    rule.__qualname__ = name
+    rule.__doc__ = (f"Atomically {what} at ``pointer`` where ``mask`` is true; returns the old values. "
+                    f"Example: ``old = tl.{name}(ptr + offs, v, mask=m)``.")
+    return builtin(rule)
+
+
+atomic_add = _atomic_doc("atomic_add", "add ``val``")
+atomic_max = _atomic_doc("atomic_max", "store the maximum of memory and ``val``")
+atomic_min = _atomic_doc("atomic_min", "store the minimum of memory and ``val``")
+atomic_and = _atomic_doc("atomic_and", "and ``val`` into memory")
+atomic_or = _atomic_doc("atomic_or", "or ``val`` into memory")
+atomic_xor = _atomic_doc("atomic_xor", "xor ``val`` into memory")
+atomic_xchg = _atomic_doc("atomic_xchg", "exchange memory with ``val``")
+
+
+@builtin
+def atomic_cas(pointer, cmp, val, sem=None, scope=None):
+    """Atomically store ``val`` where memory equals ``cmp``; returns the old values."""
+
+
+@builtin
+def rand(seed, offset, n_rounds=10):
+    """Uniform float32 in [0, 1) from Philox, a function of (seed, offset) only: ``tl.rand(seed, offs)``."""
+
+
+@builtin
+def randn(seed, offset, n_rounds=10):
+    """Standard-normal float32 from Philox (Box-Muller), a function of (seed, offset) only."""
+
+
+@builtin
+def randint(seed, offset, n_rounds=10):
+    """Random uint32 from Philox, a function of (seed, offset) only."""
+
+
+@builtin
+def randint4x(seed, offset, n_rounds=10):
+    """Four independent random uint32 tiles from one Philox evaluation."""
+
+
+@builtin
+def device_print(prefix, *args, hex=False):
+    """Print each element of ``args`` at run time, one line per element, prefixed with the program id."""
+
+
+@builtin
+def device_assert(cond, msg="", mask=None):
+    """Fail the launch (with the program id and element) where ``cond`` is false at run time."""
+
+
+@builtin
+def debug_barrier():
+    """Synchronize the threads of a program (a no-op for program-level semantics)."""
+
+
+@builtin
+def max_constancy(input, values):
+    """Promise the compiler that ``input`` holds runs of ``values`` equal elements."""
+
+
+@builtin
+def assume(cond):
+    """Promise the compiler that ``cond`` holds."""
+
+
+class PropagateNan:
+    """How ``tl.maximum``/``tl.minimum`` treat NaN: ``NONE`` (the hardware's) or ``ALL`` (NaN wins)."""
+
+    NONE = 0
+    ALL = 0xFFFF
