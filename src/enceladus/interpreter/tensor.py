@@ -477,7 +477,7 @@ def _c_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     q = np.floor_divide(a, b)
     if a.dtype.kind == "i":
         r = a - q * b
-        q = q + ((r != 0) & ((r < 0) != (b < 0))).astype(q.dtype)
+        q = q + ((r != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
     return q
 
 
