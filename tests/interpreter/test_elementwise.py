@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from paths import on_path, run_on_all_paths
 
 from .kernels import (

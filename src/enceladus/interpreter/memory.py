@@ -118,7 +118,8 @@ def _prepare(op: str, pointer: Any, mask: Any) -> tuple[PointerTile, np.ndarray,
     return pointer, pointer.data + pointer.buf.before, m
 
 
-def load(pointer: Any, mask: Any = None, other: Any = None, **_hints: Any) -> Tile:
+def load(pointer: Any, mask: Any = None, other: Any = None, *, cache_modifier: str = "",
+         eviction_policy: str = "", volatile: bool = False) -> Tile:
     """``tl.load``: gather through ``pointer`` where ``mask`` is true, ``other`` (default 0) elsewhere."""
     ptr, idx, m = _prepare("load", pointer, mask)
     elem = ptr.dtype.element_ty
@@ -156,7 +157,8 @@ def _writable(ptr: PointerTile, op: str) -> None:
                          f"writes to it with tl.{op}; pass a writeable array (e.g. arr.copy()){where_text()}")
 
 
-def store(pointer: Any, value: Any, mask: Any = None, **_hints: Any) -> None:
+def store(pointer: Any, value: Any, mask: Any = None, *, cache_modifier: str = "",
+          eviction_policy: str = "") -> None:
     """``tl.store``: write ``value`` (converted to the pointee type) where ``mask`` is true."""
     ptr, idx, m = _prepare("store", pointer, mask)
     v = _value_for(ptr, value, "store")
