@@ -1,0 +1,243 @@
+"""MetalBackend / MetalLibrary / MetalFunction: the same interface as the cpu backend, on an Apple GPU."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...errors import LaunchError, OutOfResources
+from ..cpu.signature import KernelSignature, parse_kernels
+from .device import MetalDevice, Pipeline
+from .memory import AllocationRegistry, HostBinding, MetalBuffer, bind_host_array
+from .objc import ObjCBridge, ObjCRuntime
+from .stream import GPUTimer, Stream, buffer_runs
+
+_U32 = (1 << 32) - 1
+Binding = Any  # np.ndarray | MetalBuffer | tuple[MetalBuffer, int] | int (address in a MetalBuffer) | bytes
+
+
+class MetalFunction:
+    """One kernel's compute pipeline; ``launch`` mirrors ``CpuFunction.launch``."""
+
+    def __init__(self, library: MetalLibrary, signature: KernelSignature, pipeline: Pipeline) -> None:
+        self.name = signature.name
+        self.signature = signature
+        self.library = library
+        self.pipeline = pipeline
+        self._backend = library.backend
+        self._writes = {p.index: "const" not in p.msl_type.split() for p in signature.buffer_params}
+        self._constant_slots = {p.index for p in signature.buffer_params if p.address_space == "constant"}
+        self._tg_slots = {p.index for p in signature.threadgroup_params}
+
+    @property
+    def max_threads_per_threadgroup(self) -> int:
+        """What Metal allows for this pipeline (can be below 1024 under register pressure)."""
+        return self.pipeline.max_threads
+
+    @property
+    def thread_execution_width(self) -> int:
+        """The SIMD-group width Metal reports for this pipeline (32 on Apple GPUs)."""
+        return self.pipeline.execution_width
+
+    def check_resources(self, threads: tuple[int, int, int], threadgroup_memory: Mapping[int, int]) -> None:
+        """Raise OutOfResources when a launch needs more threads or threadgroup memory than Metal allows."""
+        n = threads[0] * threads[1] * threads[2]
+        if n > self.pipeline.max_threads:
+            raise OutOfResources(
+                f"kernel '{self.name}' needs {n} threads per threadgroup, but its Metal pipeline allows "
+                f"{self.pipeline.max_threads} on {self._backend.device.name} (the kernel uses many registers)",
+                kernel=self.name, fix="use a smaller num_warps or a smaller BLOCK size")
+        tg = self.pipeline.static_threadgroup_memory + sum((v + 15) // 16 * 16 for v in threadgroup_memory.values())
+        if tg > self._backend.device.max_threadgroup_memory:
+            raise OutOfResources(
+                f"kernel '{self.name}' needs {tg} bytes of threadgroup memory; this GPU allows "
+                f"{self._backend.device.max_threadgroup_memory}", kernel=self.name,
+                fix="use smaller tiles (BLOCK sizes) or fewer stages")
+
+    def _triple(self, what: str, value: Sequence[int], low: int) -> tuple[int, int, int]:
+        vals = tuple(int(v) for v in value)
+        if not 1 <= len(vals) <= 3:
+            raise LaunchError(f"kernel '{self.name}': {what} must have 1 to 3 entries, got {value!r}")
+        vals = vals + (1,) * (3 - len(vals))
+        if any(v < low or v > _U32 for v in vals):
+            raise LaunchError(f"kernel '{self.name}': {what}={value!r} must be in [{low}, 2^32)")
+        return vals  # type: ignore[return-value]
+
+    def launch(self, threadgroups: Sequence[int], threads_per_threadgroup: Sequence[int],
+               buffers: Mapping[int, Binding], *, threadgroup_memory: Mapping[int, int] | None = None,
+               stream: Stream | None = None) -> None:
+        """Run the kernel like ``dispatchThreadgroups``.
+
+        ``buffers`` maps each ``[[buffer(i)]]`` slot to a NumPy array (bound without a copy when
+        possible; the launch is then synchronous), a MetalBuffer or ``(MetalBuffer, byte_offset)``
+        (asynchronous), an int address inside a live MetalBuffer, or ``bytes`` for a ``constant``
+        parameter (the packed scalar struct, sent with ``setBytes``).
+        """
+        groups = self._triple("threadgroups", threadgroups, 0)
+        threads = self._triple("threads_per_threadgroup", threads_per_threadgroup, 1)
+        if 0 in groups:
+            return
+        if any(g * t > _U32 for g, t in zip(groups, threads)):
+            raise LaunchError(f"kernel '{self.name}': grid {groups} x {threads} overflows 32-bit thread ids")
+        tg_mem = dict(threadgroup_memory or {})
+        if set(tg_mem) != self._tg_slots:
+            raise LaunchError(f"kernel '{self.name}' takes threadgroup memory at slots {sorted(self._tg_slots)}; "
+                              f"got lengths for {sorted(tg_mem)}")
+        self.check_resources(threads, tg_mem)
+        unknown = set(buffers) - set(self._writes)
+        missing = set(self._writes) - set(buffers)
+        if unknown or missing:
+            raise LaunchError(f"kernel '{self.name}' takes buffers at slots {sorted(self._writes)}; "
+                              f"missing {sorted(missing)}, unknown {sorted(unknown)}")
+        backend = self._backend
+        bound: dict[int, tuple[int, int]] = {}
+        host: list[HostBinding] = []
+        keep: list[Any] = []
+        scalars: bytes | None = None
+        scalar_slot: int | None = None
+        try:
+            for slot, value in buffers.items():
+                if isinstance(value, (bytes, bytearray, memoryview)) and slot in self._constant_slots \
+                        and scalars is None:
+                    scalars, scalar_slot = bytes(value), slot
+                elif isinstance(value, np.ndarray):
+                    hb = bind_host_array(backend.device, value, self._writes[slot], self._param_name(slot))
+                    host.append(hb)
+                    bound[slot] = (hb.buffer.handle, hb.offset)
+                else:
+                    buf, offset = backend.resolve(value, self.name, self._param_name(slot))
+                    bound[slot] = (buf.handle, offset)
+                    keep.append(buf)
+            run = lambda: backend.stream_for(stream).encode(  # noqa: E731
+                self.pipeline.handle, self.name, buffer_runs(bound), scalars, scalar_slot, tg_mem, groups, threads,
+                keep)
+            capture = backend.take_capture_request()
+            if capture:
+                backend.stream_for(stream).capture(capture, run)
+            else:
+                run()
+            if host:  # NumPy arguments: synchronous, results are in the arrays on return
+                backend.stream_for(stream).synchronize()
+        finally:
+            for hb in host:
+                hb.finish()
+
+    def _param_name(self, slot: int) -> str:
+        return next((p.name for p in self.signature.buffer_params if p.index == slot), f"buffer({slot})")
+
+    def __repr__(self) -> str:
+        return f"<MetalFunction {self.signature}>"
+
+
+class MetalLibrary:
+    """MSL text compiled by Metal (``newLibraryWithSource``); kernels become pipelines on first use."""
+
+    def __init__(self, backend: MetalBackend, msl: str, fast_math: bool = False) -> None:
+        self.backend = backend
+        self.msl = msl
+        self.kernels = parse_kernels(msl)
+        self.handle = backend.device.new_library(msl, fast_math=fast_math)
+        self._functions: dict[str, MetalFunction] = {}
+
+    def function(self, name: str) -> MetalFunction:
+        """The kernel ``name`` with its pipeline; KeyError lists the available kernels."""
+        fn = self._functions.get(name)
+        if fn is None:
+            if name not in self.kernels:
+                raise KeyError(f"no kernel named '{name}' in this library; available: {', '.join(self.kernels)}")
+            pipeline = self.backend.device.new_pipeline(self.handle, name)
+            fn = self._functions[name] = MetalFunction(self, self.kernels[name], pipeline)
+        return fn
+
+    def release(self) -> None:
+        """Release the pipelines and the library (after their last launch has completed)."""
+        for fn in self._functions.values():
+            self.backend.device.bridge.release(fn.pipeline.handle)
+        self._functions.clear()
+        self.backend.device.bridge.release(self.handle)
+        self.handle = 0
+
+
+class MetalBackend:
+    """Runs MSL kernels on the Mac's GPU through Metal (see docs/metal.md)."""
+
+    name = "metal"
+
+    def __init__(self, runtime: ObjCRuntime | None = None, *, macos: int | None = None) -> None:
+        if runtime is None:
+            from .objc import SystemRuntime
+
+            runtime = SystemRuntime()
+        self.bridge = ObjCBridge(runtime)
+        self.device = MetalDevice(self.bridge, macos=macos)
+        self.registry = AllocationRegistry()
+        self.default_stream = Stream(self.device)
+        self._libraries: dict[tuple[str, bool], MetalLibrary] = {}
+        self._capture_path = os.environ.get("ENCELADUS_CAPTURE") or None
+
+    @property
+    def device_name(self) -> str:
+        """The GPU's name as Metal reports it (e.g. 'Apple M2 Pro')."""
+        return self.device.name
+
+    def compile(self, msl: str, *, fast_math: bool = False) -> MetalLibrary:
+        """Compile MSL text (cached per text in this process; the OS caches compiled shaders across processes)."""
+        key = (msl, fast_math)
+        lib = self._libraries.get(key)
+        if lib is None:
+            lib = self._libraries[key] = MetalLibrary(self, msl, fast_math)
+        return lib
+
+    def alloc(self, nbytes: int) -> MetalBuffer:
+        """Shared-storage device memory for ``enceladus.Tensor``: ``.address``, ``.handle``, ``.nbytes``."""
+        return MetalBuffer.allocate(self.device, nbytes, self.registry)
+
+    def new_stream(self) -> Stream:
+        """Another in-order queue of launches (its own MTLCommandQueue)."""
+        return Stream(self.device)
+
+    def stream_for(self, stream: Stream | None) -> Stream:
+        """``stream`` or the default stream."""
+        return stream or self.default_stream
+
+    def synchronize(self, stream: Stream | None = None) -> None:
+        """Wait for every launch on ``stream`` (default: the default stream)."""
+        self.stream_for(stream).synchronize()
+
+    def resolve(self, value: Binding, kernel: str, param: str) -> tuple[MetalBuffer, int]:
+        """(MetalBuffer, byte offset) for a MetalBuffer, a (buffer, offset) pair or an address inside one."""
+        if isinstance(value, MetalBuffer):
+            return value, 0
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], MetalBuffer):
+            return value[0], int(value[1])
+        if isinstance(value, int):
+            found = self.registry.find(value)
+            if found is not None:
+                return found
+            raise LaunchError(f"kernel '{kernel}': argument '{param}' is the address {value:#x}, which is not inside "
+                              "memory allocated by the metal backend; pass the NumPy array itself (it is then "
+                              "wrapped or copied) or an enceladus.Tensor")
+        raise LaunchError(f"kernel '{kernel}': argument '{param}' of type {type(value).__name__} cannot be bound "
+                          "to a Metal buffer")
+
+    def take_capture_request(self) -> str | None:
+        """ENCELADUS_CAPTURE=path.gputrace: the path, once (the next launch is captured)."""
+        path, self._capture_path = self._capture_path, None
+        return path
+
+    def timed(self, stream: Stream | None = None) -> Any:
+        """Context manager timing the launches in its block with GPU timestamps (see ``Stream.timed``)."""
+        return self.stream_for(stream).timed()
+
+    def close(self) -> None:
+        """Wait for all work and release every Metal object this backend created (except the device)."""
+        self.default_stream.close()
+        for lib in self._libraries.values():
+            lib.release()
+        self._libraries.clear()
+
+
+__all__ = ["GPUTimer", "MetalBackend", "MetalFunction", "MetalLibrary"]

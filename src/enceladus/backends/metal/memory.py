@@ -1,0 +1,167 @@
+"""Device memory on Metal: shared-storage MTLBuffers, and binding host (NumPy) memory to kernels.
+
+The arithmetic here (page rounding, address lookup) is plain Python with no Objective-C, tested
+directly on Linux; only ``MetalDevice.new_buffer`` / ``wrap_memory`` touch Metal.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import ctypes
+import mmap
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .device import MetalDevice
+
+PAGE_SIZE = mmap.PAGESIZE  # 16 KiB on Apple silicon
+
+
+@dataclass(frozen=True)
+class PageSpan:
+    """Host memory rounded out to whole pages: wrap [base, base + length), bind at ``offset``."""
+
+    base: int
+    length: int
+    offset: int
+
+
+def page_span(address: int, nbytes: int, page: int = PAGE_SIZE) -> PageSpan:
+    """The whole pages covering ``nbytes`` at ``address`` (how PyTorch wraps host memory for Metal)."""
+    if address <= 0 or nbytes < 0:
+        raise ValueError(f"bad host range: address {address:#x}, {nbytes} bytes")
+    base = address - address % page
+    end = address + max(nbytes, 1)
+    end += -end % page
+    return PageSpan(base, end - base, address - base)
+
+
+def byte_extent(arr: np.ndarray) -> tuple[int, int]:
+    """(lowest address, number of bytes) an array's elements span, for any non-negative strides."""
+    if arr.size == 0:
+        return arr.ctypes.data, 0
+    last = sum((n - 1) * s for n, s in zip(arr.shape, arr.strides))
+    return arr.ctypes.data, last + arr.itemsize
+
+
+class MetalBuffer:
+    """A shared-storage MTLBuffer we own: ``address`` (its ``contents()``), ``handle``, ``nbytes``.
+
+    This is the object ``MetalBackend.alloc`` returns for ``enceladus.Tensor`` storage. Its memory is
+    CPU-visible (Apple silicon unified memory); reading it while a kernel may still write it needs
+    ``synchronize()`` first.
+    """
+
+    def __init__(self, device: MetalDevice, handle: int, nbytes: int, address: int,
+                 registry: AllocationRegistry | None = None, owner: object = None) -> None:
+        self.device = device
+        self.handle = handle
+        self.nbytes = nbytes
+        self.address = address
+        self._registry = registry
+        self._owner = owner  # host memory a no-copy buffer wraps: kept alive as long as the buffer
+        if registry is not None:
+            registry.add(self)
+
+    @classmethod
+    def allocate(cls, device: MetalDevice, nbytes: int, registry: AllocationRegistry | None = None) -> MetalBuffer:
+        """A new zero-length-safe shared buffer of ``nbytes``."""
+        handle = device.new_buffer(nbytes)
+        address = int(device.bridge.send(handle, "contents") or 0)
+        return cls(device, handle, int(nbytes), address, registry)
+
+    def numpy(self, dtype: np.dtype | str = np.uint8) -> np.ndarray:
+        """A zero-copy NumPy view of the whole buffer (valid while this object lives)."""
+        raw = (ctypes.c_uint8 * max(self.nbytes, 1)).from_address(self.address)
+        view = np.frombuffer(raw, dtype=np.uint8, count=self.nbytes)
+        return view.view(dtype)
+
+    def release(self) -> None:
+        """Give the MTLBuffer back (idempotent). Do not call while a kernel still uses it."""
+        if self.handle:
+            if self._registry is not None:
+                self._registry.remove(self)
+            self.device.bridge.release(self.handle)
+            self.handle = 0
+            self._owner = None
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # interpreter shutdown
+            self.release()
+
+    def __repr__(self) -> str:
+        return f"<MetalBuffer {self.nbytes} bytes at {self.address:#x}>"
+
+
+class AllocationRegistry:
+    """Live MetalBuffers by address, so a raw ``data_ptr`` can be bound as (buffer, offset)."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._buffers: list[MetalBuffer] = []
+
+    def add(self, buf: MetalBuffer) -> None:
+        i = bisect.bisect_left(self._starts, buf.address)
+        self._starts.insert(i, buf.address)
+        self._buffers.insert(i, buf)
+
+    def remove(self, buf: MetalBuffer) -> None:
+        for i in range(bisect.bisect_left(self._starts, buf.address), len(self._starts)):
+            if self._buffers[i] is buf:
+                del self._starts[i], self._buffers[i]
+                return
+
+    def find(self, address: int) -> tuple[MetalBuffer, int] | None:
+        """(buffer, offset) of the live buffer containing ``address``, or None."""
+        i = bisect.bisect_right(self._starts, address) - 1
+        if i >= 0:
+            buf = self._buffers[i]
+            if address < buf.address + max(buf.nbytes, 1):
+                return buf, address - buf.address
+        return None
+
+    def __len__(self) -> int:
+        return len(self._buffers)
+
+
+@dataclass
+class HostBinding:
+    """One NumPy array bound to a kernel slot for one synchronous launch."""
+
+    buffer: MetalBuffer
+    offset: int
+    array: np.ndarray
+    copy_back: bool  # a copied (not wrapped) array the kernel may write: copy out after the launch
+
+    def finish(self) -> None:
+        """After the GPU is done: copy results out if needed and give the temporary buffer back."""
+        if self.copy_back:
+            start, nbytes = byte_extent(self.array)
+            ctypes.memmove(start, self.buffer.address + self.offset, nbytes)
+        self.buffer.release()
+
+
+def bind_host_array(device: MetalDevice, arr: np.ndarray, writes: bool, name: str) -> HostBinding:
+    """Bind ``arr``'s memory: wrapped without a copy when Metal accepts it, else copied in (and out).
+
+    ``ENCELADUS_METAL_HOST_COPY=1`` always copies (to rule the no-copy path out when debugging).
+    """
+    if writes and not arr.flags.writeable:
+        raise ValueError(f"argument '{name}' is a read-only array, but the kernel stores through it; "
+                         "pass a writeable array (e.g. arr.copy())")
+    start, nbytes = byte_extent(arr)
+    if nbytes and os.environ.get("ENCELADUS_METAL_HOST_COPY", "0") in ("", "0"):
+        span = page_span(start, nbytes)
+        handle = device.wrap_memory(span.base, span.length)
+        if handle is not None:
+            buf = MetalBuffer(device, handle, span.length, span.base, owner=arr)
+            return HostBinding(buf, span.offset, arr, copy_back=False)
+    buf = MetalBuffer.allocate(device, nbytes)
+    if nbytes:
+        ctypes.memmove(buf.address, start, nbytes)
+    return HostBinding(buf, 0, arr, copy_back=writes and nbytes > 0)
