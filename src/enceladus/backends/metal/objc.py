@@ -84,7 +84,6 @@ SELECTORS: dict[str, Selector] = {s.name: s for s in [
     _s("NSString", "initWithBytes:length:encoding:", "@", "r^v", "Q", "Q", returns="owned"),
     _s("NSString", "UTF8String", "r*"),
     _s("NSError", "localizedDescription", "@", returns="autoreleased"),
-    _s("NSError", "code", "q"),
     _s("NSURL", "fileURLWithPath:", "@", "@", returns="autoreleased"),
     # MTLDevice
     _s("MTLDevice", "name", "@", returns="autoreleased"),
@@ -115,7 +114,6 @@ SELECTORS: dict[str, Selector] = {s.name: s for s in [
     _s("MTLCommandBuffer", "error", "@", returns="autoreleased"),
     _s("MTLCommandBuffer", "GPUStartTime", "d"),
     _s("MTLCommandBuffer", "GPUEndTime", "d"),
-    _s("MTLCommandBuffer", "setLabel:", "v", "@"),
     # MTLComputeCommandEncoder
     _s("MTLComputeCommandEncoder", "setComputePipelineState:", "v", "@"),
     _s("MTLComputeCommandEncoder", "setBuffers:offsets:withRange:", "v", "^@", "^Q", "{_NSRange=QQ}"),
@@ -126,7 +124,6 @@ SELECTORS: dict[str, Selector] = {s.name: s for s in [
     _s("MTLComputeCommandEncoder", "endEncoding", "v"),
     # MTLBuffer
     _s("MTLBuffer", "contents", "^v"),
-    _s("MTLBuffer", "length", "Q"),
     # GPU capture
     _s("MTLCaptureManager", "sharedCaptureManager", "@", returns="autoreleased"),
     _s("MTLCaptureManager", "supportsDestination:", "Z", "q"),

@@ -1,0 +1,39 @@
+"""Fixtures: the metal backend's host code running against the recording stand-in for libobjc."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from enceladus.backends.metal import MetalBackend
+
+from .objc_recorder import RecordingObjCRuntime
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ENCELADUS_CACHE_DIR", str(tmp_path_factory.mktemp("enceladus-metal-cache")))
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="session")
+def cpu() -> object:
+    from enceladus.backends.cpu import CpuBackend
+
+    return CpuBackend()
+
+
+@pytest.fixture
+def recorder(cpu: object) -> RecordingObjCRuntime:
+    return RecordingObjCRuntime(cpu_backend=cpu)
+
+
+@pytest.fixture
+def metal(recorder: RecordingObjCRuntime, monkeypatch: pytest.MonkeyPatch) -> Iterator[MetalBackend]:
+    monkeypatch.delenv("ENCELADUS_CAPTURE", raising=False)
+    backend = MetalBackend(runtime=recorder, macos=15)
+    yield backend
+    assert recorder.violations == []

@@ -1,0 +1,18 @@
+"""Kernels the metal host-code tests compile (the source must live in a file)."""
+
+import enceladus
+import enceladus.language as tl
+
+
+@enceladus.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@enceladus.jit
+def axpy_kernel(x_ptr, out_ptr, a, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, a * tl.load(x_ptr + offs, mask=mask) + tl.load(out_ptr + offs, mask=mask), mask=mask)
