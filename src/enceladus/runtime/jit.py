@@ -152,6 +152,7 @@ class JITFunction:
         return (tuple(signature.items()), const_key, tuple(facts.items()), num_warps)
 
     def compile_for(self, values: dict[str, Any], options: dict[str, Any]) -> CompiledKernel:
+        """The compiled kernel for these bound arguments: memory cache, then disk cache, then compile."""
         num_warps = options.get("num_warps", 4)
         signature, constexprs, facts = self.specialize(values)
         key = self._key(signature, constexprs, facts, num_warps)
@@ -160,9 +161,9 @@ class JITFunction:
             with self._lock:
                 kernel = self.cache.get(key)
                 if kernel is None:
-                    kernel = compile_kernel(self.source, self.__name__, self.param_names, signature, constexprs,
-                                            facts, num_warps=num_warps,
-                                            origin=f"{os.path.basename(self.source.filename)}")
+                    from . import cache as disk  # the disk cache, then the compiler
+
+                    kernel = disk.load_or_compile(self, signature, constexprs, facts, num_warps, compile_kernel)
                     self.cache[key] = kernel
         return kernel
 

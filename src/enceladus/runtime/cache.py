@@ -1,0 +1,430 @@
+"""The disk cache: compiled kernels (and autotuning results) keyed by content, shared by processes.
+
+Layout of ``$ENCELADUS_CACHE_DIR`` (default ``~/.cache/enceladus``), every directory mode 0700::
+
+    kernels/<k[:2]>/<k>.json    one compiled kernel: IR, MSL, ABI, metadata (JSON, no pickle)
+    autotune/<k[:2]>/<k>.json   one autotuning result (with cache_results=True)
+    cpu/                        the cpu backend's shared libraries (content-addressed by that backend)
+
+A kernel's key hashes the kernel's source, the source of every ``@jit`` function it calls
+(transitively, found from the AST and ``fn.__globals__``), the values of the globals those functions
+read, the specialization (signature, constexprs, divisibility / ==1 facts), the options, the Enceladus
+version and a digest of the compiler's own sources, the Python version and the target. The kernel's
+name matters only as part of its source. The cpu backend keys its libraries by the generated C++, its
+headers, the host compiler's identity and flags, so a cached kernel's library is found without running
+the C++ compiler.
+
+Each file starts with a header line holding a SHA-256 of the payload; a truncated or damaged file fails
+the check, is deleted and the kernel is recompiled. Files are written to a temporary name in the same
+directory and renamed into place, so concurrent processes never see half a file and two processes
+compiling the same kernel both succeed. ``ENCELADUS_CACHE=0`` disables the cache.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import hashlib
+import logging
+import os
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..compiler.driver import VERSION, CompiledKernel
+
+log = logging.getLogger("enceladus.cache")
+
+MAGIC = b"ENCELADUS-CACHE"
+ENTRY_FORMAT = 1
+KINDS = ("kernels", "autotune", "cpu")
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+class CacheSecurityError(RuntimeError):
+    """The cache directory is not private to the current user (cached entries become code)."""
+
+
+@dataclass
+class CacheStats:
+    """Counters for this process (tests and ``benchmarks/fresh_process.py`` read them)."""
+
+    compiled: int = 0  # kernels compiled from source
+    disk_hits: int = 0  # kernels loaded from the disk cache
+    disk_misses: int = 0
+    stored: int = 0
+    corrupt: int = 0  # damaged entries found (and deleted)
+    unkeyable: int = 0  # compilations whose inputs have no stable key (memory cache only)
+    notes: list[str] = field(default_factory=list)
+
+
+stats = CacheStats()
+
+
+# --- where -----------------------------------------------------------------------------------------------
+def enabled() -> bool:
+    """False when ``ENCELADUS_CACHE=0`` (also ``false``/``off``/``no``)."""
+    return os.environ.get("ENCELADUS_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def cache_base() -> Path:
+    """The cache directory (not created): ``$ENCELADUS_CACHE_DIR`` or ``~/.cache/enceladus``."""
+    return Path(os.environ.get("ENCELADUS_CACHE_DIR") or Path.home() / ".cache" / "enceladus")
+
+
+def _check_private(path: Path) -> None:
+    st = path.stat()
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise CacheSecurityError(
+            f"refusing to use cache directory {path}: it is owned by uid {st.st_uid}, not by you (uid {os.getuid()}). "
+            "Set ENCELADUS_CACHE_DIR to a private directory, or ENCELADUS_CACHE=0 to disable the cache.")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise CacheSecurityError(
+            f"refusing to use cache directory {path}: it is writable by group or others "
+            f"(mode {stat.S_IMODE(st.st_mode):o}); cached kernels become code. Run `chmod 700 {path}`.")
+
+
+def cache_dir(kind: str) -> Path:
+    """``<cache>/<kind>``, created mode 0700 and checked to be private to this user."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown cache kind {kind!r}; expected one of {', '.join(KINDS)}")
+    base = cache_base()
+    path = base / kind
+    for d in (base, path):
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _check_private(d)
+    return path
+
+
+# --- entries: checksummed, atomic ---------------------------------------------------------------------------
+def _entry_path(kind: str, key: str) -> Path:
+    return cache_dir(kind) / key[:2] / f"{key}.json"
+
+
+def write_entry(path: Path, payload: bytes) -> None:
+    """Write ``payload`` with a checksum header, atomically (temporary file in the same directory + rename)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    header = b"%s %d %s %d\n" % (MAGIC, ENTRY_FORMAT, hashlib.sha256(payload).hexdigest().encode(), len(payload))
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(header)
+            f.write(payload)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read_entry(path: Path) -> bytes | None:
+    """The payload of a cache file, or None if it is missing. A damaged file is deleted and reported as None."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        _note(f"cannot read cache entry {path}: {e}")
+        return None
+    header, sep, payload = raw.partition(b"\n")
+    parts = header.split(b" ")
+    ok = (sep == b"\n" and len(parts) == 4 and parts[0] == MAGIC and parts[1] == str(ENTRY_FORMAT).encode()
+          and parts[3] == str(len(payload)).encode() and hashlib.sha256(payload).hexdigest().encode() == parts[2])
+    if not ok:
+        stats.corrupt += 1
+        _note(f"cache entry {path} is damaged (checksum or length mismatch); it will be rebuilt")
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    return payload
+
+
+def _note(message: str) -> None:
+    stats.notes.append(message)
+    log.warning(message)
+
+
+# --- keys ----------------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def compiler_digest() -> str:
+    """Hash of the Enceladus version and the sources that decide what a kernel compiles to."""
+    h = hashlib.sha256(f"enceladus {VERSION} python {sys.version_info[:2]}".encode())
+    files = [_PACKAGE_DIR / "errors.py", _PACKAGE_DIR / "runtime" / "serialize.py"]
+    for sub in ("compiler", "language"):
+        files.extend(sorted((_PACKAGE_DIR / sub).rglob("*.py")))
+    for p in files:
+        try:
+            data = p.read_bytes()
+        except OSError:
+            data = b"<missing>"
+        h.update(str(p.relative_to(_PACKAGE_DIR)).encode() + b"\0" + data + b"\0")
+    return h.hexdigest()
+
+
+def target() -> str:
+    """The backend kernels are compiled for, decided the way ``runtime.backend.get_backend`` decides it."""
+    name = os.environ.get("ENCELADUS_BACKEND", "").strip().lower()
+    return name or ("metal" if sys.platform == "darwin" else "cpu")
+
+
+class Unkeyable(Exception):
+    """A value that has no stable, process-independent description (the kernel is then not cached on disk)."""
+
+
+def _is_jit(obj: Any) -> bool:
+    return bool(getattr(obj, "__enceladus_jit__", False)) and hasattr(obj, "source")
+
+
+def describe_value(value: Any, seen: set[int] | None = None) -> str:
+    """A stable text for a constexpr or global value; raises :class:`Unkeyable` if there is none."""
+    from ..language.core import constexpr
+
+    if isinstance(value, constexpr):
+        value = value.value
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__}(" + ",".join(describe_value(v, seen) for v in value) + ")"
+    if _is_jit(value):
+        return "jit:" + function_digest(value, seen)
+    mod = getattr(type(value), "__module__", "") or ""
+    if mod.split(".")[0] == "enceladus" and not callable(value):
+        return f"{mod}.{type(value).__qualname__}:{value!r}"  # dtypes and other small frozen values
+    if hasattr(value, "dtype") and getattr(value, "shape", None) == ():
+        return f"np.{value.dtype}:{value.item()!r}"  # NumPy scalar
+    if callable(value) or isinstance(value, type):
+        mod = getattr(value, "__module__", None)
+        qual = getattr(value, "__qualname__", None)
+        if mod and qual and "<locals>" not in qual:
+            return f"callable:{mod}.{qual}"
+    if type(value).__name__ == "module":
+        return f"module:{value.__name__}"
+    raise Unkeyable(f"{type(value).__module__}.{type(value).__qualname__} value {value!r:.60}")
+
+
+def _global_refs(tree: ast.AST) -> list[tuple[str, ...]]:
+    """Every name, and attribute chain rooted at a name, that the function's body loads."""
+    refs: list[tuple[str, ...]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            chain: list[str] = []
+            cur: ast.AST = node
+            while isinstance(cur, ast.Attribute):
+                chain.append(cur.attr)
+                cur = cur.value
+            if isinstance(cur, ast.Name):
+                refs.append((cur.id, *reversed(chain)))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            refs.append((node.id,))
+    return refs
+
+
+def function_digest(fn: Any, seen: set[int] | None = None) -> str:
+    """Hash of a ``@jit`` function's source and of everything it reads from its globals, transitively."""
+    seen = set() if seen is None else seen
+    if id(fn) in seen:
+        return f"recursive:{fn.__name__}"
+    seen.add(id(fn))
+    src = fn.source
+    h = hashlib.sha256(src.text.encode())
+    h.update(f"\0{os.path.basename(src.filename)}:{src.locate(src.tree)[0]}\0".encode())
+    glb = fn.fn.__globals__
+    for ref in sorted(set(_global_refs(src.tree))):
+        if ref[0] not in glb:
+            continue  # a local, a parameter or a builtin
+        value: Any = glb[ref[0]]
+        path = [ref[0]]
+        for attr in ref[1:]:  # follow module / namespace attributes (mod.helper, cfg.BLOCK)
+            if _is_jit(value) or isinstance(value, (int, float, str, bool)) or value is None:
+                break
+            if not hasattr(value, attr):
+                break
+            value = getattr(value, attr)
+            path.append(attr)
+        if type(value).__name__ == "module" and (value.__name__ or "").split(".")[0] == "enceladus":
+            continue  # tl.* itself is covered by compiler_digest()
+        try:
+            text = describe_value(value, seen)
+        except Unkeyable:
+            text = f"<{type(value).__qualname__}>"  # the compiler refuses such globals if a kernel uses them
+        h.update(f"{'.'.join(path)}={text}\0".encode())
+    seen.discard(id(fn))
+    return h.hexdigest()
+
+
+def kernel_key(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],
+               facts: dict[str, tuple[bool, bool]], options: dict[str, Any]) -> str | None:
+    """The disk-cache key of one specialization of ``fn``, or None when some input has no stable key."""
+    try:
+        parts = [
+            "kernel", compiler_digest(), target(), function_digest(fn),
+            repr(sorted(signature.items())),
+            repr(sorted((k, describe_value(v)) for k, v in constexprs.items())),
+            repr(sorted((k, tuple(bool(x) for x in v)) for k, v in facts.items())),
+            repr(sorted((k, describe_value(v)) for k, v in options.items())),
+        ]
+    except Unkeyable as e:
+        stats.unkeyable += 1
+        log.info("kernel %s is not cached on disk: %s", getattr(fn, "__name__", fn), e)
+        return None
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:48]
+
+
+# --- kernels ---------------------------------------------------------------------------------------------------
+def load_or_compile(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],
+                    facts: dict[str, tuple[bool, bool]], num_warps: int,
+                    compile_kernel: Callable[..., CompiledKernel]) -> CompiledKernel:
+    """One specialization of ``fn`` from the disk cache, else compiled with ``compile_kernel`` and stored.
+
+    The result's ``metadata["cache"]`` says which: ``"disk"`` or ``"compiled"``.
+    """
+    from .serialize import complete
+
+    # only what compile_kernel receives goes into the key (options it ignores would split the cache)
+    key = kernel_key(fn, signature, constexprs, facts, {"num_warps": num_warps}) if enabled() else None
+    kernel = load_kernel(key) if key else None
+    if kernel is not None:
+        return complete(kernel, target(), "disk")
+    kernel = compile_kernel(fn.source, fn.__name__, fn.param_names, signature, constexprs, facts,
+                            num_warps=num_warps, origin=os.path.basename(fn.source.filename))
+    stats.compiled += 1
+    if key:
+        store_kernel(key, kernel)
+    return complete(kernel, target(), "compiled")
+
+
+def load_kernel(key: str) -> CompiledKernel | None:
+    """The cached kernel for ``key``, or None (missing, damaged or unreadable entries count as misses)."""
+    from . import serialize
+
+    payload = read_entry(_entry_path("kernels", key))
+    if payload is None:
+        stats.disk_misses += 1
+        return None
+    try:
+        kernel = serialize.from_json(payload)
+    except serialize.SerializationError as e:
+        stats.corrupt += 1
+        _note(f"cache entry {key} cannot be read back ({e}); it will be rebuilt")
+        return None
+    stats.disk_hits += 1
+    return kernel
+
+
+def store_kernel(key: str, kernel: CompiledKernel) -> bool:
+    """Write ``kernel`` under ``key``; returns False (with a note) if it could not be stored."""
+    from . import serialize
+
+    try:
+        payload = serialize.to_json(kernel).encode()
+        write_entry(_entry_path("kernels", key), payload)
+    except serialize.SerializationError as e:
+        log.info("kernel %s is not cached on disk: %s", kernel.name, e)
+        return False
+    except OSError as e:
+        _note(f"cannot write the disk cache ({e}); continuing without it")
+        return False
+    stats.stored += 1
+    return True
+
+
+def load_json(kind: str, key: str) -> Any:
+    """A JSON value stored with :func:`store_json`, or None."""
+    import json
+
+    payload = read_entry(_entry_path(kind, key))
+    if payload is None:
+        return None
+    try:
+        return json.loads(payload)
+    except ValueError:
+        stats.corrupt += 1
+        return None
+
+
+def store_json(kind: str, key: str, value: Any) -> None:
+    """Store a JSON value (e.g. an autotuning result) under ``key``."""
+    import json
+
+    try:
+        write_entry(_entry_path(kind, key), json.dumps(value, sort_keys=True).encode())
+    except OSError as e:
+        _note(f"cannot write the disk cache ({e}); continuing without it")
+
+
+# --- the CLI's view ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Entry:
+    """One file in the cache directory."""
+
+    kind: str
+    path: Path
+    size: int
+    mtime: float
+    name: str  # kernel name for kernel entries, file name otherwise
+
+
+def list_entries(kinds: tuple[str, ...] = KINDS) -> list[Entry]:
+    """Every cache file, newest first (does not create the directory)."""
+    out: list[Entry] = []
+    base = cache_base()
+    for kind in kinds:
+        root = base / kind
+        if not root.is_dir():
+            continue
+        for p in root.rglob("*"):
+            if not p.is_file() or p.name.startswith("."):
+                continue
+            st = p.stat()
+            name = _kernel_name(p) if kind == "kernels" else p.name
+            out.append(Entry(kind, p, st.st_size, st.st_mtime, name))
+    out.sort(key=lambda e: e.mtime, reverse=True)
+    return out
+
+
+def _kernel_name(path: Path) -> str:
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            f.readline()
+            head = f.read(4096)
+        start = head.find(b'"name":"')
+        if start >= 0:
+            end = head.find(b'"', start + 8)
+            return json.loads(head[start + 7:end + 1])
+    except (OSError, ValueError):
+        pass
+    return "?"
+
+
+def total_size(kinds: tuple[str, ...] = KINDS) -> dict[str, int]:
+    """Bytes used per kind of entry."""
+    sizes = dict.fromkeys(kinds, 0)
+    for e in list_entries(kinds):
+        sizes[e.kind] += e.size
+    return sizes
+
+
+def clear(kinds: tuple[str, ...] = KINDS, older_than_s: float | None = None) -> tuple[int, int]:
+    """Delete cache files (optionally only those not modified for ``older_than_s``). Returns (files, bytes)."""
+    now = time.time()
+    n = nbytes = 0
+    for e in list_entries(kinds):
+        if older_than_s is not None and now - e.mtime < older_than_s:
+            continue
+        try:
+            e.path.unlink()
+        except OSError:
+            continue
+        n += 1
+        nbytes += e.size
+    return n, nbytes

@@ -1,0 +1,246 @@
+"""The disk cache: keys by content, JSON round trip, fresh processes compile nothing, concurrency, damage."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import enceladus
+from enceladus.runtime import cache, serialize
+
+from . import launch_kernels as lk
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A child process: runs a script, counts C++ compiler builds (subprocess calls with -shared) and prints stats.
+RUNNER = textwrap.dedent("""
+    import json, runpy, subprocess, sys
+    builds = []
+    _run = subprocess.run
+    def counting_run(cmd, *a, **k):
+        if "-shared" in list(cmd):
+            builds.append(cmd)
+        return _run(cmd, *a, **k)
+    subprocess.run = counting_run
+    runpy.run_path(sys.argv[1], run_name="__main__")
+    from enceladus.runtime import cache
+    print("STATS " + json.dumps({"compiled": cache.stats.compiled, "disk_hits": cache.stats.disk_hits,
+                                 "corrupt": cache.stats.corrupt, "cxx_builds": len(builds)}))
+""")
+
+KERNEL_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import enceladus
+    import enceladus.language as tl
+
+    @enceladus.jit
+    def axpy(x_ptr, y_ptr, out_ptr, n, a, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, a * tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    x = np.arange(3000, dtype=np.float32); y = np.ones_like(x); out = np.empty_like(x)
+    axpy[(enceladus.cdiv(x.size, 256),)](x, y, out, x.size, 2.0, BLOCK=256)
+    np.testing.assert_allclose(out, 2 * x + y)
+""")
+
+
+def run_child(script: Path, cache_dir: Path, **env: str) -> dict:
+    runner = script.parent / "_runner.py"
+    runner.write_text(RUNNER)
+    full_env = {**os.environ, "ENCELADUS_CACHE_DIR": str(cache_dir), **env}
+    res = subprocess.run([sys.executable, str(runner), str(script)], capture_output=True, text=True, env=full_env,
+                         timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("STATS "))
+    return json.loads(line[6:])
+
+
+@pytest.fixture
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "cache"
+    monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(d))
+    monkeypatch.delenv("ENCELADUS_CACHE", raising=False)
+    return d
+
+
+def _launch_scale(n: int = 1000, **kw) -> np.ndarray:
+    x = np.arange(n, dtype=np.float32)
+    out = np.zeros_like(x)
+    lk.scale_kernel[(enceladus.cdiv(n, 128),)](x, out, n, 3.0, **kw)
+    np.testing.assert_allclose(out, 3 * x)
+    return out
+
+
+def test_second_run_of_example_in_new_process_compiles_nothing(tmp_path: Path) -> None:
+    cache_dir = tmp_path / "cache"
+    example = ROOT / "examples" / "01_vector_add.py"
+    first = run_child(example, cache_dir)
+    assert first["compiled"] == 1 and first["disk_hits"] == 0
+    second = run_child(example, cache_dir)
+    assert second == {"compiled": 0, "disk_hits": 1, "corrupt": 0, "cxx_builds": 0}
+    assert stat_mode(cache_dir) == 0o700 and stat_mode(cache_dir / "kernels") == 0o700
+
+
+def stat_mode(p: Path) -> int:
+    return p.stat().st_mode & 0o777
+
+
+def test_two_processes_compiling_the_same_kernel_at_once(tmp_path: Path) -> None:
+    cache_dir = tmp_path / "cache"
+    script = tmp_path / "axpy.py"
+    script.write_text(KERNEL_SCRIPT)
+    (tmp_path / "_runner.py").write_text(RUNNER)
+    env = {**os.environ, "ENCELADUS_CACHE_DIR": str(cache_dir)}
+    procs = [subprocess.Popen([sys.executable, str(tmp_path / "_runner.py"), str(script)], env=env, cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        assert "STATS" in out
+    entries = list((cache_dir / "kernels").rglob("*"))
+    files = [p for p in entries if p.is_file()]
+    assert len(files) == 1 and not files[0].name.startswith(".")  # one entry, no temporary left behind
+    third = run_child(script, cache_dir)
+    assert third["compiled"] == 0 and third["disk_hits"] == 1 and third["cxx_builds"] == 0
+
+
+def _only_entry(cache_dir: Path) -> Path:
+    (entry,) = list((cache_dir / "kernels").rglob("*.json"))
+    return entry
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "empty", "tampered-class"])
+def test_damaged_entry_is_detected_and_recompiled(private_cache: Path, damage: str) -> None:
+    lk.scale_kernel.cache.clear()
+    _launch_scale()
+    entry = _only_entry(private_cache)
+    raw = entry.read_bytes()
+    if damage == "truncate":
+        entry.write_bytes(raw[: len(raw) // 2])
+    elif damage == "flip":
+        i = len(raw) - 10
+        entry.write_bytes(raw[:i] + bytes([raw[i] ^ 0x20]) + raw[i + 1:])
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    else:  # a well-formed, checksummed file naming a class outside Enceladus must not be constructed
+        payload = raw.partition(b"\n")[2].replace(b"enceladus.compiler.driver:KernelABI", b"subprocess:Popen")
+        cache.write_entry(entry, payload)
+    before = (cache.stats.compiled, cache.stats.corrupt)
+    lk.scale_kernel.cache.clear()
+    _launch_scale()
+    assert cache.stats.compiled == before[0] + 1
+    assert cache.stats.corrupt == before[1] + 1
+    assert serialize.from_json(cache.read_entry(_only_entry(private_cache)))  # rewritten, valid again
+
+
+def test_memory_miss_loads_from_disk(private_cache: Path) -> None:
+    lk.scale_kernel.cache.clear()
+    _launch_scale(num_warps=2)
+    compiled, hits = cache.stats.compiled, cache.stats.disk_hits
+    lk.scale_kernel.cache.clear()
+    _launch_scale(num_warps=2)
+    assert (cache.stats.compiled, cache.stats.disk_hits) == (compiled, hits + 1)
+    k = lk.scale_kernel.warmup(np.zeros(4, np.float32), np.zeros(4, np.float32), 1000, 3.0, num_warps=2)
+    assert k.metadata["cache"] == "disk" and k.metadata["target"] == "cpu" and k.metadata["simd_groups"] == 2
+
+
+def test_cache_disabled(private_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENCELADUS_CACHE", "0")
+    lk.scale_kernel.cache.clear()
+    compiled = cache.stats.compiled
+    _launch_scale()
+    assert cache.stats.compiled == compiled + 1
+    assert not (private_cache / "kernels").exists()
+
+
+def test_directory_must_be_private(private_cache: Path) -> None:
+    private_cache.mkdir(mode=0o700)
+    os.chmod(private_cache, 0o777)
+    lk.scale_kernel.cache.clear()
+    with pytest.raises(cache.CacheSecurityError, match="writable by group or others"):
+        _launch_scale(n=77)
+
+
+@pytest.mark.parametrize("name", ["scale_kernel", "strided_scale"])
+def test_json_round_trip(name: str) -> None:
+    fn = getattr(lk, name)
+    sig = {"scale_kernel": "*fp32,*fp16,i32,fp32", "strided_scale": "*fp32,*fp32,i32,i32,i32,i32"}[name]
+    consts = {"scale_kernel": {"BLOCK": 256}, "strided_scale": {"BLOCK_M": 8, "BLOCK_N": 32}}[name]
+    k = enceladus.compile(fn, sig, consts)
+    back = serialize.from_json(serialize.to_json(k))
+    assert back.asm == k.asm and back.abi == k.abi and back.accesses == k.accesses
+    assert back.metadata["layouts"] == k.metadata["layouts"]
+    assert {key: v for key, v in back.metadata.items() if key != "read_globals"} == \
+        {key: v for key, v in k.metadata.items() if key != "read_globals"}
+    assert back.explain() == k.explain()
+
+
+def test_encoding_refuses_foreign_objects() -> None:
+    with pytest.raises(serialize.SerializationError):
+        serialize.encode(object())
+    assert isinstance(serialize.decode(serialize.encode(object(), strict=False)), serialize.Opaque)
+    for value in [(1, (2.5, "x")), {"a": [1, None]}, {(1, 2): "t"}, float("inf"), {"~k": 1}]:
+        assert serialize.decode(serialize.encode(value)) == value
+    with pytest.raises(serialize.SerializationError):
+        serialize.decode({"dc": "os:PathLike", "f": {}})
+
+
+MODULE = """
+import enceladus
+import enceladus.language as tl
+SCALE = {scale}
+
+@enceladus.jit
+def helper(x):
+    return x * {factor}
+
+@enceladus.jit
+def kern(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, helper(tl.load(x_ptr + offs)) + SCALE, mask=offs < n)
+"""
+
+
+def _load(path: Path, scale: int, factor: int, tag: str):
+    path.write_text(MODULE.format(scale=scale, factor=factor))
+    spec = importlib.util.spec_from_file_location(f"cache_key_mod_{tag}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_key_covers_callees_and_globals_not_identity(tmp_path: Path) -> None:
+    def key(mod) -> str:
+        return cache.kernel_key(mod.kern, {"x_ptr": "*fp32", "n": "i32"}, {"BLOCK": 64}, {}, {"num_warps": 4})
+
+    base = key(_load(tmp_path / "m.py", 1, 2, "a"))
+    assert key(_load(tmp_path / "m.py", 1, 2, "b")) == base  # same content in a new module object
+    assert key(_load(tmp_path / "m.py", 1, 3, "c")) != base  # callee source changed
+    assert key(_load(tmp_path / "m.py", 5, 2, "d")) != base  # a global the kernel reads changed
+    mod = _load(tmp_path / "m.py", 1, 2, "e")
+    assert cache.kernel_key(mod.kern, {"x_ptr": "*fp32", "n": "i32"}, {"BLOCK": 128}, {}, {"num_warps": 4}) != base
+    assert cache.kernel_key(mod.kern, {"x_ptr": "*fp16", "n": "i32"}, {"BLOCK": 64}, {}, {"num_warps": 4}) != base
+    assert cache.kernel_key(mod.kern, {"x_ptr": "*fp32", "n": "i32"}, {"BLOCK": 64},
+                            {"n": (True, False)}, {"num_warps": 4}) != base
+    assert cache.kernel_key(mod.kern, {"x_ptr": "*fp32", "n": "i32"}, {"BLOCK": object()}, {}, {}) is None
+
+
+def test_cache_listing_size_and_clear(private_cache: Path) -> None:
+    lk.scale_kernel.cache.clear()
+    _launch_scale(n=999)
+    entries = cache.list_entries()
+    assert any(e.kind == "kernels" and e.name == "scale_kernel" for e in entries)
+    sizes = cache.total_size()
+    assert sizes["kernels"] > 0
+    n, nbytes = cache.clear(("kernels",))
+    assert n >= 1 and nbytes == sizes["kernels"]
+    assert cache.total_size()["kernels"] == 0
