@@ -158,3 +158,51 @@ def dot_dtype_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: t
     b = tl.load(b_ptr + tl.arange(0, K)[:, None] * N + tl.arange(0, N)[None, :])
     c = tl.dot(a, b)
     tl.store(c_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
+
+
+@enceladus.jit
+def tile_op_kernel(x_ptr, y_ptr, out_ptr, OP: tl.constexpr, M: tl.constexpr, N: tl.constexpr):
+    # out has room for M * N * 2 elements; each OP writes its result flattened.
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    if OP == "cumprod":
+        r = tl.reshape(tl.cumprod(x, axis=1), M * N)
+    elif OP == "argmin":
+        r = tl.argmin(x, axis=1)
+    elif OP == "interleave":
+        r = tl.reshape(tl.interleave(x, y), M * N * 2)
+    elif OP == "cat":
+        r = tl.reshape(tl.cat(x, y, dim=0), M * N * 2)
+    elif OP == "permute":
+        r = tl.reshape(tl.permute(tl.reshape(x, (M, N // 2, 2)), (2, 0, 1)), M * N)
+    elif OP == "expand_broadcast":
+        r = tl.reshape(tl.broadcast_to(tl.expand_dims(tl.sum(x, 1), 1), (M, N)), M * N)
+    elif OP == "umulhi":
+        r = tl.reshape(tl.umulhi(x, y), M * N)
+    elif OP == "fdiv":
+        r = tl.reshape(tl.fdiv(x, y), M * N)
+    elif OP == "rtz":
+        r = tl.reshape(x.to(tl.float16, fp_downcast_rounding="rtz"), M * N)
+    elif OP == "cumsum_int8":
+        r = tl.reshape(tl.cumsum(x, axis=1), M * N)
+    else:
+        r = tl.reshape(x.T, M * N)
+    tl.store(out_ptr + tl.arange(0, r.shape[0]), r)
+
+
+@enceladus.jit
+def swizzle_kernel(out_ptr, M: tl.constexpr, N: tl.constexpr, G: tl.constexpr):
+    i = tl.program_id(0)
+    j = tl.program_id(1)
+    si, sj = tl.swizzle2d(i, j, M, N, G)
+    tl.store(out_ptr + (i * N + j) * 2 + tl.arange(0, 2), tl.where(tl.arange(0, 2) == 0, si, sj))
+
+
+@enceladus.jit
+def cas_kernel(lock_ptr, out_ptr):
+    pid = tl.program_id(0)
+    old = tl.atomic_cas(lock_ptr, 0, pid + 1)
+    prev = tl.atomic_xchg(lock_ptr + 1, pid)
+    tl.store(out_ptr + pid * 2, old)
+    tl.store(out_ptr + pid * 2 + 1, prev)
