@@ -1,0 +1,27 @@
+"""``python -m enceladus.selftest`` on the backend available here (cpu on Linux)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def _selftest(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ENCELADUS_BACKEND": ""}
+    return subprocess.run([sys.executable, "-m", "enceladus.selftest", "--no-examples", *args], capture_output=True,
+                          text=True, env=env, timeout=300)
+
+
+def test_selftest_reports_backend_and_passes_on_cpu() -> None:
+    r = _selftest()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "backend: cpu" in r.stdout
+    assert "[PASS] integer div/mod regression" in r.stdout
+    assert "0 failed (backend: cpu)" in r.stdout
+
+
+def test_require_metal_fails_off_metal() -> None:
+    r = _selftest("--require-metal")
+    assert r.returncode == 1
+    assert "did NOT run on Metal" in r.stderr
