@@ -20,6 +20,10 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=120)
 
 
+off_macos = pytest.mark.skipif(sys.platform == "darwin", reason="checks the behaviour off macOS")
+
+
+@off_macos
 def test_import_and_default_backend_never_touch_objc() -> None:
     code = ("import sys, enceladus; from enceladus.runtime.backend import get_backend; "
             "print(get_backend().name, 'enceladus.backends.metal' in sys.modules)")
@@ -27,6 +31,7 @@ def test_import_and_default_backend_never_touch_objc() -> None:
     assert r.stdout.split() == ["cpu", "False"], r.stderr
 
 
+@off_macos
 def test_forcing_metal_off_macos_is_a_clear_error() -> None:
     r = _run("from enceladus.runtime.backend import get_backend; get_backend()", ENCELADUS_BACKEND="metal")
     assert r.returncode != 0
