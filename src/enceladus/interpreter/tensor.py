@@ -232,8 +232,11 @@ class Tile:
 
     def __repr__(self) -> str:
         if self.data.shape[0] == 1:
-            return f"tensor({self.data[0]!r}, dtype={self.dtype}, shape={self.shape})"
-        return f"tensor(<{self.data.shape[0]} programs>, dtype={self.dtype}, shape={self.shape})"
+            value = self.data[0]
+            text = str(value.item()) if value.ndim == 0 else np.array2string(value, threshold=64, separator=", ")
+            return f"tensor({text}, dtype={self.dtype})"
+        return (f"tensor(<one value per program for {self.data.shape[0]} programs>, dtype={self.dtype}, "
+                f"shape={self.shape}; set ENCELADUS_INTERPRET_SEQUENTIAL=1 to see one program at a time)")
 
     def __getattr__(self, name: str) -> Any:
         from .ops import MEMBERS, OPS
