@@ -42,18 +42,20 @@ def launch_torch_mps(msl: str, kernel: str, groups: Sequence[int], threads_per_t
     """
     import torch
 
-    lib = _torch_libraries.get(msl)
-    if lib is None:
-        lib = _torch_libraries[msl] = torch.mps.compile_shader(msl)
     slots = dict(buffers)
-    if scalar_slot is not None and scalars is not None:
-        slots[scalar_slot] = torch.frombuffer(bytearray(scalars), dtype=torch.uint8).to("mps")
-    if sorted(slots) != list(range(len(slots))):
-        raise ValueError(f"kernel '{kernel}': compile_shader binds argument i to buffer(i), so slots must be "
-                         f"0..{len(slots) - 1}; got {sorted(slots)}")
     for slot, t in slots.items():
         if not is_torch_mps(t):
             raise TypeError(f"kernel '{kernel}': buffer({slot}) must be an mps tensor to launch through PyTorch")
+    if scalar_slot is not None and scalars is not None:
+        slots[scalar_slot] = None  # filled below, after the checks
+    if sorted(slots) != list(range(len(slots))):
+        raise ValueError(f"kernel '{kernel}': compile_shader binds argument i to buffer(i), so slots must be "
+                         f"0..{len(slots) - 1}; got {sorted(slots)}")
+    if scalar_slot is not None and scalars is not None:
+        slots[scalar_slot] = torch.frombuffer(bytearray(scalars), dtype=torch.uint8).to("mps")
+    lib = _torch_libraries.get(msl)
+    if lib is None:
+        lib = _torch_libraries[msl] = torch.mps.compile_shader(msl)
     g = tuple(int(v) for v in groups) + (1,) * (3 - len(groups))
     getattr(lib, kernel)(*[slots[i] for i in range(len(slots))],
                          threads=[g[0] * threads_per_threadgroup, g[1], g[2]],
