@@ -1,17 +1,33 @@
-"""Launching a compiled kernel on the current backend: binding buffers, packing scalars."""
+"""Launching a compiled kernel on the current backend: binding buffers, packing scalars, streams.
+
+Launches whose array arguments are all ``enceladus.Tensor`` are queued on the current stream and
+return at once; any other array (NumPy, torch CPU) makes the launch synchronous: it waits for every
+stream, runs on the calling thread, and its results are in the arrays on return.
+"""
 
 from __future__ import annotations
 
-import ctypes
+import os
 import struct
 from typing import Any
 
+import numpy as np
+
 from ..compiler.driver import CompiledKernel
+from ..errors import LaunchError
 from . import arguments
 from .backend import get_backend
+from .stream import current_stream, wait_all_idle
+from .tensor import Tensor
 
 _PACK = {"int1": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
          "uint32": "I", "uint64": "Q", "fp32": "f"}
+U32 = 2**32 - 1
+
+
+def debug_enabled() -> bool:
+    """``ENCELADUS_DEBUG=1``: every launch checks out-of-bounds accesses and threadgroup-memory races."""
+    return os.environ.get("ENCELADUS_DEBUG", "0") not in ("", "0", "false", "False")
 
 
 def pack_scalars(kernel: CompiledKernel, values: dict[str, Any]) -> bytes:
@@ -32,28 +48,127 @@ def pack_scalars(kernel: CompiledKernel, values: dict[str, Any]) -> bytes:
     return bytes(buf)
 
 
-def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str, Any]) -> None:
-    """Run ``kernel`` over ``grid`` on the current backend (synchronously for NumPy arguments)."""
+def _scalar_format(kernel: CompiledKernel) -> str:
+    """The struct format (explicit padding, no byte-order prefix) of the kernel's packed scalar arguments."""
+    abi = kernel.abi
+    fmt, pos = [], 0
+    for _, offset, tname in sorted(abi.args_format, key=lambda f: f[1]):
+        if offset > pos:
+            fmt.append(f"{offset - pos}x")
+        fmt.append(_PACK[tname])
+        pos = offset + struct.calcsize("<" + _PACK[tname])
+    if abi.args_size > pos:
+        fmt.append(f"{abi.args_size - pos}x")
+    return "".join(fmt)
+
+
+class KernelLauncher:
+    """Everything about launching one compiled kernel that does not change between launches."""
+
+    __slots__ = ("kernel", "program", "buffer_names", "buffer_writes", "scalar_names", "tptg", "fast", "name")
+
+    def __init__(self, kernel: CompiledKernel) -> None:
+        backend = get_backend()
+        if kernel.program is None:
+            kernel.program = backend.compile(kernel.asm["msl"]).function(kernel.abi.kernel_name)
+        abi = kernel.abi
+        self.kernel = kernel
+        self.name = kernel.name
+        self.program = kernel.program
+        params = sorted(abi.buffer_params, key=lambda p: p.slot)
+        self.buffer_names = tuple(p.name for p in params)
+        self.buffer_writes = tuple(p.writes for p in params)
+        self.scalar_names = tuple(name for name, _, _ in sorted(abi.args_format, key=lambda f: f[1]))
+        self.tptg = abi.threads_per_threadgroup
+        self.fast = self.program.launcher([p.slot for p in params], (self.tptg, 1, 1), abi.args_slot,
+                                          _scalar_format(kernel) if abi.args_slot is not None else "")
+
+    def packet(self, grid: tuple[int, int, int], addresses: list[int], scalars: list[Any]) -> Any:
+        """The backend packet for one launch (raises LaunchError for grids the hardware cannot run)."""
+        gsize = (grid[0] * self.tptg, grid[1], grid[2])
+        try:
+            return self.fast.pack(grid, gsize, *addresses, *scalars)
+        except struct.error:
+            if gsize[0] > U32:
+                raise LaunchError(f"kernel '{self.name}': grid {grid} x {self.tptg} threads per threadgroup "
+                                  "overflows 32-bit thread ids; use fewer threadgroups or a larger BLOCK") from None
+            # Ints outside the packed type's range (annotated parameters): wrap them as pack_scalars does.
+            fixed = list(pack_scalars(self.kernel, dict(zip(self.scalar_names, scalars))))
+            return self.fast.pack(grid, gsize, *addresses, *struct.unpack("<" + _scalar_format(self.kernel),
+                                                                         bytes(fixed)))
+
+    def submit(self, grid: tuple[int, int, int], addresses: list[int], scalars: list[Any], keepalive: Any,
+               asynchronous: bool) -> None:
+        """Queue the launch on the current stream, or run it now (after waiting for every stream)."""
+        packet = self.packet(grid, addresses, scalars)
+        if asynchronous:
+            queue = current_stream()._queue
+            if queue.error is not None:
+                raise queue.take_error()  # type: ignore[misc]
+            queue.submit(self.fast.run, packet, keepalive)
+            return
+        wait_all_idle()
+        queue = current_stream()._queue
+        if queue.error is not None:
+            raise queue.take_error()  # type: ignore[misc]
+        self.fast.run(packet)
+
+    def debug_launch(self, grid: tuple[int, int, int], arrays: list[Any], scalars: list[Any]) -> None:
+        """Run synchronously with out-of-bounds and race checks (buffers copied into guarded memory)."""
+        wait_all_idle()
+        abi = self.kernel.abi
+        buffers, sizes = {}, {}
+        keep = []
+        params = sorted(abi.buffer_params, key=lambda p: p.slot)
+        for p, a in zip(params, arrays):
+            arr = arguments.as_numpy(a)
+            lo, hi = byte_span(arr)
+            buffers[p.slot], sizes[p.slot] = lo, hi - lo
+        if abi.args_slot is not None:
+            raw = np.frombuffer(pack_scalars(self.kernel, dict(zip(self.scalar_names, scalars))), np.uint8).copy()
+            keep.append(raw)
+            buffers[abi.args_slot] = raw.ctypes.data
+            sizes[abi.args_slot] = max(abi.args_size, 1)
+        self.program.launch(grid, (self.tptg, 1, 1), buffers, debug=True, buffer_sizes=sizes)
+
+
+def byte_span(arr: np.ndarray) -> tuple[int, int]:
+    """The first and one-past-last byte address an array's elements occupy."""
+    base = int(arr.__array_interface__["data"][0])
+    if arr.size == 0:
+        return base, base + 1
+    lo = base + sum((n - 1) * s for n, s in zip(arr.shape, arr.strides) if s < 0)
+    hi = base + sum((n - 1) * s for n, s in zip(arr.shape, arr.strides) if s > 0) + arr.itemsize
+    return lo, hi
+
+
+def launcher_for(kernel: CompiledKernel) -> KernelLauncher:
+    """The cached KernelLauncher of a compiled kernel (built, with its backend program, on first use)."""
+    kl = kernel.__dict__.get("_enceladus_launcher")
+    if kl is None:
+        kl = kernel.__dict__["_enceladus_launcher"] = KernelLauncher(kernel)
+    return kl
+
+
+def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str, Any], *,
+           debug: bool = False) -> None:
+    """Run ``kernel`` over ``grid`` on the current backend: queued when every array argument is an
+    ``enceladus.Tensor``, else synchronously (NumPy arguments hold the results on return)."""
     if 0 in grid:
         return
-    backend = get_backend()
-    if kernel.program is None:
-        kernel.program = backend.compile(kernel.asm["msl"]).function(kernel.abi.kernel_name)
-    abi = kernel.abi
-    buffers: dict[int, int] = {}
-    keep_alive = []
-    for p in abi.buffer_params:
-        arr = arguments.as_numpy(values[p.name])
-        if p.writes and not arr.flags.writeable:
-            raise ValueError(f"argument '{p.name}' is a read-only array, but kernel '{kernel.name}' stores through it; "
+    kl = launcher_for(kernel)
+    arrays = [values[name] for name in kl.buffer_names]
+    addresses = []
+    for name, a, writes in zip(kl.buffer_names, arrays, kl.buffer_writes):
+        arr = arguments.as_numpy(a)
+        if writes and not arr.flags.writeable:
+            raise ValueError(f"argument '{name}' is a read-only array, but kernel '{kernel.name}' stores through it; "
                              "pass a writeable array (e.g. arr.copy())")
         if not arr.flags.aligned:
-            raise ValueError(f"argument '{p.name}' is not aligned to its element size; pass np.ascontiguousarray(x)")
-        buffers[p.slot] = arr.ctypes.data
-        keep_alive.append(arr)
-    if abi.args_slot is not None:
-        raw = ctypes.create_string_buffer(pack_scalars(kernel, values), max(abi.args_size, 1))
-        keep_alive.append(raw)
-        buffers[abi.args_slot] = ctypes.addressof(raw)
-    kernel.program.launch(threadgroups=grid, threads_per_threadgroup=(abi.threads_per_threadgroup, 1, 1),
-                          buffers=buffers)
+            raise ValueError(f"argument '{name}' is not aligned to its element size; pass np.ascontiguousarray(x)")
+        addresses.append(int(arr.__array_interface__["data"][0]))
+    scalars = [values[name] for name in kl.scalar_names]
+    if debug or debug_enabled():
+        kl.debug_launch(grid, arrays, scalars)
+        return
+    kl.submit(grid, addresses, scalars, arrays, all(type(a) is Tensor for a in arrays))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...errors import LaunchError
+
 
 class CpuBackendError(RuntimeError):
     """Base class of every error raised by ``enceladus.backends.cpu``."""
@@ -28,5 +30,5 @@ class CacheSecurityError(CpuBackendError):
     """The build cache directory is writable by others or owned by another user."""
 
 
-class KernelLaunchError(CpuBackendError):
+class KernelLaunchError(CpuBackendError, LaunchError):
     """Bad launch arguments, or the kernel did something undefined while running."""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import ctypes
 import os
+import struct
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .errors import CpuBackendError, KernelLaunchError
+from .memory import CpuAllocation
+from .queue import CpuQueue
 from .signature import KernelSignature, parse_kernels
 from .toolchain import (
     KERNEL_FLAGS,
@@ -20,32 +23,19 @@ from .toolchain import (
 )
 from .translate import needs_fibers, translation_unit
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 MAX_BUFFERS = 31
 MAX_THREADS_PER_THREADGROUP = 1024
 THREADGROUP_MEMORY_LIMIT = 32 * 1024
 _U32 = (1 << 32) - 1
 
-_Triple = ctypes.c_uint * 3
-
-
-class _EncLaunch(ctypes.Structure):
-    """Mirror of ``EncLaunch`` in include/enceladus/abi.h."""
-
-    _fields_ = [
-        ("fn", ctypes.c_void_p),
-        ("kernel_name", ctypes.c_char_p),
-        ("groups", _Triple),
-        ("tptg", _Triple),
-        ("gsize", _Triple),
-        ("use_fibers", ctypes.c_int),
-        ("n_tg_params", ctypes.c_uint),
-        ("buffers", ctypes.POINTER(ctypes.c_void_p)),
-        ("tg_param_sizes", ctypes.c_ulong * MAX_BUFFERS),
-        ("tg_limit", ctypes.c_ulong),
-        ("error", ctypes.c_char_p),
-        ("error_cap", ctypes.c_ulong),
-    ]
+# The EncLaunch struct of include/enceladus/abi.h, packed with `struct` (no ctypes objects on the hot
+# path): a constant head per kernel, then the per-launch part, then the packed scalar bytes.
+_HEAD = struct.Struct("<QQ3IiIIQ31QQQ")  # fn .. debug
+_GROUPS = "3I3I"  # groups, gsize
+LAUNCH_STRUCT_SIZE = _HEAD.size + 24 + 8 * MAX_BUFFERS
+NO_ARGS_SLOT = 0xFFFFFFFF
+ERROR_CAPACITY = 2048
 
 
 class _Runtime:
@@ -65,8 +55,12 @@ class _Runtime:
                 "cpu runtime ABI mismatch; clear the cache directory ~/.cache/enceladus/cpu"
             )
         self.lib.enc_runtime_api.restype = ctypes.c_void_p
-        self.lib.enc_launch.argtypes = [ctypes.POINTER(_EncLaunch)]
+        self.lib.enc_launch_struct_size.restype = ctypes.c_ulong
+        if self.lib.enc_launch_struct_size() != LAUNCH_STRUCT_SIZE:
+            raise CpuBackendError("cpu runtime: EncLaunch layout mismatch between abi.h and library.py")
+        self.lib.enc_launch.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong]
         self.lib.enc_launch.restype = ctypes.c_int
+        self.enc_launch = self.lib.enc_launch
         self.lib.enc_measure_switch_ns.argtypes = [ctypes.c_uint]
         self.lib.enc_measure_switch_ns.restype = ctypes.c_double
         self.lib.enc_runtime_init.argtypes = [ctypes.c_uint, ctypes.c_ulong]
@@ -83,6 +77,33 @@ class _Runtime:
             return cls._instance
 
 
+class FastLauncher:
+    """A kernel bound to fixed buffer slots, threads per threadgroup and scalar layout.
+
+    ``pack(groups, gsize, *values)`` turns one launch into a self-contained bytes packet (the
+    EncLaunch struct plus the packed scalars) and ``run(packet)`` executes it synchronously, raising
+    KernelLaunchError. The JIT's hot path and the stream worker use only these two calls.
+    """
+
+    __slots__ = ("name", "head", "body", "_enc_launch")
+
+    def __init__(self, function: CpuFunction, head: bytes, body: struct.Struct) -> None:
+        self.name = function.name
+        self.head = head
+        self.body = body
+        self._enc_launch = function._library._runtime.enc_launch
+
+    def pack(self, groups: Sequence[int], gsize: Sequence[int], *values: object) -> bytes:
+        """The packet for one launch: ``values`` are the buffer addresses (slot order) then the scalars."""
+        return self.head + self.body.pack(*groups, *gsize, *values)
+
+    def run(self, packet: bytes) -> None:
+        """Execute one packet to completion on the calling thread."""
+        err = ctypes.create_string_buffer(ERROR_CAPACITY)
+        if self._enc_launch(packet, err, ERROR_CAPACITY) != 0:
+            raise KernelLaunchError(err.value.decode(errors="replace") or f"kernel '{self.name}' failed")
+
+
 class CpuFunction:
     """One kernel of a CpuLibrary, launchable on the CPU."""
 
@@ -91,7 +112,7 @@ class CpuFunction:
         self.signature = signature
         self._library = library
         self._address = address
-        self._name_bytes = signature.name.encode()
+        self._name_buf = ctypes.create_string_buffer(signature.name.encode())
 
     def __repr__(self) -> str:
         return f"<CpuFunction {self.signature}>"
@@ -103,12 +124,18 @@ class CpuFunction:
         buffers: Mapping[int, int],
         *,
         threadgroup_memory: Mapping[int, int] | None = None,
+        debug: bool = False,
+        buffer_sizes: Mapping[int, int] | None = None,
     ) -> None:
         """Run the kernel like ``dispatchThreadgroups``: ``buffers`` maps ``[[buffer(i)]]`` slots to addresses,
-        ``threadgroup_memory`` maps ``[[threadgroup(i)]]`` slots to byte lengths. Synchronous."""
+        ``threadgroup_memory`` maps ``[[threadgroup(i)]]`` slots to byte lengths. Synchronous.
+
+        ``debug=True`` (needs ``buffer_sizes``: slot -> bytes) checks out-of-bounds device accesses and
+        threadgroup-memory races (see docs/cpu_backend.md)."""
         groups = self._triple("threadgroups", threadgroups, allow_zero=True)
         tptg = self._triple("threads_per_threadgroup", threads_per_threadgroup)
-        self._dispatch(groups, tptg, tuple(g * t for g, t in zip(groups, tptg)), buffers, threadgroup_memory)
+        self._dispatch(groups, tptg, tuple(g * t for g, t in zip(groups, tptg)), buffers, threadgroup_memory,
+                       debug, buffer_sizes)
 
     def dispatch_threads(
         self,
@@ -117,13 +144,33 @@ class CpuFunction:
         buffers: Mapping[int, int],
         *,
         threadgroup_memory: Mapping[int, int] | None = None,
+        debug: bool = False,
+        buffer_sizes: Mapping[int, int] | None = None,
     ) -> None:
         """Run the kernel like ``dispatchThreads``: ``threads`` is the grid size in threads; edge threadgroups
         are partial (their ``threads_per_threadgroup`` builtin reports the partial size)."""
         grid = self._triple("threads", threads, allow_zero=True)
         tptg = self._triple("threads_per_threadgroup", threads_per_threadgroup)
         groups = tuple(-(-g // t) for g, t in zip(grid, tptg))
-        self._dispatch(groups, tptg, grid, buffers, threadgroup_memory)
+        self._dispatch(groups, tptg, grid, buffers, threadgroup_memory, debug, buffer_sizes)
+
+    def launcher(self, buffer_slots: Sequence[int], threads_per_threadgroup: Sequence[int],
+                 args_slot: int | None = None, args_format: str = "",
+                 threadgroup_memory: Mapping[int, int] | None = None) -> FastLauncher:
+        """A FastLauncher for launches that bind ``buffer_slots`` (addresses, in this order) and, when
+        ``args_slot`` is given, scalars packed with the ``struct`` format ``args_format`` (no byte-order
+        prefix; explicit padding) into ``[[buffer(args_slot)]]``. Validated once, here."""
+        tptg = self._triple("threads_per_threadgroup", threads_per_threadgroup)
+        slots = list(buffer_slots) + ([args_slot] if args_slot is not None else [])
+        self._check_slots(set(slots))
+        head = self._head(tptg, threadgroup_memory, args_slot, struct.calcsize("<" + args_format) if args_slot
+                          is not None else 0, 0)
+        order = {slot: i for i, slot in enumerate(buffer_slots)}
+        fmt = "".join("Q" if s in order else "8x" for s in range(MAX_BUFFERS))
+        # struct packs fields in format order: give each used slot its position by sorting.
+        if list(buffer_slots) != sorted(buffer_slots):
+            raise KernelLaunchError(f"kernel '{self.name}': launcher buffer_slots must be ascending")
+        return FastLauncher(self, head, struct.Struct("<" + _GROUPS + fmt + args_format))
 
     # -- helpers ---------------------------------------------------------------------------------
     def _triple(self, what: str, value: Sequence[int], allow_zero: bool = False) -> tuple[int, int, int]:
@@ -141,51 +188,35 @@ class CpuFunction:
             raise KernelLaunchError(f"kernel '{self.name}': {what}={value!r} must be in [{low}, 2^32)")
         return vals  # type: ignore[return-value]
 
-    def _dispatch(
-        self,
-        groups: tuple[int, ...],
-        tptg: tuple[int, ...],
-        grid: tuple[int, ...],
-        buffers: Mapping[int, int],
-        threadgroup_memory: Mapping[int, int] | None,
-    ) -> None:
-        n = tptg[0] * tptg[1] * tptg[2]
-        if n > MAX_THREADS_PER_THREADGROUP:
-            raise KernelLaunchError(
-                f"kernel '{self.name}': {n} threads per threadgroup {tptg} exceeds Metal's limit of "
-                f"{MAX_THREADS_PER_THREADGROUP}"
-            )
-        if any(g * t > _U32 for g, t in zip(groups, tptg)):
-            raise KernelLaunchError(
-                f"kernel '{self.name}': grid {groups} x {tptg} overflows 32-bit thread ids"
-            )
-        table = (ctypes.c_void_p * MAX_BUFFERS)()
+    def _check_slots(self, slots: set[int]) -> None:
         wanted = {p.index: p for p in self.signature.buffer_params}
-        for slot in buffers:
+        for slot in slots:
             if slot not in wanted:
                 raise KernelLaunchError(
                     f"kernel '{self.name}' has no [[buffer({slot})]] parameter; it takes buffers "
                     f"{sorted(wanted)}"
                 )
         for slot, p in wanted.items():
-            if slot not in buffers:
+            if slot not in slots:
                 raise KernelLaunchError(
                     f"kernel '{self.name}': no address for parameter '{p.name}' [[buffer({slot})]] "
                     f"({p.msl_type}); pass buffers={{{slot}: array.ctypes.data, ...}}"
                 )
-            addr = buffers[slot]
-            if not isinstance(addr, int) or addr <= 0:
-                raise KernelLaunchError(
-                    f"kernel '{self.name}': parameter '{p.name}' [[buffer({slot})]] needs a non-null host "
-                    f"address (int), got {addr!r}"
-                )
-            table[slot] = addr
-        launch = _EncLaunch()
+
+    def _head(self, tptg: tuple[int, ...], threadgroup_memory: Mapping[int, int] | None, args_slot: int | None,
+              args_size: int, debug_address: int, address: int | None = None) -> bytes:
+        n = tptg[0] * tptg[1] * tptg[2]
+        if n > MAX_THREADS_PER_THREADGROUP:
+            raise KernelLaunchError(
+                f"kernel '{self.name}': {n} threads per threadgroup {tptg} exceeds Metal's limit of "
+                f"{MAX_THREADS_PER_THREADGROUP}"
+            )
         tg_params = {p.index: p for p in self.signature.threadgroup_params}
         sizes = dict(threadgroup_memory or {})
         for slot in sizes:
             if slot not in tg_params:
                 raise KernelLaunchError(f"kernel '{self.name}' has no [[threadgroup({slot})]] parameter")
+        tg_sizes = [0] * MAX_BUFFERS
         total = 0
         for slot, p in tg_params.items():
             if slot not in sizes:
@@ -196,38 +227,69 @@ class CpuFunction:
             size = int(sizes[slot])
             if size < 0:
                 raise KernelLaunchError(f"kernel '{self.name}': threadgroup_memory[{slot}] must be >= 0")
-            launch.tg_param_sizes[slot] = size
+            tg_sizes[slot] = size
             total += (size + 15) // 16 * 16
         if total > THREADGROUP_MEMORY_LIMIT:
             raise KernelLaunchError(
                 f"kernel '{self.name}': threadgroup parameters need {total} bytes, more than the "
                 f"{THREADGROUP_MEMORY_LIMIT}-byte threadgroup memory limit"
             )
-        launch.n_tg_params = max(tg_params) + 1 if tg_params else 0
-        launch.fn = self._address
-        launch.kernel_name = self._name_bytes
-        launch.groups = _Triple(*groups)
-        launch.tptg = _Triple(*tptg)
-        launch.gsize = _Triple(*grid)
-        launch.use_fibers = 1 if self._library.uses_fibers else 0
-        launch.buffers = table
-        launch.tg_limit = THREADGROUP_MEMORY_LIMIT
-        err = ctypes.create_string_buffer(2048)
-        launch.error = ctypes.cast(err, ctypes.c_char_p)
-        launch.error_cap = len(err)
-        if self._library._runtime.lib.enc_launch(ctypes.byref(launch)) != 0:
-            raise KernelLaunchError(err.value.decode(errors="replace"))
+        return _HEAD.pack(
+            self._address if address is None else address, ctypes.addressof(self._name_buf), *tptg,
+            1 if self._library.uses_fibers else 0, max(tg_params) + 1 if tg_params else 0,
+            NO_ARGS_SLOT if args_slot is None else args_slot, args_size, *tg_sizes, THREADGROUP_MEMORY_LIMIT,
+            debug_address,
+        )
+
+    def _dispatch(
+        self,
+        groups: tuple[int, ...],
+        tptg: tuple[int, ...],
+        grid: tuple[int, ...],
+        buffers: Mapping[int, int],
+        threadgroup_memory: Mapping[int, int] | None,
+        debug: bool = False,
+        buffer_sizes: Mapping[int, int] | None = None,
+    ) -> None:
+        if any(g * t > _U32 for g, t in zip(groups, tptg)):
+            raise KernelLaunchError(
+                f"kernel '{self.name}': grid {groups} x {tptg} overflows 32-bit thread ids"
+            )
+        self._check_slots(set(buffers))
+        params = {p.index: p for p in self.signature.buffer_params}
+        for slot, addr in buffers.items():
+            if not isinstance(addr, int) or addr <= 0:
+                p = params[slot]
+                raise KernelLaunchError(
+                    f"kernel '{self.name}': parameter '{p.name}' [[buffer({slot})]] needs a non-null host "
+                    f"address (int), got {addr!r}"
+                )
+        if debug:
+            from .debug import debug_dispatch
+
+            debug_dispatch(self, groups, tptg, grid, buffers, threadgroup_memory, buffer_sizes)
+            return
+        head = self._head(tptg, threadgroup_memory, None, 0, 0)
+        table = [buffers.get(s, 0) for s in range(MAX_BUFFERS)]
+        self._run(head + struct.pack("<" + _GROUPS + f"{MAX_BUFFERS}Q", *groups, *grid, *table))
+
+    def _run(self, packet: bytes) -> None:
+        err = ctypes.create_string_buffer(ERROR_CAPACITY)
+        if self._library._runtime.enc_launch(packet, err, ERROR_CAPACITY) != 0:
+            raise KernelLaunchError(err.value.decode(errors="replace") or f"kernel '{self.name}' failed")
 
 
 class CpuLibrary:
     """MSL text compiled for the CPU: its kernels' signatures and the generated C++."""
 
-    def __init__(self, msl: str, compiler: CompilerInfo) -> None:
+    def __init__(self, msl: str, compiler: CompilerInfo, race_check: bool = False) -> None:
         self.msl = msl
         self.kernels: dict[str, KernelSignature] = parse_kernels(msl)
         if not self.kernels:
             raise CpuBackendError("the MSL text declares no `kernel void NAME(...)` function")
-        self.cpp = translation_unit(msl, self.kernels)
+        self.race_check = race_check
+        self._race_lib: CpuLibrary | None | bool = None  # the debug build: None = not tried, False = failed
+        self.cpp = translation_unit(msl, self.kernels, race_check)
         self.uses_fibers = needs_fibers(msl)
         self.compiler = compiler
         self._runtime = _Runtime.get(compiler)
@@ -258,6 +320,26 @@ class CpuLibrary:
             fn = self._functions[name] = CpuFunction(self, self.kernels[name], int(address or 0))
         return fn
 
+    def race_checked_function(self, name: str) -> CpuFunction | None:
+        """Kernel ``name`` built with threadgroup-memory race tracking (debug mode), or None when that
+        build fails for this MSL (a RuntimeWarning says why, once per library)."""
+        if self.race_check:
+            return self.function(name)
+        if self._race_lib is None:
+            if "threadgroup" not in self.msl:
+                self._race_lib = False  # nothing to track
+            else:
+                try:
+                    self._race_lib = CpuLibrary(self.msl, self.compiler, race_check=True)
+                except CpuBackendError as exc:
+                    from .debug import warn_no_race_check
+
+                    self._race_lib = False
+                    output = getattr(exc, "compiler_output", "") or str(exc)
+                    errors = [ln for ln in output.splitlines() if "error" in ln]
+                    warn_no_race_check(", ".join(self.kernels), errors[0] if errors else output)
+        return self._race_lib.function(name) if self._race_lib else None
+
     def __repr__(self) -> str:
         return f"<CpuLibrary kernels={list(self.kernels)} at {self.path}>"
 
@@ -273,6 +355,14 @@ class CpuBackend:
     def compile(self, msl: str) -> CpuLibrary:
         """Build (or load from the cache) a shared library for this MSL text."""
         return CpuLibrary(msl, self.compiler)
+
+    def alloc(self, nbytes: int) -> CpuAllocation:
+        """``nbytes`` of device memory: 16 KiB-aligned host memory (``address``, ``handle``, ``nbytes``)."""
+        return CpuAllocation(nbytes)
+
+    def new_queue(self) -> CpuQueue:
+        """A new in-order launch queue (a worker thread), the backend half of ``enceladus.Stream``."""
+        return CpuQueue()
 
     def fiber_switch_ns(self, iterations: int = 1_000_000) -> float:
         """Measured cost of one fiber context switch, in nanoseconds."""

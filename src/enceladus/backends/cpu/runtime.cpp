@@ -3,7 +3,10 @@
 // as cooperatively scheduled fibers, so that barriers and SIMD-group functions have Metal's
 // semantics. Compiled once per compiler into its own cached library (this file may use the C++
 // standard library; kernel translation units may not).
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,9 +22,6 @@
 
 #include "enceladus/abi.h"
 
-#if !defined(__x86_64__)
-#include <ucontext.h>
-#endif
 
 namespace {
 
@@ -119,6 +119,15 @@ struct Worker {
   unsigned running[kMaxThreads / ENC_SIMD_WIDTH];
   EncSimdSnapshot snaps[kMaxThreads / ENC_SIMD_WIDTH][2];
   unsigned snap_parity[kMaxThreads / ENC_SIMD_WIDTH];
+  // debug mode: fault recovery and threadgroup-memory race tracking
+  sigjmp_buf jmp;
+  volatile int armed = 0;
+  unsigned long fault_addr = 0;
+  int fault_write = -1;  // 1 write, 0 read, -1 unknown
+  unsigned loop_tid = 0;  // thread index in the plain-loop path
+  unsigned epoch = 0;     // advances at every threadgroup barrier and group start
+  unsigned sepoch[kMaxThreads / ENC_SIMD_WIDTH];  // advances at every simdgroup_barrier of that group
+  struct Shadow { unsigned epoch, sepoch; unsigned short tid; }* shadow = nullptr;
 };
 
 thread_local Worker* tls_worker = nullptr;
@@ -128,13 +137,17 @@ size_t g_page = 4096;
 // ---- errors ----------------------------------------------------------------------------------
 std::mutex g_err_mu;
 std::atomic<bool> g_failed{false};
+// The dispatch in flight (one at a time, under Pool::launch_mu): where errors go, the bound buffers.
+char* g_err = nullptr;
+unsigned long g_err_cap = 0;
+void* g_bufs[ENC_MAX_BUFFERS];
 
-void record_error(const EncLaunch* L, const char* fmt, ...) {
+void record_error(const EncLaunch* /*L*/, const char* fmt, ...) {
   std::lock_guard<std::mutex> lk(g_err_mu);
   if (g_failed.exchange(true)) return;  // the first error wins
   va_list ap;
   va_start(ap, fmt);
-  if (L->error && L->error_cap) vsnprintf(L->error, L->error_cap, fmt, ap);
+  if (g_err && g_err_cap) vsnprintf(g_err, g_err_cap, fmt, ap);
   va_end(ap);
 }
 
@@ -219,7 +232,7 @@ void fill_thread(EncThread* t, const EncLaunch* L, const unsigned g[3], const un
   t->sg = t->tiitg / ENC_SIMD_WIDTH;
   unsigned n = sz[0] * sz[1] * sz[2];
   t->nsg = (n + ENC_SIMD_WIDTH - 1) / ENC_SIMD_WIDTH;
-  t->buffers = L->buffers;
+  t->buffers = g_bufs;
   t->tg_buffers = tg_ptrs;
 }
 
@@ -262,6 +275,7 @@ bool resolve_simd(Worker* w, unsigned s, unsigned n) {
         w->running[s]++;
       }
     }
+    if (lead.what && std::strcmp(lead.what, "simdgroup_barrier") == 0) w->sepoch[s]++;
     pending &= ~snap->active;
     if (pending) {
       // A second set in the same round would reuse the other snapshot that a lane of the first
@@ -343,6 +357,7 @@ bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
       }
     }
     if (!ok) break;
+    w->epoch++;  // a threadgroup barrier orders every earlier threadgroup-memory access
     for (unsigned i = 0; i < n; ++i) {
       if (fs[i].state == AT_BARRIER) {
         fs[i].state = RUNNABLE;
@@ -372,6 +387,7 @@ bool run_group(Worker* w, const EncLaunch* L, unsigned long gi) {
   w->launch = L;
   w->tg_used = 0;
   w->gen++;
+  w->epoch++;
   for (unsigned i = 0; i < L->n_tg_params && i < ENC_MAX_BUFFERS; ++i) {
     w->tg_ptrs[i] = w->tg_mem + w->tg_used;
     w->tg_used += (L->tg_param_sizes[i] + 15) & ~15ul;
@@ -382,11 +398,132 @@ bool run_group(Worker* w, const EncLaunch* L, unsigned long gi) {
       for (unsigned y = 0; y < sz[1]; ++y)
         for (unsigned x = 0; x < sz[0]; ++x) {
           fill_thread(&t, L, g, sz, x, y, z, w->tg_ptrs);
+          w->loop_tid = t.tiitg;
           L->fn(&t);
         }
     return !g_failed.load(std::memory_order_relaxed);
   }
   return run_fibers(w, L, sz);
+}
+
+
+// ---- debug mode: out-of-bounds device accesses ---------------------------------------------------
+// Each buffer was copied (by the Python side) into a mapping with PROT_NONE guard pages. A fault in
+// kernel code jumps back to the worker, which reports kernel, buffer and threadgroup; the threadgroup
+// is abandoned and the process keeps running.
+struct sigaction g_old_segv, g_old_bus;
+thread_local bool tls_altstack = false;
+
+void on_fault(int sig, siginfo_t* si, void* uc) {
+  Worker* w = tls_worker;
+  if (w && w->armed) {
+    w->armed = 0;
+    w->fault_addr = reinterpret_cast<unsigned long>(si->si_addr);
+#if defined(__x86_64__) && defined(REG_ERR)
+    w->fault_write = (static_cast<ucontext_t*>(uc)->uc_mcontext.gregs[REG_ERR] & 2) ? 1 : 0;
+#else
+    w->fault_write = -1;
+#endif
+    siglongjmp(w->jmp, 1);
+  }
+  // Not a kernel fault of a debug launch: hand it to whoever was installed before (e.g. faulthandler).
+  struct sigaction* old = sig == SIGSEGV ? &g_old_segv : &g_old_bus;
+  if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+    old->sa_sigaction(sig, si, uc);
+    return;
+  }
+  if (!(old->sa_flags & SA_SIGINFO) && old->sa_handler != SIG_IGN && old->sa_handler != SIG_DFL) {
+    old->sa_handler(sig);
+    return;
+  }
+  signal(sig, SIG_DFL);  // the faulting instruction runs again and the default action ends the process
+}
+
+void install_fault_handler() {
+  for (int sig : {SIGSEGV, SIGBUS}) {
+    struct sigaction cur;
+    sigaction(sig, nullptr, &cur);
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_fault) continue;
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, sig == SIGSEGV ? &g_old_segv : &g_old_bus);
+  }
+}
+
+void ensure_altstack() {
+  // A fiber that overflows its stack can only be reported from another stack.
+  if (tls_altstack) return;
+  tls_altstack = true;
+  size_t size = 64 * 1024;
+  void* mem = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return;
+  stack_t st;
+  st.ss_sp = mem;
+  st.ss_size = size;
+  st.ss_flags = 0;
+  sigaltstack(&st, nullptr);
+}
+
+bool in_fiber_guard(Worker* w, unsigned long a) {
+  for (char* s : w->stacks) {
+    unsigned long lo = reinterpret_cast<unsigned long>(s) - g_page;
+    if (a >= lo && a < lo + g_page) return true;
+  }
+  return false;
+}
+
+void report_fault(Worker* w, const EncLaunch* L) {
+  unsigned long a = w->fault_addr;
+  const char* op = w->fault_write == 1 ? "write" : w->fault_write == 0 ? "read" : "access";
+  const EncDebug* d = L->debug;
+  for (unsigned i = 0; i < d->n_guards; ++i) {
+    const EncGuard& g = d->guards[i];
+    if (a < g.region_lo || a >= g.region_hi) continue;
+    unsigned long size = g.data_hi - g.data_lo;
+    if (a < g.data_lo) {
+      record_error(L,
+                   "kernel '%s', threadgroup (%u,%u,%u): out-of-bounds %s of device buffer '%s': address 0x%lx "
+                   "is %lu bytes before its start (the buffer has %lu bytes)",
+                   L->kernel_name, w->group[0], w->group[1], w->group[2], op, g.name, a, g.data_lo - a, size);
+    } else {
+      record_error(L,
+                   "kernel '%s', threadgroup (%u,%u,%u): out-of-bounds %s of device buffer '%s': byte offset %lu "
+                   "is past its end (the buffer has %lu bytes)",
+                   L->kernel_name, w->group[0], w->group[1], w->group[2], op, g.name, a - g.data_lo, size);
+    }
+    return;
+  }
+  if (in_fiber_guard(w, a)) {
+    record_error(L,
+                 "kernel '%s', threadgroup (%u,%u,%u): a thread overflowed its %lu-byte fiber stack (deep "
+                 "recursion or a huge local array); raise ENCELADUS_CPU_FIBER_STACK",
+                 L->kernel_name, w->group[0], w->group[1], w->group[2], static_cast<unsigned long>(g_stack_size));
+    return;
+  }
+  record_error(L,
+               "kernel '%s', threadgroup (%u,%u,%u): invalid %s of address 0x%lx, which belongs to no buffer "
+               "argument (a wild pointer, or memory reached through a pointer stored in a buffer)",
+               L->kernel_name, w->group[0], w->group[1], w->group[2], op, a);
+}
+
+bool run_group_checked(Worker* w, const EncLaunch* L, unsigned long gi) {
+  if (!L->debug) return run_group(w, L, gi);
+  ensure_altstack();
+  if (sigsetjmp(w->jmp, 1)) {
+    // Back from a fault: the threadgroup's fibers are abandoned (re-created by the next launch).
+    w->in_fibers = false;
+    w->aborted = false;
+    w->cur = nullptr;
+    report_fault(w, L);
+    return false;
+  }
+  w->armed = 1;
+  bool ok = run_group(w, L, gi);
+  w->armed = 0;
+  return ok;
 }
 
 // ---- thread pool -----------------------------------------------------------------------------
@@ -421,7 +558,7 @@ void work(Worker* w, const EncLaunch* L) {
     if (g_failed.load(std::memory_order_relaxed)) break;
     unsigned long gi = g_pool->next.fetch_add(1, std::memory_order_relaxed);
     if (gi >= g_pool->total) break;
-    if (!run_group(w, L, gi)) break;
+    if (!run_group_checked(w, L, gi)) break;
   }
 }
 
@@ -450,8 +587,12 @@ const EncSimdSnapshot* api_simd(const void* data, unsigned nbytes, const char* w
 
 void api_fail(const char* message, unsigned line) {
   Worker* w = tls_worker;
-  record_error(w->launch, "kernel '%s', threadgroup (%u,%u,%u), line %u: %s", w->launch->kernel_name, w->group[0],
-               w->group[1], w->group[2], line, message);
+  if (line)
+    record_error(w->launch, "kernel '%s', threadgroup (%u,%u,%u), line %u: %s", w->launch->kernel_name, w->group[0],
+                 w->group[1], w->group[2], line, message);
+  else
+    record_error(w->launch, "kernel '%s', threadgroup (%u,%u,%u): %s", w->launch->kernel_name, w->group[0],
+                 w->group[1], w->group[2], message);
   if (w->in_fibers) {
     w->aborted = true;
     block_current();
@@ -521,7 +662,45 @@ void* api_tg_static(unsigned slot, unsigned long size, unsigned long align, cons
   return w->tg_mem + w->static_off[slot];
 }
 
-const EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier, api_simd, api_tg_static, api_fail};
+
+constexpr unsigned long kTgMemBytes = 64 * 1024;
+
+void api_tg_access(const void* base, const void* addr, unsigned long n, int is_write, const char* name) {
+  Worker* w = tls_worker;
+  const EncLaunch* L = w->launch;
+  if (!L->debug || !L->debug->race_check) return;
+  unsigned long off = static_cast<unsigned long>(static_cast<const unsigned char*>(addr) - w->tg_mem);
+  if (off >= kTgMemBytes || n > kTgMemBytes - off) return;  // not threadgroup memory
+  if (!w->shadow) {
+    w->shadow = static_cast<Worker::Shadow*>(std::calloc(kTgMemBytes, sizeof(Worker::Shadow)));
+    if (!w->shadow) return;
+  }
+  unsigned me = w->cur ? unsigned(w->cur - w->fibers.data()) : w->loop_tid;
+  unsigned sg = me / ENC_SIMD_WIDTH;
+  for (unsigned long i = 0; i < n; ++i) {
+    Worker::Shadow& s = w->shadow[off + i];
+    if (is_write) {
+      s.epoch = w->epoch;
+      s.sepoch = w->sepoch[sg];
+      s.tid = static_cast<unsigned short>(me);
+      continue;
+    }
+    bool synced_in_simdgroup = s.tid / ENC_SIMD_WIDTH == sg && s.sepoch != w->sepoch[sg];
+    if (s.epoch == w->epoch && s.tid != me && !synced_in_simdgroup) {
+      long rel = static_cast<const unsigned char*>(addr) + i - static_cast<const unsigned char*>(base);
+      char msg[512];
+      snprintf(msg, sizeof msg,
+               "threadgroup-memory race on '%s': thread %u reads byte %ld of it, which thread %u wrote since the "
+               "last threadgroup_barrier (add threadgroup_barrier(mem_flags::mem_threadgroup) between the write "
+               "and the read)",
+               name, me, rel, unsigned(s.tid));
+      api_fail(msg, 0);
+      return;
+    }
+  }
+}
+
+const EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier, api_simd, api_tg_static, api_fail, api_tg_access};
 
 }  // namespace
 
@@ -540,11 +719,27 @@ __attribute__((visibility("default"))) int enc_runtime_init(unsigned nthreads, u
   return 0;
 }
 
-// Runs one dispatch to completion. Returns 0, or 1 with a message in L->error.
-__attribute__((visibility("default"))) int enc_launch(const EncLaunch* L) {
+// Runs one dispatch to completion. Returns 0, or 1 with a message in err. The packed scalar bytes
+// (L->args_size of them) follow the EncLaunch struct and may be unaligned: they are copied here.
+__attribute__((visibility("default"))) int enc_launch(const EncLaunch* L, char* err, unsigned long err_cap) {
   if (!g_pool) enc_runtime_init(1, 0);
+  if (L->args_size > ENC_MAX_ARGS_BYTES) {
+    snprintf(err, err_cap, "kernel '%s': %lu bytes of scalar arguments exceed %u", L->kernel_name, L->args_size,
+             ENC_MAX_ARGS_BYTES);
+    return 1;
+  }
+  alignas(64) unsigned char args[ENC_MAX_ARGS_BYTES];
   std::lock_guard<std::mutex> guard(g_pool->launch_mu);
   g_failed.store(false);
+  g_err = err;
+  g_err_cap = err_cap;
+  if (err && err_cap) err[0] = 0;
+  std::memcpy(g_bufs, L->buffers, sizeof g_bufs);
+  if (L->args_slot < ENC_MAX_BUFFERS) {
+    std::memcpy(args, reinterpret_cast<const unsigned char*>(L + 1), L->args_size);
+    g_bufs[L->args_slot] = args;
+  }
+  if (L->debug) install_fault_handler();
   unsigned long total = static_cast<unsigned long>(L->groups[0]) * L->groups[1] * L->groups[2];
   if (total == 0) return 0;
   unsigned n = unsigned(g_pool->workers.size());
@@ -564,6 +759,7 @@ __attribute__((visibility("default"))) int enc_launch(const EncLaunch* L) {
     std::unique_lock<std::mutex> lk(g_pool->mu);
     g_pool->cv_done.wait(lk, [] { return g_pool->busy == 0; });
   }
+  g_err = nullptr;
   return g_failed.load() ? 1 : 0;
 }
 
@@ -600,3 +796,6 @@ extern "C" __attribute__((visibility("default"))) double enc_measure_switch_ns(u
   delete w;
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / (2.0 * (iterations + 1));
 }
+
+// Lets the Python side check its packing of EncLaunch against the compiler's layout.
+extern "C" __attribute__((visibility("default"))) unsigned long enc_launch_struct_size() { return sizeof(EncLaunch); }

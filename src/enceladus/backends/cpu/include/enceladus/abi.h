@@ -3,10 +3,12 @@
  * Bump ENC_ABI_VERSION on any change: both sides check it when a kernel library is bound. */
 #ifndef ENCELADUS_ABI_H
 #define ENCELADUS_ABI_H
-#define ENC_ABI_VERSION 3u
+#define ENC_ABI_VERSION 4u
 #define ENC_MAX_BUFFERS 31
 #define ENC_SIMD_WIDTH 32
 #define ENC_SIMD_SLOT 32 /* bytes a lane may contribute to one SIMD-group exchange */
+#define ENC_MAX_ARGS_BYTES 4096 /* packed scalar bytes carried inline by a launch (Metal's setBytes limit) */
+#define ENC_NO_ARGS_SLOT 0xffffffffu
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,22 +46,40 @@ typedef struct EncRuntimeApi {
                                           int require_all, unsigned* my_lane);
   void* (*threadgroup_static)(unsigned slot, unsigned long size, unsigned long align, const char* name);
   void (*fail)(const char* message, unsigned line);
+  /* Debug mode: a read (is_write = 0) or write of n bytes of threadgroup memory through variable `name`. */
+  void (*tg_access)(const void* base, const void* addr, unsigned long n, int is_write, const char* name);
 } EncRuntimeApi;
 
-/* One dispatch, filled by the Python side (ctypes mirror in launch.py). */
+/* Debug mode: one buffer copied into a region with PROT_NONE guard pages on both sides. */
+typedef struct EncGuard {
+  unsigned long region_lo, region_hi; /* the whole mapping, guard pages included */
+  unsigned long data_lo, data_hi;     /* the bytes that belong to the argument(s) */
+  const char* name;                   /* argument name(s) for messages */
+} EncGuard;
+
+typedef struct EncDebug {
+  unsigned n_guards;
+  int race_check; /* track threadgroup-memory accesses (kernels built with ENC_RACE_CHECK) */
+  const EncGuard* guards;
+} EncDebug;
+
+/* One dispatch, filled by the Python side (ctypes/struct mirror in library.py). The first part is
+ * constant per kernel; groups..buffers change per launch; `args_size` bytes of packed scalars follow
+ * the struct and are bound to [[buffer(args_slot)]]. */
 typedef struct EncLaunch {
   EncThreadFn fn;
   const char* kernel_name;
-  unsigned groups[3];      /* threadgroups per grid */
   unsigned tptg[3];        /* nominal threads per threadgroup */
-  unsigned gsize[3];       /* grid size in threads; edge groups are partial when not a multiple */
   int use_fibers;          /* 0: plain loop per group (no barriers or SIMD calls in the kernel) */
   unsigned n_tg_params;
-  void* const* buffers;
+  unsigned args_slot;      /* ENC_NO_ARGS_SLOT: none */
+  unsigned long args_size;
   unsigned long tg_param_sizes[ENC_MAX_BUFFERS]; /* bytes for [[threadgroup(i)]] parameters */
   unsigned long tg_limit;  /* threadgroup memory limit in bytes (32 KB) */
-  char* error;             /* out: message when enc_launch returns nonzero */
-  unsigned long error_cap;
+  const EncDebug* debug;   /* null unless debug mode */
+  unsigned groups[3];      /* threadgroups per grid */
+  unsigned gsize[3];       /* grid size in threads; edge groups are partial when not a multiple */
+  void* buffers[ENC_MAX_BUFFERS];
 } EncLaunch;
 
 enum { ENC_BARRIER_THREADGROUP = 0, ENC_BARRIER_SIMDGROUP = 1 };

@@ -1,0 +1,34 @@
+"""Device memory of the cpu backend: page-aligned host allocations (16 KiB, like Apple-silicon pages)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+PAGE_ALIGNMENT = 16 * 1024
+
+
+class CpuAllocation:
+    """``nbytes`` of host memory at ``address`` (16 KiB aligned); ``handle`` owns it (a NumPy byte array).
+
+    The Metal backend's allocation has the same three attributes (``handle`` is its ``MTLBuffer``),
+    plus ``host_view()``: that is the whole interface enceladus.Tensor relies on.
+    """
+
+    __slots__ = ("address", "handle", "nbytes")
+
+    def __init__(self, nbytes: int) -> None:
+        if nbytes < 0:
+            raise ValueError(f"cannot allocate {nbytes} bytes")
+        # Over-allocate and start at the first aligned byte; the array keeps the memory alive.
+        raw = np.empty(max(nbytes, 1) + PAGE_ALIGNMENT, dtype=np.uint8)
+        start = -raw.ctypes.data % PAGE_ALIGNMENT
+        self.handle = raw[start : start + nbytes]
+        self.address = raw.ctypes.data + start
+        self.nbytes = nbytes
+
+    def host_view(self) -> np.ndarray:
+        """The allocation as a writable uint8 NumPy array (zero-copy)."""
+        return self.handle
+
+    def __repr__(self) -> str:
+        return f"<CpuAllocation {self.nbytes} bytes at 0x{self.address:x}>"
