@@ -84,6 +84,20 @@ def expand_dims(input: Any, axis: Any) -> Tile:
     return t.like(data)
 
 
+@op("unsqueeze", member=True)
+def unsqueeze(input: Any, dim: Any) -> Tile:
+    return expand_dims(input, dim)
+
+
+@op("squeeze", member=True)
+def squeeze(input: Any, dim: Any) -> Tile:
+    t = to_tile(input)
+    d = _axis(t, dim, "squeeze")
+    if t.shape[d] != 1:
+        raise ValueError(f"squeeze: dimension {d} of a tile of shape {t.shape} has size {t.shape[d]}, not 1")
+    return t.like(np.squeeze(t.data, axis=d + 1))
+
+
 @op("broadcast_to", member=True)
 def broadcast_to(input: Any, *shape: Any) -> Tile:
     t = to_tile(input)
