@@ -19,6 +19,7 @@ from typing import Any
 from . import language
 from .compiler.driver import CompiledKernel, KernelABI
 from .errors import CompilationError, LaunchError, OutOfResources
+from .runtime.autotune import Autotuner, Config, Heuristics, autotune, heuristics
 from .runtime.jit import JITFunction
 
 __version__ = "0.1.0"
@@ -89,8 +90,18 @@ def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[s
     return compile_kernel(fn.source, fn.__name__, fn.param_names, signature, constexprs, {}, num_warps=num_warps)
 
 
-__all__ = ["CompilationError", "CompiledKernel", "JITFunction", "KernelABI", "LaunchError", "OutOfResources",
-           "cdiv", "compile", "jit", "language", "next_power_of_2"]
+__all__ = ["Autotuner", "CompilationError", "CompiledKernel", "Config", "Heuristics", "JITFunction", "KernelABI",
+           "LaunchError", "OutOfResources", "autotune", "cdiv", "compile", "heuristics", "jit", "language",
+           "next_power_of_2", "testing"]
+
+
+def __getattr__(name: str) -> Any:
+    # enceladus.testing is imported on first use (it is not needed to run kernels)
+    if name == "testing":
+        import importlib
+
+        return importlib.import_module(".testing", __name__)
+    raise AttributeError(f"module 'enceladus' has no attribute '{name}'")
 
 
 def backend_name() -> str:
