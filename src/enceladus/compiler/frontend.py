@@ -70,6 +70,33 @@ class KernelSource:
         return start + idx, col, lines[idx] if 0 <= idx < len(lines) else ""
 
 
+def _ends_with_return(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], ast.Return) and body[-1].value is None
+
+
+def _assigned_names(body: list[ast.stmt]) -> list[str]:
+    """Names a block of statements (re)binds, in order of first appearance."""
+    names: dict[str, None] = {}
+
+    def target(t: ast.AST) -> None:
+        if isinstance(t, ast.Name):
+            names[t.id] = None
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                target(e)
+
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    target(t)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                target(node.target)
+            elif isinstance(node, ast.For):
+                target(node.target)
+    return list(names)
+
+
 def is_jit_function(obj: Any) -> bool:
     return getattr(obj, "__enceladus_jit__", False)
 
@@ -92,7 +119,6 @@ _PY_BUILTINS = {"min": min, "max": max, "int": int, "float": float, "len": len, 
 _UNSUPPORTED_STMT_FIX = {
     ast.Try: "kernels cannot catch exceptions; check conditions with masks instead",
     ast.With: "'with' blocks are not supported in kernels",
-    ast.While: "while loops are not supported yet; use a for loop over tl.static_range",
     ast.Global: "kernels cannot modify globals; pass values as arguments",
     ast.Nonlocal: "kernels cannot modify enclosing variables; pass values as arguments",
     ast.Import: "import modules outside the kernel",
@@ -102,6 +128,8 @@ _UNSUPPORTED_STMT_FIX = {
     ast.ClassDef: "define classes outside kernels",
     ast.Raise: "kernels cannot raise; use tl.static_assert for compile-time checks",
     ast.Assert: "use tl.static_assert(cond, msg) for compile-time checks",
+    ast.Break: "break is not supported in kernels; put the exit condition in a while loop's condition",
+    ast.Continue: "continue is not supported in kernels; guard the rest of the body with an if",
 }
 _UNSUPPORTED_EXPR_FIX = {
     ast.List: "lists are not supported in kernels; use a tuple of constexprs or a tile (tl.arange/tl.full)",
@@ -164,6 +192,11 @@ class Lowering(ast.NodeVisitor):
                 rest = list(stmts[i + 1:])
                 if rest:
                     raise self.error(rest[0], "code after 'return' is unreachable", "remove it")
+            if isinstance(stmt, ast.If) and _ends_with_return(stmt.body) and not _ends_with_return(stmt.orelse) \
+                    and i + 1 < len(stmts):
+                # `if cond: ...; return` followed by more code: the rest runs only when cond is false
+                self.visit_If(stmt, rest=list(stmts[i + 1:]))
+                return
             self.visit(stmt)
 
     def generic_visit(self, node: ast.AST) -> Any:
@@ -215,18 +248,92 @@ class Lowering(ast.NodeVisitor):
     def visit_Return(self, node: ast.Return) -> None:
         raise _Return(None if node.value is None else self.eval(node.value), node)
 
-    def visit_If(self, node: ast.If) -> None:
+    def visit_If(self, node: ast.If, rest: list[ast.stmt] | None = None) -> None:
         cond = self.eval(node.test)
+        then_body = node.body
+        else_body = list(node.orelse) + list(rest or [])
         if is_value(cond):
             if cond.type.is_tile:
                 raise self.error(node.test, "the condition of an 'if' must be a scalar, not a tile",
                                  "use tl.where(cond, x, y) to select between tiles elementwise")
             folded = self.fold(cond)
             if folded is None:
-                raise self.error(node.test, "'if' on a runtime value is not supported yet",
-                                 "make the condition a tl.constexpr, or use tl.where(cond, x, y)")
+                self.runtime_if(node, cond, then_body, else_body, returns=rest is not None)
+                return
             cond = folded
-        self.run_body(node.body if cond else node.orelse)
+        self.run_body(then_body if cond else else_body)
+
+    def runtime_if(self, node: ast.If, cond: ir.Value, then_body: list[ast.stmt], else_body: list[ast.stmt],
+                   returns: bool) -> None:
+        """An ``if`` on a runtime scalar: both branches become regions; names they assign become results."""
+        if not cond.type.element.is_bool():
+            cond = self.apply(node.test, lambda: semantic.compare(self.b, "!=", cond, 0))
+        before = dict(self.scope)
+        branches = []
+        for body in (then_body, else_body):
+            block = ir.Block()
+            self.b.fn.push_block(block)
+            self.scope = dict(before)
+            try:
+                if returns and body is then_body:
+                    body = body[:-1]  # the return itself: nothing after the if runs in this branch
+                self.run_body(body)
+            except _Return as r:
+                raise self.error(r.node, "'return' inside a runtime 'if' is only supported as the last statement "
+                                 "of the 'if' branch", "restructure the kernel so that it returns at the end") from None
+            finally:
+                self.b.fn.pop_block()
+            branches.append((block, self.scope))
+        self.scope = before
+        (then_block, then_scope), (else_block, else_scope) = branches
+        names = [n for n in dict.fromkeys(list(then_scope) + list(else_scope))
+                 if n in then_scope and n in else_scope
+                 and (then_scope[n] is not before.get(n) or else_scope[n] is not before.get(n))]
+        results, yields_then, yields_else = [], [], []
+        for n in names:
+            a, b = then_scope[n], else_scope[n]
+            if not is_value(a) and not is_value(b):
+                if a == b and type(a) is type(b):
+                    self.scope[n] = a
+                    continue
+                if not (semantic.is_python_scalar(a) and semantic.is_python_scalar(b)):
+                    raise self.error(node, f"'{n}' is assigned different constexpr values in the branches of a "
+                                     "runtime 'if'", "make the values runtime scalars or tiles")
+            a, b = self.unify(node, n, a, b, then_block, else_block)
+            results.append(n)
+            yields_then.append(a)
+            yields_else.append(b)
+        for block, ys in ((then_block, yields_then), (else_block, yields_else)):
+            block.ops.append(ir.Op("yield", ys, loc=self.b.loc))
+        self._set_loc(node)
+        op = self.b.fn.append_op("if", [cond], [v.type for v in yields_then], loc=self.b.loc)
+        op.regions = [then_block, else_block]
+        for n, r in zip(results, op.results):
+            self.scope[n] = r
+
+    def unify(self, node: ast.AST, name: str, a: Any, b: Any, block_a: ir.Block, block_b: ir.Block):
+        """Make the values a name has at the end of two branches the same type (scalars follow tiles' dtypes)."""
+        def materialize(x: Any, like: Any, block: ir.Block) -> ir.Value:
+            if is_value(x):
+                return x
+            ty = like.type.element if is_value(like) else semantic.element_type(x)
+            self.b.fn.push_block(block)
+            try:
+                v = self.apply(node, lambda: self.b.to_value(x, ty))
+                if is_value(like) and like.type.is_tile:
+                    v = self.b.splat(v, like.type.shape)
+            finally:
+                self.b.fn.pop_block()
+            return v
+
+        if not is_value(a) and not is_value(b):
+            a, b = materialize(a, b, block_a), materialize(b, a, block_b)
+        a = materialize(a, b, block_a)
+        b = materialize(b, a, block_b)
+        if a.type != b.type:
+            raise self.error(node, f"'{name}' is {a.type} in one branch and {b.type} in the other",
+                             "give it the same type and shape in both branches (e.g. cast with .to(...))")
+        return a, b
 
     def visit_For(self, node: ast.For) -> None:
         it = self.eval(node.iter)
@@ -234,17 +341,129 @@ class Lowering(ast.NodeVisitor):
             raise self.error(node.iter, "kernels can only loop over range(...), tl.range(...) or tl.static_range(...)")
         if node.orelse:
             raise self.error(node, "for/else is not supported in kernels")
-        args = it.args
-        if any(is_value(a) for a in args):
-            raise self.error(node.iter, "loops with runtime bounds are not supported yet",
-                             "make the bounds tl.constexpr parameters (the loop is then unrolled)")
-        values = list(iter(it))
-        if len(values) > MAX_UNROLL:
-            raise self.error(node.iter, f"this loop has {len(values)} iterations, more than {MAX_UNROLL} to unroll",
-                             "use larger blocks so the loop is shorter")
-        for v in values:
-            self.assign(node.target, v)
-            self.run_body(node.body)
+        if isinstance(it, static_range):
+            if any(is_value(a) for a in it.args):
+                raise self.error(node.iter, "tl.static_range needs constexpr bounds",
+                                 "use range(...) for loops with runtime bounds")
+            values = list(iter(it))
+            if len(values) > MAX_UNROLL:
+                raise self.error(node.iter, f"this loop has {len(values)} iterations, more than {MAX_UNROLL} to "
+                                 "unroll", "use range(...) instead of tl.static_range(...)")
+            for v in values:
+                self.assign(node.target, v)
+                self.run_body(node.body)
+            return
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "the loop variable must be a single name")
+        a1, a2, a3 = it.args
+        lb, ub, step = (0, a1, 1) if a2 is None else (a1, a2, 1 if a3 is None else a3)
+        for x in (lb, ub, step):
+            if not is_value(x) and (isinstance(x, bool) or not isinstance(x, int)):
+                raise self.error(node.iter, f"loop bounds must be integers, got {x!r}")
+            if is_value(x) and (x.type.is_tile or not x.type.element.is_int()):
+                raise self.error(node.iter, f"loop bounds must be integer scalars, got {x.type}")
+        if not is_value(step) and step == 0:
+            raise self.error(node.iter, "the step of range() must not be zero")
+        iv_ty = ir.Type(semantic.D.int64) if any(
+            (is_value(x) and x.type.element.primitive_bitwidth == 64) or
+            (not is_value(x) and not -(2**31) <= x < 2**31) for x in (lb, ub, step)) else ir.Type(semantic.D.int32)
+        self._set_loc(node)
+        bounds = [self.apply(node.iter, lambda x=x: self.b.to_value(x, iv_ty.element)) for x in (lb, ub, step)]
+        self.runtime_loop(node, "for", node.body, bounds, iv_name=node.target.id, iv_type=iv_ty,
+                          step_const=None if is_value(step) else step)
+
+    def visit_While(self, node: ast.While) -> None:
+        if node.orelse:
+            raise self.error(node, "while/else is not supported in kernels")
+        self.runtime_loop(node, "while", node.body, [], cond_node=node.test)
+
+    def runtime_loop(self, node: ast.AST, kind: str, body: list[ast.stmt], bounds: list[ir.Value],
+                     iv_name: str | None = None, iv_type: ir.Type | None = None, step_const: int | None = None,
+                     cond_node: ast.expr | None = None) -> None:
+        """A ``for`` over a runtime range or a ``while``: names the body reassigns are carried across iterations."""
+        assigned = _assigned_names(body)
+        carried = [n for n in assigned if n in self.scope and n != iv_name]
+        inits = []
+        for n in carried:
+            v = self.scope[n]
+            if not is_value(v):
+                if not semantic.is_python_scalar(v):
+                    raise self.error(node, f"'{n}' ({self.describe(v)}) cannot change inside a loop",
+                                     "only scalars and tiles can be updated in loops")
+                v = self.apply(node, lambda v=v: self.b.const(v, semantic.D.literal_dtype(v)))
+            inits.append(v)
+        before = dict(self.scope)
+        outer_loc = self.b.loc
+        regions = []
+        cond_block = None
+        if kind == "while":
+            cond_block = ir.Block([self.b.fn.new_value(v.type) for v in inits])
+            self.scope = dict(before)
+            for n, a in zip(carried, cond_block.args):
+                self.scope[n] = a
+            self.b.fn.push_block(cond_block)
+            try:
+                cond = self.eval(cond_node)
+                if not is_value(cond):
+                    if cond:
+                        raise self.error(cond_node, "this while loop never ends (its condition is constant true)",
+                                         "loop with a runtime condition; break is not supported in kernels")
+                    self.b.fn.pop_block()
+                    self.scope = before
+                    return
+                if cond.type.is_tile:
+                    raise self.error(cond_node, "the condition of a while loop must be a scalar, not a tile",
+                                     "reduce the tile first, e.g. tl.max(x, 0) > 0")
+                if not cond.type.element.is_bool():
+                    cond = self.apply(cond_node, lambda: semantic.compare(self.b, "!=", cond, 0))
+                cond_block.ops.append(ir.Op("yield", [cond], loc=self.b.loc))
+            finally:
+                if self.b.fn.block is cond_block:
+                    self.b.fn.pop_block()
+            regions.append(cond_block)
+        block_args = ([self.b.fn.new_value(iv_type)] if kind == "for" else []) + \
+            [self.b.fn.new_value(v.type) for v in inits]
+        block = ir.Block(block_args)
+        self.scope = dict(before)
+        if kind == "for":
+            self.scope[iv_name] = block_args[0]
+        for n, a in zip(carried, block_args[1:] if kind == "for" else block_args):
+            self.scope[n] = a
+        self.b.fn.push_block(block)
+        try:
+            self.run_body(body)
+        except _Return as r:
+            raise self.error(r.node, "'return' inside a loop is not supported", "return after the loop") from None
+        finally:
+            self.b.fn.pop_block()
+        yields = []
+        for n, init in zip(carried, inits):
+            v = self.scope.get(n)
+            if not is_value(v):
+                if not semantic.is_python_scalar(v):
+                    raise self.error(node, f"'{n}' becomes {self.describe(v)} inside the loop")
+                self.b.fn.push_block(block)
+                v = self.apply(node, lambda v=v, init=init: self.b.to_value(v, init.type.element))
+                self.b.fn.pop_block()
+            if v.type != init.type:
+                if v.type.shape == init.type.shape or not init.type.is_tile and v.type.is_tile:
+                    raise self.error(node, f"loop-carried '{n}' starts as {init.type} but becomes {v.type} in the loop",
+                                     f"initialize it with the loop's type, e.g. {n} = tl.zeros({list(v.type.shape)}, "
+                                     f"{v.type.element!r})" if v.type.is_tile else
+                                     f"initialize it with the loop's type, e.g. .to({v.type.element!r})")
+                raise self.error(node, f"loop-carried '{n}' starts as {init.type} but becomes {v.type} in the loop",
+                                 "keep its type and shape the same in every iteration")
+            yields.append(v)
+        block.ops.append(ir.Op("yield", yields, loc=self.b.loc))
+        regions.append(block)
+        self.scope = before
+        self.b.loc = outer_loc
+        self._set_loc(node)
+        attrs = {"step_sign": (1 if step_const > 0 else -1)} if step_const is not None else {}
+        op = self.b.fn.append_op(kind, bounds + inits, [v.type for v in inits], attrs, loc=self.b.loc)
+        op.regions = regions
+        for n, r in zip(carried, op.results):
+            self.scope[n] = r
 
     # --- expressions --------------------------------------------------------------------------------
     def eval(self, node: ast.expr) -> Any:
@@ -285,10 +504,12 @@ class Lowering(ast.NodeVisitor):
                 return base.type.element
             if attr == "shape":
                 return base.type.shape
-            if attr in ("to",):
+            if attr == "T":
+                return self.apply(node, lambda: semantic.RULES["trans"](self.b, base))
+            if attr == "to" or attr in semantic.RULES:
                 return _TensorMethod(attr, base)
-            raise self.error(node, f"tiles have no attribute '{attr}' here",
-                             "supported: x.dtype, x.shape, x.to(dtype)")
+            raise self.error(node, f"tiles have no attribute '{attr}'",
+                             "supported: x.dtype, x.shape, x.T, x.to(dtype) and tl.* builtins as methods (x.sum(0))")
         if isinstance(base, pointer_type) and attr == "element_ty":
             return base.element_ty
         try:
@@ -425,8 +646,11 @@ class Lowering(ast.NodeVisitor):
         return self.call(node, fn, args, kwargs)
 
     def call(self, node: ast.AST, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        if isinstance(fn, _TensorMethod) and fn.name == "to":
-            return self.apply(node, lambda: semantic.RULES["cast"](self.b, fn.value, *args, **kwargs))
+        if isinstance(fn, _TensorMethod):
+            if fn.name in ("reduce", "associative_scan"):
+                return self.reduce_with(node, fn.name, fn.value, *args, **kwargs)
+            rule_name = "cast" if fn.name == "to" else fn.name
+            return self.apply(node, lambda: semantic.RULES[rule_name](self.b, fn.value, *args, **kwargs))
         name = builtin_name(fn)
         if name is not None:
             if name == "static_assert":
@@ -434,6 +658,8 @@ class Lowering(ast.NodeVisitor):
             if name == "static_print":
                 print(*[self.describe(a) if is_value(a) else a for a in args])
                 return None
+            if name in ("reduce", "associative_scan"):
+                return self.reduce_with(node, name, *args, **kwargs)
             rule_fn = semantic.RULES.get(name)
             if rule_fn is None:
                 raise self.error(node, f"tl.{name} is not supported by the compiler yet",
@@ -459,6 +685,24 @@ class Lowering(ast.NodeVisitor):
         fname = getattr(fn, "__name__", repr(fn))
         raise self.error(node, f"'{fname}' cannot be called inside a kernel",
                          "kernels can call tl.* builtins, @enceladus.jit functions and min/max/int/float on constexprs")
+
+    def reduce_with(self, node: ast.AST, name: str, input: Any, axis: Any, combine_fn: Any, *rest: Any,
+                    **kwargs: Any) -> Any:
+        """tl.reduce / tl.associative_scan: the @jit combine function is inlined on scalars."""
+        if not is_jit_function(combine_fn):
+            raise self.error(node, f"the combine_fn of tl.{name} must be an @enceladus.jit function",
+                             "define it at module level with @enceladus.jit")
+
+        def combine(b: Builder, lhs: list, rhs: list) -> Any:
+            out = self.inline(node, combine_fn, list(lhs) + list(rhs), {})
+            return out if isinstance(out, tuple) else [out]
+
+        if name == "reduce":
+            keep = rest[0] if rest else kwargs.pop("keep_dims", False)
+            return self.apply(node, lambda: semantic.build_reduce(self.b, input, axis, combine, keep, "tl.reduce"))
+        reverse = rest[0] if rest else kwargs.pop("reverse", False)
+        return self.apply(node, lambda: semantic.build_scan(self.b, input, axis, combine, reverse,
+                                                            "tl.associative_scan"))
 
     def static_assert(self, node: ast.AST, cond: Any, msg: Any = "") -> None:
         if is_value(cond):

@@ -73,15 +73,47 @@ class Value:
         return f"%{self.name or self.id}"
 
 
-@dataclass
 class Op:
-    """One operation. ``name`` selects its rules everywhere (verifier, passes, codegen tables)."""
+    """One operation. ``name`` selects its rules everywhere (verifier, passes, codegen tables).
 
-    name: str
-    operands: list[Value]
-    result: Value | None
-    attrs: dict[str, Any] = field(default_factory=dict)
-    loc: Loc | None = None
+    Control-flow ops (``for``, ``if``, ``while``) and ``reduce``/``scan`` (their combine function) own
+    ``regions``: blocks whose last op is ``yield``.
+    """
+
+    __slots__ = ("attrs", "loc", "name", "operands", "regions", "results")
+
+    def __init__(self, name: str, operands: list[Value], attrs: dict[str, Any] | None = None,
+                 loc: Loc | None = None):
+        self.name = name
+        self.operands = list(operands)
+        self.results: list[Value] = []
+        self.attrs = dict(attrs or {})
+        self.loc = loc
+        self.regions: list[Block] = []
+
+    @property
+    def result(self) -> Value | None:
+        return self.results[0] if self.results else None
+
+
+class Block:
+    """A list of ops with block arguments (loop induction variable and loop-carried values)."""
+
+    def __init__(self, args: list[Value] | None = None):
+        self.args: list[Value] = list(args or [])
+        self.ops: list[Op] = []
+
+    @property
+    def terminator(self) -> Op | None:
+        return self.ops[-1] if self.ops and self.ops[-1].name == "yield" else None
+
+
+def walk(ops: list[Op]):
+    """Every op in ``ops`` and, depth first, in their regions."""
+    for op in ops:
+        yield op
+        for region in op.regions:
+            yield from walk(region.ops)
 
 
 # Ops by family, for passes and the verifier. Each name here has one MSL rule in codegen_msl.
@@ -91,21 +123,29 @@ COMPARE = {"lt", "le", "gt", "ge", "eq", "ne"}
 ELEMENTWISE_UNARY = {"neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
                      "floor", "ceil", "erf", "sigmoid"}
 ELEMENTWISE_OTHER = {"select", "fma", "cast", "bitcast", "addptr"}
+ELEMENTWISE = ELEMENTWISE_BINARY | COMPARE | ELEMENTWISE_UNARY | ELEMENTWISE_OTHER
 MEMORY = {"load", "store"}
-SOURCES = {"arg", "const", "program_id", "num_programs", "arange", "splat", "full"}
-SHAPE = {"broadcast", "expand_dims"}
+SOURCES = {"const", "program_id", "num_programs", "arange", "splat"}
+SHAPE = {"broadcast", "expand_dims", "squeeze", "permute", "reshape", "join", "split", "cat", "flip", "convert"}
 HINTS = {"multiple_of", "max_contiguous"}
-ALL_OPS = ELEMENTWISE_BINARY | COMPARE | ELEMENTWISE_UNARY | ELEMENTWISE_OTHER | MEMORY | SOURCES | SHAPE | HINTS
+CONTROL = {"for", "if", "while", "yield"}
+REDUCTIONS = {"reduce", "scan"}
+ALL_OPS = ELEMENTWISE | MEMORY | SOURCES | SHAPE | HINTS | CONTROL | REDUCTIONS | {"barrier"}
 
 
 class Function:
-    """A kernel in tile IR: arguments and a straight-line list of ops."""
+    """A kernel in tile IR: arguments and a body block."""
 
     def __init__(self, name: str):
         self.name = name
         self.args: list[Value] = []
-        self.ops: list[Op] = []
+        self.body = Block()
         self._next_id = 0
+        self._insertion: list[Block] = [self.body]
+
+    @property
+    def ops(self) -> list[Op]:
+        return self.body.ops
 
     def new_value(self, type: Type, op: Op | None = None, name: str | None = None) -> Value:
         v = Value(self._next_id, type, op, name)
@@ -117,20 +157,35 @@ class Function:
         self.args.append(v)
         return v
 
+    # --- building ------------------------------------------------------------------------------
+    @property
+    def block(self) -> Block:
+        """The block new ops go into."""
+        return self._insertion[-1]
+
+    def push_block(self, block: Block) -> None:
+        self._insertion.append(block)
+
+    def pop_block(self) -> Block:
+        return self._insertion.pop()
+
     def append(self, name: str, operands: list[Value], result_type: Type | None,
                attrs: dict[str, Any] | None = None, loc: Loc | None = None) -> Value | None:
-        op = Op(name, list(operands), None, dict(attrs or {}), loc)
-        if result_type is not None:
-            op.result = self.new_value(result_type, op)
-        self.ops.append(op)
+        op = self.append_op(name, operands, [result_type] if result_type is not None else [], attrs, loc)
         return op.result
+
+    def append_op(self, name: str, operands: list[Value], result_types: list[Type],
+                  attrs: dict[str, Any] | None = None, loc: Loc | None = None) -> Op:
+        op = Op(name, operands, attrs, loc)
+        op.results = [self.new_value(t, op) for t in result_types]
+        self.block.ops.append(op)
+        return op
 
     # --- printing ----------------------------------------------------------------------------
     def format(self, show_layouts: bool = False) -> str:
         args = ", ".join(f"%{a.name}: {a.type}" for a in self.args)
         lines = [f"func @{self.name}({args}) {{"]
-        for op in self.ops:
-            lines.append("  " + format_op(op, show_layouts))
+        _format_block(self.body, lines, "  ", show_layouts)
         lines.append("}")
         return "\n".join(lines)
 
@@ -141,19 +196,35 @@ class Function:
 def _fmt_attr(v: Any) -> str:
     if isinstance(v, float):
         return repr(v)
+    if isinstance(v, tuple):
+        return "[" + ", ".join(_fmt_attr(x) for x in v) + "]"
     return str(v)
+
+
+def _format_block(block: Block, lines: list[str], indent: str, show_layouts: bool) -> None:
+    for op in block.ops:
+        lines.append(indent + format_op(op, show_layouts))
+        for i, region in enumerate(op.regions):
+            args = ", ".join(f"{a!r}: {a.type}" for a in region.args)
+            lines.append(f"{indent}  ^region{i}({args}):")
+            _format_block(region, lines, indent + "    ", show_layouts)
 
 
 def format_op(op: Op, show_layouts: bool = False) -> str:
     attrs = ""
-    if op.attrs:
-        attrs = " {" + ", ".join(f"{k}={_fmt_attr(v)}" for k, v in sorted(op.attrs.items())) + "}"
+    shown = {k: v for k, v in op.attrs.items() if not k.startswith("_")}
+    if shown:
+        attrs = " {" + ", ".join(f"{k}={_fmt_attr(v)}" for k, v in sorted(shown.items())) + "}"
     operands = ", ".join(repr(o) for o in op.operands)
     text = f"{op.name} {operands}".rstrip() + attrs
-    if op.result is not None:
-        text = f"{op.result!r} = {text} : {op.result.type}"
-        if show_layouts and op.result.layout is not None:
-            text += f"  #{op.result.layout}"
+    if op.results:
+        names = ", ".join(repr(r) for r in op.results)
+        types = ", ".join(str(r.type) for r in op.results)
+        text = f"{names} = {text} : {types}"
+        if show_layouts:
+            lays = [str(r.layout) for r in op.results if r.layout is not None]
+            if lays:
+                text += "  #" + " | ".join(lays)
     return text
 
 
@@ -162,22 +233,30 @@ class VerificationError(Exception):
 
 
 def verify(fn: Function) -> None:
-    """Check SSA dominance, known op names and shape agreement of elementwise ops."""
-    defined = {id(a) for a in fn.args}
-    for op in fn.ops:
+    """Check SSA dominance, known op names, region terminators and shape agreement of elementwise ops."""
+    _verify_block(fn.body, set(id(a) for a in fn.args))
+
+
+def _verify_block(block: Block, defined: set[int]) -> None:
+    defined = set(defined) | {id(a) for a in block.args}
+    for op in block.ops:
         if op.name not in ALL_OPS:
             raise VerificationError(f"unknown op '{op.name}'")
         for o in op.operands:
             if id(o) not in defined:
                 raise VerificationError(f"{format_op(op)}: operand {o!r} is used before it is defined")
-        if op.result is not None:
-            defined.add(id(op.result))
+        for region in op.regions:
+            if region.terminator is None:
+                raise VerificationError(f"{format_op(op)}: a region does not end with yield")
+            _verify_block(region, defined)
+        if op.name in ELEMENTWISE:
             shape = op.result.type.shape
-            if op.name in ELEMENTWISE_BINARY | COMPARE | ELEMENTWISE_UNARY | ELEMENTWISE_OTHER:
-                for o in op.operands:
-                    if o.type.shape != shape:
-                        raise VerificationError(f"{format_op(op)}: operand {o!r} has shape {o.type.shape}")
+            for o in op.operands:
+                if o.type.shape != shape:
+                    raise VerificationError(f"{format_op(op)}: operand {o!r} has shape {o.type.shape}")
         if op.name == "store":
             ptr, val = op.operands[0], op.operands[1]
             if ptr.type.shape != val.type.shape:
                 raise VerificationError(f"{format_op(op)}: pointer and value shapes differ")
+        for r in op.results:
+            defined.add(id(r))

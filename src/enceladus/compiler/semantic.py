@@ -542,3 +542,382 @@ def _hint(name: str):
 
 _hint("multiple_of")
 _hint("max_contiguous")
+
+
+# --- reductions and scans ------------------------------------------------------------------------------
+
+Combine = Callable[[Builder, list[Value], list[Value]], list[Any]]
+
+
+def _axis_arg(axis: Any, rank: int, what: str) -> int:
+    axis = _const_int(axis, f"the axis of {what}")
+    if not -rank <= axis < rank:
+        raise SemanticError(f"axis {axis} is out of range for a tile of rank {rank} in {what}")
+    return axis % rank
+
+
+def _tiles(input: Any, what: str) -> list[Value]:
+    xs = list(input) if isinstance(input, tuple) else [input]
+    for x in xs:
+        if not is_value(x) or not x.type.is_tile:
+            raise SemanticError(f"{what} expects a tile, got {x if not is_value(x) else x.type}")
+        if x.type.element.is_ptr():
+            raise SemanticError(f"{what} of a tile of pointers is not supported")
+    shape = xs[0].type.shape
+    if any(x.type.shape != shape for x in xs):
+        raise SemanticError(f"the tiles given to {what} must all have the same shape")
+    return xs
+
+
+def _combine_region(b: Builder, xs: list[Value], combine: Combine, what: str) -> ir.Block:
+    types = [Type(x.type.element) for x in xs]
+    block = ir.Block([b.fn.new_value(t) for t in types + types])
+    k = len(xs)
+    b.fn.push_block(block)
+    try:
+        outs = combine(b, block.args[:k], block.args[k:])
+        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        if len(outs) != k:
+            raise SemanticError(f"the combine function of {what} returns {len(outs)} values for {k} inputs")
+        ys = []
+        for o, t in zip(outs, types):
+            v = b.to_value(o, t.element) if not is_value(o) else o
+            if v.type != t:
+                raise SemanticError(f"the combine function of {what} returns {v.type} for an input of {t}",
+                                    "return values of the same dtype as the inputs (cast with .to(...))")
+            ys.append(v)
+        block.ops.append(ir.Op("yield", ys, loc=b.loc))
+    finally:
+        b.fn.pop_block()
+    return block
+
+
+def build_reduce(b: Builder, input: Any, axis: Any, combine: Combine, keep_dims: Any = False,
+                 what: str = "tl.reduce") -> Any:
+    """Reduce a tile (or a tuple of tiles of one shape) along ``axis`` (all axes when None)."""
+    xs = _tiles(input, what)
+    rank = len(xs[0].type.shape)
+    if axis is None:
+        outs = xs
+        for _ in range(rank):
+            outs = build_reduce(b, tuple(outs), len(outs[0].type.shape) - 1, combine, False, what)
+            outs = list(outs) if isinstance(outs, tuple) else [outs]
+        if keep_dims:
+            outs = [b.splat(o, (1,) * rank) for o in outs]
+        return tuple(outs) if isinstance(input, tuple) else outs[0]
+    axis = _axis_arg(axis, rank, what)
+    region = _combine_region(b, xs, combine, what)
+    shape = xs[0].type.shape[:axis] + xs[0].type.shape[axis + 1:]
+    op = b.fn.append_op("reduce", xs, [Type(x.type.element, shape) for x in xs], {"axis": axis}, b.loc)
+    op.regions = [region]
+    outs = list(op.results)
+    if keep_dims:
+        outs = [b.emit("expand_dims", [o], o.type.with_shape(shape[:axis] + (1,) + shape[axis:]), axis=axis)
+                if o.type.is_tile else b.splat(o, (1,)) for o in outs]
+    return tuple(outs) if isinstance(input, tuple) else outs[0]
+
+
+def _binary_combine(op: str) -> Combine:
+    return lambda b, lhs, rhs: [b.emit(op, [lhs[0], rhs[0]], lhs[0].type)]
+
+
+def sum_dtype(ty: dtype, override: Any) -> dtype:
+    """Triton's ``_pick_sum_dtype``."""
+    if override is not None:
+        return _dtype_arg(override)
+    if ty.is_int() and ty.primitive_bitwidth < 32:
+        return D.int32 if ty.is_int_signed() else D.uint32
+    return ty
+
+
+@rule("sum")
+def sum_(b: Builder, input: Any, axis: Any = None, keep_dims: Any = False, dtype: Any = None) -> Any:
+    (x,) = _tiles(input, "tl.sum")
+    x = b.cast(x, sum_dtype(x.type.element, dtype))
+    if x.type.element.is_bool():
+        x = b.cast(x, D.int32)
+    return build_reduce(b, x, axis, _binary_combine("add"), keep_dims, "tl.sum")
+
+
+@rule("xor_sum")
+def xor_sum(b: Builder, input: Any, axis: Any = None, keep_dims: Any = False) -> Any:
+    (x,) = _tiles(input, "tl.xor_sum")
+    if not x.type.element.is_int():
+        raise SemanticError(f"tl.xor_sum needs an integer tile, got {x.type.element}")
+    return build_reduce(b, x, axis, _binary_combine("xor"), keep_dims, "tl.xor_sum")
+
+
+def _arg_combine(better: str, tie_break_left: bool) -> Combine:
+    def combine(b: Builder, lhs: list[Value], rhs: list[Value]) -> list[Value]:
+        (v1, i1), (v2, i2) = lhs, rhs
+        bool_t = Type(D.int1)
+        pick = b.emit(better, [v1, v2], bool_t)
+        if tie_break_left:
+            eq = b.emit("eq", [v1, v2], bool_t)
+            lower = b.emit("lt", [i1, i2], bool_t)
+            pick = b.emit("or", [pick, b.emit("and", [eq, lower], bool_t)], bool_t)
+        return [b.emit("select", [pick, v1, v2], v1.type), b.emit("select", [pick, i1, i2], i1.type)]
+
+    return combine
+
+
+def _indices(b: Builder, x: Value, axis: int) -> Value:
+    shape = x.type.shape
+    idx = b.emit("arange", [], Type(D.int32, (shape[axis],)), start=0, end=shape[axis])
+    for d in range(len(shape)):
+        if d < axis:
+            idx = b.emit("expand_dims", [idx], idx.type.with_shape((1,) + idx.type.shape), axis=0)
+        elif d > axis:
+            idx = b.emit("expand_dims", [idx], idx.type.with_shape(idx.type.shape + (1,)),
+                         axis=len(idx.type.shape))
+    return b.broadcast_to(idx, shape)
+
+
+def _minmax_reduce(name: str, b: Builder, input: Any, axis: Any, return_indices: Any, tie_break_left: Any,
+                   keep_dims: Any) -> Any:
+    (x,) = _tiles(input, f"tl.{name}")
+    if x.type.element.is_bool():
+        x = b.cast(x, D.int32)
+    if not return_indices:
+        return build_reduce(b, x, axis, _binary_combine(name), keep_dims, f"tl.{name}")
+    if axis is None:
+        raise SemanticError(f"tl.{name}(..., return_indices=True) needs an axis")
+    axis = _axis_arg(axis, len(x.type.shape), f"tl.{name}")
+    idx = _indices(b, x, axis)
+    better = "gt" if name == "max" else "lt"
+    return build_reduce(b, (x, idx), axis, _arg_combine(better, bool(tie_break_left)), keep_dims, f"tl.{name}")
+
+
+@rule("max")
+def max_(b: Builder, input: Any, axis: Any = None, return_indices: Any = False,
+         return_indices_tie_break_left: Any = True, keep_dims: Any = False) -> Any:
+    return _minmax_reduce("max", b, input, axis, return_indices, return_indices_tie_break_left, keep_dims)
+
+
+@rule("min")
+def min_(b: Builder, input: Any, axis: Any = None, return_indices: Any = False,
+         return_indices_tie_break_left: Any = True, keep_dims: Any = False) -> Any:
+    return _minmax_reduce("min", b, input, axis, return_indices, return_indices_tie_break_left, keep_dims)
+
+
+@rule("argmax")
+def argmax(b: Builder, input: Any, axis: Any, tie_break_left: Any = True, keep_dims: Any = False) -> Any:
+    return _minmax_reduce("max", b, input, axis, True, tie_break_left, keep_dims)[1]
+
+
+@rule("argmin")
+def argmin(b: Builder, input: Any, axis: Any, tie_break_left: Any = True, keep_dims: Any = False) -> Any:
+    return _minmax_reduce("min", b, input, axis, True, tie_break_left, keep_dims)[1]
+
+
+def build_scan(b: Builder, input: Any, axis: Any, combine: Combine, reverse: Any, what: str) -> Any:
+    xs = _tiles(input, what)
+    axis = _axis_arg(axis, len(xs[0].type.shape), what)
+    if reverse:  # a reverse scan is the scan of the flipped tile, flipped back
+        xs = [flip(b, x, axis) for x in xs]
+    region = _combine_region(b, xs, combine, what)
+    op = b.fn.append_op("scan", xs, [x.type for x in xs], {"axis": axis}, b.loc)
+    op.regions = [region]
+    outs = list(op.results)
+    if reverse:
+        outs = [flip(b, o, axis) for o in outs]
+    return tuple(outs) if isinstance(input, tuple) else outs[0]
+
+
+@rule("cumsum")
+def cumsum(b: Builder, input: Any, axis: Any = 0, reverse: Any = False, dtype: Any = None) -> Any:
+    (x,) = _tiles(input, "tl.cumsum")
+    x = b.cast(x, sum_dtype(x.type.element, dtype))
+    return build_scan(b, x, axis, _binary_combine("add"), reverse, "tl.cumsum")
+
+
+@rule("cumprod")
+def cumprod(b: Builder, input: Any, axis: Any = 0, reverse: Any = False, dtype: Any = None) -> Any:
+    (x,) = _tiles(input, "tl.cumprod")
+    x = b.cast(x, sum_dtype(x.type.element, dtype))
+    return build_scan(b, x, axis, _binary_combine("mul"), reverse, "tl.cumprod")
+
+
+# --- shape ops -----------------------------------------------------------------------------------------
+
+def _tile(x: Any, what: str) -> Value:
+    if not is_value(x) or not x.type.is_tile:
+        raise SemanticError(f"{what} expects a tile, got {x.type if is_value(x) else repr(x)}")
+    return x
+
+
+def _dims_arg(dims: tuple, what: str) -> tuple[int, ...]:
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    return tuple(_const_int(d, f"each dimension of {what}") for d in dims)
+
+
+@rule("permute")
+def permute(b: Builder, input: Any, *dims: Any) -> Value:
+    x = _tile(input, "tl.permute")
+    order = _dims_arg(dims, "tl.permute")
+    rank = len(x.type.shape)
+    if sorted(order) != list(range(rank)):
+        raise SemanticError(f"{list(order)} is not a permutation of the {rank} dimensions of the tile")
+    if order == tuple(range(rank)):
+        return x
+    shape = tuple(x.type.shape[p] for p in order)
+    return b.emit("permute", [x], x.type.with_shape(shape), order=order)
+
+
+@rule("trans")
+def trans(b: Builder, input: Any, *dims: Any) -> Value:
+    x = _tile(input, "tl.trans")
+    if not dims or (len(dims) == 1 and dims[0] is None):
+        if len(x.type.shape) != 2:
+            raise SemanticError(f"tl.trans without dims needs a 2-D tile, got {len(x.type.shape)}-D",
+                                "pass the permutation, e.g. tl.trans(x, 0, 2, 1)")
+        dims = (1, 0)
+    return permute(b, x, *dims)
+
+
+def _shape_varargs(shape: tuple, what: str) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return _shape_arg(tuple(shape))
+
+
+@rule("reshape")
+def reshape(b: Builder, input: Any, *shape: Any, can_reorder: Any = False) -> Value:
+    x = _tile(input, "tl.reshape")
+    new = _shape_varargs(shape, "tl.reshape")
+    if math.prod(new) != x.type.numel:
+        raise SemanticError(f"cannot reshape a tile of shape {list(x.type.shape)} ({x.type.numel} elements) "
+                            f"to {list(new)} ({math.prod(new)} elements)")
+    if new == x.type.shape:
+        return x
+    if [s for s in new if s != 1] == [s for s in x.type.shape if s != 1]:
+        # only size-1 dimensions change: a free view
+        y = x
+        while len(y.type.shape) and 1 in y.type.shape:
+            axis = y.type.shape.index(1)
+            y = b.emit("squeeze", [y], y.type.with_shape(y.type.shape[:axis] + y.type.shape[axis + 1:]),
+                       axis=axis)
+        for axis, s in enumerate(new):
+            if s == 1:
+                y = b.emit("expand_dims", [y], y.type.with_shape(y.type.shape[:axis] + (1,) + y.type.shape[axis:]),
+                           axis=axis)
+        return y
+    return b.emit("reshape", [x], x.type.with_shape(new))
+
+
+@rule("view")
+def view(b: Builder, input: Any, *shape: Any) -> Value:
+    return reshape(b, input, *shape)
+
+
+@rule("ravel")
+def ravel(b: Builder, x: Any, can_reorder: Any = False) -> Value:
+    x = _tile(x, "tl.ravel")
+    return reshape(b, x, x.type.numel)
+
+
+@rule("broadcast_to")
+def broadcast_to(b: Builder, input: Any, *shape: Any) -> Value:
+    new = _shape_varargs(shape, "tl.broadcast_to") if shape else ()
+    if not is_value(input):
+        input = b.const(input, D.literal_dtype(input))
+    return b.broadcast_to(input, new)
+
+
+@rule("broadcast")
+def broadcast(b: Builder, input: Any, other: Any) -> tuple[Value, Value]:
+    shape = b.broadcast_shapes(shape_of(input), shape_of(other))
+    return b.broadcast_to(input, shape), b.broadcast_to(other, shape)
+
+
+@rule("expand_dims")
+def expand_dims(b: Builder, input: Any, axis: Any) -> Value:
+    x = input if is_value(input) else b.const(input, D.literal_dtype(input))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    rank = len(x.type.shape) + len(axes)
+    axes = sorted(_axis_arg(a, rank, "tl.expand_dims") for a in axes)
+    for a in axes:
+        x = b.emit("expand_dims", [x], x.type.with_shape(x.type.shape[:a] + (1,) + x.type.shape[a:]), axis=a) \
+            if x.type.is_tile else b.splat(x, (1,))
+    return x
+
+
+@rule("squeeze")
+def squeeze(b: Builder, input: Any, dim: Any) -> Value:
+    x = _tile(input, "tl.squeeze")
+    axis = _axis_arg(dim, len(x.type.shape), "tl.squeeze")
+    if x.type.shape[axis] != 1:
+        raise SemanticError(f"tl.squeeze: dimension {axis} has size {x.type.shape[axis]}, not 1")
+    return b.emit("squeeze", [x], x.type.with_shape(x.type.shape[:axis] + x.type.shape[axis + 1:]), axis=axis)
+
+
+@rule("unsqueeze")
+def unsqueeze(b: Builder, input: Any, dim: Any) -> Value:
+    return expand_dims(b, input, dim)
+
+
+@rule("join")
+def join(b: Builder, a: Any, other: Any) -> Value:
+    xa, xb = _common(b, a, other)
+    if not xa.type.is_tile:
+        xa, xb = b.splat(xa, (1,)), b.splat(xb, (1,))
+        r = b.emit("join", [xa, xb], xa.type.with_shape((1, 2)))
+        return b.emit("squeeze", [r], r.type.with_shape((2,)), axis=0)
+    return b.emit("join", [xa, xb], xa.type.with_shape(xa.type.shape + (2,)))
+
+
+@rule("split")
+def split(b: Builder, a: Any) -> tuple[Value, Value]:
+    x = _tile(a, "tl.split")
+    if x.type.shape[-1] != 2:
+        raise SemanticError(f"tl.split needs a last dimension of size 2, got shape {list(x.type.shape)}")
+    shape = x.type.shape[:-1]
+    op = b.fn.append_op("split", [x], [x.type.with_shape(shape)] * 2, {}, b.loc)
+    outs = list(op.results)
+    if not shape:
+        raise SemanticError("tl.split of a 1-D tile of 2 elements is not supported", "use a 2-D tile")
+    return outs[0], outs[1]
+
+
+@rule("interleave")
+def interleave(b: Builder, a: Any, other: Any) -> Value:
+    j = join(b, a, other)
+    shape = j.type.shape[:-2] + (j.type.shape[-2] * 2,)
+    return reshape(b, j, shape)
+
+
+@rule("cat")
+def cat(b: Builder, input: Any, other: Any, can_reorder: Any = False, dim: Any = 0) -> Value:
+    xa, xb = _common(b, input, other)
+    if not xa.type.is_tile or xa.type.shape != xb.type.shape:
+        raise SemanticError("tl.cat needs two tiles of the same shape",
+                            "both halves must have the same shape so the result stays a power of two")
+    if _const_int(dim, "dim of tl.cat") != 0:
+        raise SemanticError("tl.cat supports dim=0 only", "permute the tiles first")
+    shape = (xa.type.shape[0] * 2,) + xa.type.shape[1:]
+    return b.emit("cat", [xa, xb], xa.type.with_shape(shape))
+
+
+@rule("flip")
+def flip(b: Builder, x: Any, dim: Any = None) -> Value:
+    t = _tile(x, "tl.flip")
+    axis = len(t.type.shape) - 1 if dim is None else _axis_arg(dim, len(t.type.shape), "tl.flip")
+    if t.type.shape[axis] == 1:
+        return t
+    return b.emit("flip", [t], t.type, axis=axis)
+
+
+@rule("debug_barrier")
+def debug_barrier(b: Builder) -> None:
+    b.emit("barrier", [], None)
+
+
+@rule("assume")
+def assume(b: Builder, cond: Any) -> None:
+    return None  # a promise to the optimizer; nothing to check or emit
+
+
+@rule("max_constancy")
+def max_constancy(b: Builder, input: Any, values: Any) -> Any:
+    return input

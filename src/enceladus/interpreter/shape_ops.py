@@ -302,7 +302,10 @@ def reduce(input: Any, axis: Any, combine_fn: Callable, keep_dims: bool = False)
 
 @op("associative_scan", member=True)
 def associative_scan(input: Any, axis: Any, combine_fn: Callable, reverse: bool = False) -> Any:
-    """Inclusive scan by doubling strides (Hillis-Steele); the earlier element is the left operand."""
+    """Inclusive scan by doubling strides (Hillis-Steele); the earlier element is the left operand.
+
+    A reverse scan runs from the end: the later element (in the original order) is the left operand, as in
+    Triton (its `get_first_element` reverse scan gives every element the last one)."""
     from .launch import as_callable
 
     fn = as_callable(combine_fn)
@@ -315,10 +318,7 @@ def associative_scan(input: Any, axis: Any, combine_fn: Callable, reverse: bool 
     n = vals[0].shape[-1]
     d = 1
     while d < n:
-        if unwrap(reverse):
-            new = _combine(fn, _take(vals, slice(d, n)), _take(vals, slice(0, n - d)))
-        else:
-            new = _combine(fn, _take(vals, slice(0, n - d)), _take(vals, slice(d, n)))
+        new = _combine(fn, _take(vals, slice(0, n - d)), _take(vals, slice(d, n)))
         merged = []
         for v, nv in zip(vals, new):
             p = max(v.data.shape[0], nv.data.shape[0])

@@ -76,6 +76,8 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     sin,
     sort,
     split,
+    squeeze,
+    unsqueeze,
     sqrt,
     static_assert,
     static_print,
@@ -120,4 +122,4 @@ __all__ = [
     "sigmoid", "sin", "sqrt", "static_assert", "static_print", "static_range", "store", "tensor",
     "uint8", "uint16", "uint32", "uint64", "umulhi", "where", "zeros", "zeros_like",
 ]
-__all__ += ["PropagateNan", "argmax", "argmin", "associative_scan", "assume", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast", "broadcast_to", "cat", "cumprod", "cumsum", "debug_barrier", "device_assert", "device_print", "dot", "expand_dims", "flip", "gather", "histogram", "interleave", "join", "max", "max_constancy", "min", "permute", "rand", "randint", "randint4x", "randn", "ravel", "reduce", "reshape", "sort", "split", "sum", "swizzle2d", "trans", "view", "xor_sum"]
+__all__ += ["PropagateNan", "argmax", "argmin", "associative_scan", "assume", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast", "broadcast_to", "cat", "cumprod", "cumsum", "debug_barrier", "device_assert", "device_print", "dot", "expand_dims", "flip", "gather", "histogram", "interleave", "join", "max", "max_constancy", "min", "permute", "rand", "randint", "randint4x", "randn", "ravel", "reduce", "reshape", "sort", "split", "squeeze", "sum", "swizzle2d", "trans", "unsqueeze", "view", "xor_sum"]

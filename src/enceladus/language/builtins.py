@@ -302,6 +302,16 @@ def expand_dims(input, axis):
 
 
 @builtin
+def squeeze(input, dim):
+    """Remove the size-1 dimension ``dim`` (an Enceladus extension; Triton spells it ``tl.reshape``)."""
+
+
+@builtin
+def unsqueeze(input, dim):
+    """Insert a size-1 dimension at ``dim`` (an Enceladus extension, the same as ``tl.expand_dims``)."""
+
+
+@builtin
 def join(a, b):
     """Stack two tiles along a new last dimension of size 2."""
 

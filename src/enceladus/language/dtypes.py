@@ -171,7 +171,8 @@ def from_numpy(np_dtype: np.dtype) -> dtype | None:
 
 # --- promotion (triton/language/semantic.py: computation_type_impl) ---------------------------------
 
-_KIND_RANK = {"bool": 0, "uint": 1, "int": 2, "float": 3}
+# Triton's dtype.KIND: BOOLEAN < INTEGRAL (signed and unsigned alike) < FLOATING
+_KIND_RANK = {"bool": 0, "uint": 1, "int": 1, "float": 2}
 
 
 def integer_promote(a: dtype, b: dtype) -> dtype:
@@ -195,9 +196,8 @@ def computation_type(a: dtype, a_is_literal: bool, b: dtype, b_is_literal: bool,
     """
     if a_is_literal != b_is_literal:
         literal, other = (a, b) if a_is_literal else (b, a)
-        # An integer literal never widens an integer tile: `255 - x_uint8` stays uint8 (range-checked).
-        literal_rank = _KIND_RANK["uint"] if literal.kind == "int" and other.kind == "uint" else _KIND_RANK[literal.kind]
-        if literal_rank <= _KIND_RANK[other.kind]:
+        # an integer literal never widens an integer tile: `255 - x_uint8` stays uint8 (range-checked)
+        if _KIND_RANK[literal.kind] <= _KIND_RANK[other.kind]:
             # `/` and `%` of half-precision floats compute in fp32, as in Triton.
             if div_or_mod and other.name in ("fp16", "bf16"):
                 return float32
@@ -224,6 +224,8 @@ def literal_dtype(value: object) -> dtype:
     if isinstance(value, int):
         if -(2**31) <= value < 2**31:
             return int32
+        if 2**31 <= value < 2**32:
+            return uint32
         if -(2**63) <= value < 2**63:
             return int64
         if 0 <= value < 2**64:

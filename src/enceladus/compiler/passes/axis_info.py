@@ -52,12 +52,29 @@ def analyze(fn: ir.Function, arg_facts: dict[str, int]) -> dict[int, AxisInfo]:
     info: dict[int, AxisInfo] = {}
     for a in fn.args:
         info[a.id] = _uniform(a, arg_facts.get(a.name, 1))
-    for op in fn.ops:
-        r = op.result
-        if r is None:
-            continue
-        info[r.id] = _rule(op, [info[o.id] for o in op.operands], r)
+    _analyze_block(fn.body, info)
     return info
+
+
+def _unknown(v: ir.Value) -> AxisInfo:
+    n = len(_dims(v))
+    return AxisInfo((1,) * n, (1,) * n, (1,) * n)
+
+
+def _analyze_block(block: ir.Block, info: dict[int, AxisInfo]) -> None:
+    for a in block.args:
+        info[a.id] = _unknown(a)  # loop-carried values: nothing is known across iterations
+    for op in block.ops:
+        for region in op.regions:
+            _analyze_block(region, info)
+        if not op.results:
+            continue
+        if len(op.results) > 1 or op.regions or op.name in ("reduce", "scan", "split", "reshape", "cat", "flip",
+                                                             "permute", "join", "convert"):
+            for r in op.results:
+                info[r.id] = _unknown(r)
+            continue
+        info[op.result.id] = _rule(op, [info[o.id] for o in op.operands], op.result)
 
 
 def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:

@@ -1,0 +1,600 @@
+"""MSL code generation from laid-out tile IR.
+
+Every tile value in layout L is an array of ``L.parent.elems_per_thread`` registers per thread;
+register ``e`` of a thread holds the element at the coordinates the layout gives. Elementwise ops
+are loops over ``e`` (the Metal compiler unrolls them: the trip counts are constants). Scalars are
+plain uniform variables. Broadcasts, ``expand_dims``, transposes, splats and ``arange`` cost
+nothing: they are expressions over the same registers or over the coordinates. Control flow is
+structured C (``for``, ``if``, ``while``) whose conditions are uniform across the threadgroup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...language.dtypes import dtype
+from .. import ir
+from ..msl_types import MSL_TYPE, const_literal, msl_type, safe_name
+from ..passes.axis_info import AxisInfo
+from ..passes.layouts import WARP_SIZE, BlockedLayout, LayoutPlan, TileLayout
+from .memory import Access, MemoryMixin
+from .movement import MovementMixin
+from .tables import BINARY_INFIX, FLOAT_CALL, HELPERS
+
+VIEW_OPS = {"splat", "broadcast", "expand_dims", "squeeze", "permute", "multiple_of", "max_contiguous"}
+
+
+@dataclass
+class Param:
+    """One kernel parameter as the host binds it."""
+
+    name: str
+    kind: str  # 'buffer' or 'scalar'
+    type: str  # '*fp32', 'int32', ...
+    slot: int | None = None  # buffer slot
+    offset: int | None = None  # byte offset in the scalar struct
+    writes: bool = False  # the kernel stores through this pointer
+
+
+@dataclass
+class MSLModule:
+    msl: str
+    kernel_name: str
+    params: list[Param]
+    args_slot: int | None
+    args_size: int
+    args_format: list[tuple[str, int, str]]  # (param name, offset, dtype name)
+    threads_per_threadgroup: int
+    threadgroup_memory: int
+    barriers: int
+    accesses: list[Access] = field(default_factory=list)
+    layouts: list[BlockedLayout] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+_SCALAR_SIZE = {"int1": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4,
+                "uint64": 8, "fp16": 2, "bf16": 2, "fp32": 4}
+
+
+class MSLEmitter(MemoryMixin, MovementMixin):
+    def __init__(self, fn: ir.Function, num_warps: int, axis: dict[int, AxisInfo], plan: LayoutPlan, header: str,
+                 pooled: bool = False):
+        self.fn = fn
+        self.num_warps = num_warps
+        self.axis = axis
+        self.plan = plan
+        self.header = header
+        self.body: list[str] = []
+        self.preamble: list[str] = []
+        self.helpers: set[str] = set()
+        self.helper_code: list[str] = []
+        self.smem_decls: list[str] = []
+        self.smem_bytes = 0
+        self.barriers = 0
+        self.refs: dict[tuple[int, TileLayout | None], str] = {}
+        self.layout_ids: dict[BlockedLayout, int] = {}
+        self.coord_emitted: set[tuple[int, int]] = set()
+        self.accesses: list[Access] = []
+        self.notes: list[str] = []
+        self.uses_pid = False
+        self.uses_npid = False
+        self.tmp = 0
+        self.depth = 0  # nesting of loops: threadgroup memory reused across iterations needs a leading barrier
+        self.indent = 1
+        self.written_args: set[str] = set()
+        self.pooled = pooled  # threadgroup memory shared by all data movements (when separate arrays exceed 32 KB)
+        self.pool_offset = 0
+        self.smem_uses = 0
+
+    # --- text -----------------------------------------------------------------------------------------
+    def emit(self, line: str) -> None:
+        self.body.append("    " * self.indent + line)
+
+    def fresh(self, prefix: str = "t") -> str:
+        self.tmp += 1
+        return f"{prefix}{self.tmp}"
+
+    def barrier(self) -> None:
+        self.barriers += 1
+        self.emit("threadgroup_barrier(mem_flags::mem_threadgroup);")
+
+    # --- layouts and coordinates -------------------------------------------------------------------------
+    def layout_id(self, p: BlockedLayout) -> int:
+        if p not in self.layout_ids:
+            k = len(self.layout_ids)
+            self.layout_ids[p] = k
+            self.preamble.append(f"// L{k} = {p}: {p.elems_per_thread} elements per thread")
+        return self.layout_ids[p]
+
+    def lane_coord(self, p: BlockedLayout, d: int) -> str:
+        stride = 1
+        for dd in p.order:
+            if dd == d:
+                break
+            stride *= p.threads_per_warp[dd]
+        tpw = p.threads_per_warp[d]
+        return f"((int(enc_lane) / {stride}) % {tpw})" if tpw > 1 else "0"
+
+    def warp_coord(self, p: BlockedLayout, d: int) -> str:
+        stride = 1
+        for dd in p.order:
+            if dd == d:
+                break
+            stride *= p.warps_per_cta[dd]
+        wpc = p.warps_per_cta[d]
+        return f"((int(enc_warp) / {stride}) % {wpc})" if wpc > 1 else "0"
+
+    def lane_stride(self, p: BlockedLayout, d: int) -> int:
+        stride = 1
+        for dd in p.order:
+            if dd == d:
+                return stride
+            stride *= p.threads_per_warp[dd]
+        raise ValueError(d)
+
+    def base(self, p: BlockedLayout, d: int) -> str:
+        """This thread's first coordinate along parent dimension ``d`` (before wrapping)."""
+        k = self.layout_id(p)
+        if (k, d) not in self.coord_emitted:
+            self.coord_emitted.add((k, d))
+            spt, tpw = p.size_per_thread[d], p.threads_per_warp[d]
+            self.preamble.append(f"const int L{k}_b{d} = {self.warp_coord(p, d)} * {spt * tpw} + "
+                                 f"{self.lane_coord(p, d)} * {spt};")
+        return f"L{k}_b{d}"
+
+    def digit(self, p: BlockedLayout, d: int, e: str) -> str:
+        """Register ``e``'s index among this thread's registers along ``d``."""
+        stride = p.slot_stride(d)
+        pt = p.per_thread[d]
+        if pt == 1:
+            return "0"
+        local = f"({e})" if stride == 1 else f"(({e}) / {stride})"
+        if pt * stride != p.elems_per_thread:
+            local = f"({local} % {pt})"
+        return local
+
+    def raw_coord(self, p: BlockedLayout, d: int, e: str) -> str:
+        """The coordinate along ``d`` of register ``e`` before wrapping (>= shape on replicas)."""
+        b = self.base(p, d)
+        spt, pt, cta = p.size_per_thread[d], p.per_thread[d], p.cta_tile[d]
+        if pt == 1:
+            return b
+        local = self.digit(p, d, e)
+        off = f"({local} % {spt})" if pt > spt else local
+        if spt == 1:
+            off = ""
+        if pt > spt:
+            off = (off + " + " if off else "") + f"({local} / {spt}) * {cta}"
+        return f"({b} + {off})" if off else b
+
+    def coord(self, p: BlockedLayout, d: int, e: str) -> str:
+        c = self.raw_coord(p, d, e)
+        return f"({c} % {p.shape[d]})" if p.replicated[d] else c
+
+    def value_coord(self, layout: TileLayout, shape: tuple[int, ...], i: int, e: str) -> str:
+        if shape[i] == 1:
+            return "0"
+        return self.coord(layout.parent, layout.dims[i], e)
+
+    def owner(self, layout: TileLayout, e: str) -> str | None:
+        """True on exactly one (thread, register) per element of a value in ``layout``."""
+        p = layout.parent
+        conds = []
+        for d in range(len(p.shape)):
+            if d in layout.dims:
+                if p.replicated[d]:
+                    conds.append(f"{self.raw_coord(p, d, e)} < {p.shape[d]}")
+            else:
+                conds.append(f"{self.raw_coord(p, d, e)} == 0")
+        return " && ".join(conds) if conds else None
+
+    def flat_index(self, layout: TileLayout, shape: tuple[int, ...], e: str, pad: bool = False) -> str:
+        """Row-major index of register ``e``'s element (rows padded by one element when ``pad``)."""
+        terms = []
+        stride = 1
+        for i in reversed(range(len(shape))):
+            if shape[i] > 1:
+                c = self.value_coord(layout, shape, i, e)
+                terms.append(c if stride == 1 else f"{c} * {stride}")
+            stride *= shape[i] + (1 if pad and i == len(shape) - 1 and len(shape) > 1 else 0)
+        return " + ".join(reversed(terms)) if terms else "0"
+
+    # --- values ---------------------------------------------------------------------------------------------
+    def ref(self, v: ir.Value, layout: TileLayout | None, e: str = "e") -> str:
+        """An expression for register ``e`` of ``v`` in ``layout`` (or the scalar ``v``)."""
+        if not v.type.is_tile:
+            return self.refs[(v.id, None)]
+        key = (v.id, layout)
+        if key not in self.refs:
+            raise KeyError(f"internal error: {v!r} is not available in layout {layout}")
+        return self.refs[key].replace("{e}", e)
+
+    def declare_tile(self, v: ir.Value, layout: TileLayout, name: str | None = None) -> str:
+        name = name or (f"v{v.id}" if (v.id, layout) not in self.refs and len(self.plan.needs.get(v.id, ())) <= 1
+                        else f"v{v.id}_{self.fresh('l')}")
+        self.emit(f"{msl_type(v.type.element)} {name}[{layout.parent.elems_per_thread}];")
+        self.refs[(v.id, layout)] = name + "[{e}]"
+        return name
+
+    def loop(self, layout: TileLayout, statement: str) -> None:
+        self.emit(f"for (int e = 0; e < {layout.parent.elems_per_thread}; ++e) {statement}")
+
+    # --- ops ------------------------------------------------------------------------------------------------
+    def emit_block(self, block: ir.Block) -> None:
+        for op in block.ops:
+            if op.name != "yield":
+                self.emit_op(op)
+
+    def emit_op(self, op: ir.Op) -> None:
+        name = op.name
+        if name == "store":
+            self.emit_store(op)
+            return
+        if name in ("for", "while"):
+            self.emit_loop(op)
+        elif name == "if":
+            self.emit_if(op)
+        elif name == "reduce":
+            self.emit_reduce(op)
+        elif name == "scan":
+            self.emit_scan(op)
+        elif name == "split":
+            self.emit_split(op)
+        elif name in ("reshape", "cat", "flip", "convert"):
+            self.emit_via_smem(op)
+        elif name == "barrier":
+            self.barrier()
+            return
+        elif not op.results:
+            return
+        elif not op.result.type.is_tile:
+            self.emit_scalar_op(op)
+            return
+        else:
+            r = op.result
+            if self.plan.pure.get(r.id, False):
+                for layout in self.plan.needs.get(r.id, []):
+                    self.emit_tile_op(op, layout)
+                return
+            home = self.plan.homes[r.id]
+            self.emit_tile_op(op, home)
+        self.convert_to_needs(op.results)
+
+    def convert_to_needs(self, values: list[ir.Value]) -> None:
+        """Make values with a home available in the other layouts demanded of them."""
+        for v in values:
+            if not v.type.is_tile:
+                continue
+            home = self.plan.homes.get(v.id)
+            for layout in self.plan.needs.get(v.id, []):
+                if (v.id, layout) not in self.refs:
+                    self.emit_conversion(v, home, layout)
+
+    def emit_scalar_op(self, op: ir.Op) -> None:
+        r = op.result
+        if op.name == "load":
+            ptr = self.refs[(op.operands[0].id, None)]
+            if len(op.operands) == 3:
+                m, o = (self.refs[(x.id, None)] for x in op.operands[1:])
+                expr = f"({m} ? *({ptr}) : {o})"
+            else:
+                expr = f"*({ptr})"
+            self.accesses.append(Access("load", op.loc.lineno if op.loc else None, str(r.type.element), (), 1,
+                                        r.type.element.itemsize, "scalar pointer: one load shared by all threads"))
+        elif op.name == "const":
+            expr = const_literal(op.attrs["value"], r.type.element)
+        elif op.name == "program_id":
+            self.uses_pid = True
+            expr = f"int(enc_pid.{'xyz'[op.attrs['axis']]})"
+        elif op.name == "num_programs":
+            self.uses_npid = True
+            expr = f"int(enc_npid.{'xyz'[op.attrs['axis']]})"
+        else:
+            expr = self.elementwise_expr(op, [self.refs[(o.id, None)] for o in op.operands])
+        name = f"v{r.id}"
+        ctype = "auto" if r.type.is_ptr else msl_type(r.type.element)  # pointers keep their argument's constness
+        self.emit(f"const {ctype} {name} = {expr};")
+        self.refs[(r.id, None)] = name
+
+    def emit_tile_op(self, op: ir.Op, layout: TileLayout) -> None:
+        r = op.result
+        key = (r.id, layout)
+        if key in self.refs:
+            return
+        name = op.name
+        if name == "splat":
+            self.refs[key] = self.ref(op.operands[0], None)
+        elif name in VIEW_OPS or name == "join":
+            if name == "join":
+                c = self.value_coord(layout, r.type.shape, len(r.type.shape) - 1, "{e}")
+                sub = TileLayout(layout.parent, layout.dims[:-1])
+                a, b = (self.ref(o, sub, "{e}") for o in op.operands)
+                self.refs[key] = f"({c} == 0 ? {a} : {b})"
+            else:
+                from ..passes.layouts import operand_layout
+
+                self.refs[key] = self.ref(op.operands[0], operand_layout(op, 0, layout), "{e}")
+        elif name == "arange":
+            c = self.value_coord(layout, r.type.shape, 0, "{e}")
+            self.refs[key] = f"({op.attrs['start']} + {c})" if op.attrs["start"] else c
+        elif name == "addptr" and self.plan.pure.get(r.id, False):
+            self.refs[key] = f"({self.ref(op.operands[0], layout, '{e}')} + {self.ref(op.operands[1], layout, '{e}')})"
+        elif name == "load":
+            self.emit_load(op, layout)
+        else:
+            operands = [self.ref(o, layout) for o in op.operands]
+            expr = self.elementwise_expr(op, operands)
+            if r.type.is_ptr:
+                var = self.fresh("p")
+                self.emit(f"{msl_type(r.type.element, const=not self._writes_through(r))} {var}"
+                          f"[{layout.parent.elems_per_thread}];")
+                self.refs[key] = var + "[{e}]"
+            else:
+                var = self.declare_tile(r, layout)
+            self.loop(layout, f"{var}[e] = {expr};")
+
+    def _writes_through(self, v: ir.Value | None) -> bool:
+        root = self.roots.get(v.id) if v is not None else None
+        return root is None or root in self.fn_written
+
+    # --- arithmetic ---------------------------------------------------------------------------------------------
+    def elementwise_expr(self, op: ir.Op, a: list[str]) -> str:
+        """The MSL expression of an elementwise op given its operands' expressions."""
+        name = op.name
+        rt = op.result.type.element
+        src = op.operands[0].type.element if op.operands else None
+        if src is not None and not src.is_ptr() and src.is_bf16() and name not in ("cast", "bitcast", "select"):
+            # bfloat converts only to/from float in MSL: compute in float, round once
+            inner = self._arith(name, [f"float({x})" for x in a], float_type=True, signed=True, src=src)
+            return inner if rt.is_bool() else f"static_cast<bfloat>({inner})"
+        if name == "addptr":
+            return f"({a[0]} + {a[1]})"
+        if name == "select":
+            return f"({a[0]} ? {a[1]} : {a[2]})"
+        if name == "cast":
+            return self._cast(src, rt, a[0])
+        if name == "bitcast":
+            return f"as_type<{MSL_TYPE[rt.name]}>({a[0]})"
+        if name in VIEW_OPS:
+            return a[0]
+        return self._arith(name, a, float_type=src.is_floating(), signed=src.is_int_signed(), src=src)
+
+    def _arith(self, name: str, a: list[str], float_type: bool, signed: bool, src: Any = None) -> str:
+        if name in BINARY_INFIX:
+            return f"({a[0]} {BINARY_INFIX[name]} {a[1]})"
+        if name in ("idiv", "mod"):
+            self.helpers.add("enc_div")
+            fn = ("enc_sdiv" if signed else "enc_udiv") if name == "idiv" else ("enc_srem" if signed else "enc_urem")
+            return f"{fn}({a[0]}, {a[1]})"
+        if name == "fmod":
+            return f"fmod({a[0]}, {a[1]})"
+        if name in ("max", "min"):
+            return f"{'f' if float_type else ''}{name}({a[0]}, {a[1]})"
+        if name == "umulhi":
+            return f"mulhi({a[0]}, {a[1]})"
+        if name == "neg":
+            return f"(-{a[0]})"
+        if name == "not":
+            return f"(!{a[0]})" if src is not None and src.is_bool() else f"(~{a[0]})"
+        if name == "abs":
+            return f"fabs({a[0]})" if float_type else f"abs({a[0]})"
+        if name == "fma":
+            return f"fma({a[0]}, {a[1]}, {a[2]})"
+        if name in FLOAT_CALL:
+            if name == "erf":
+                self.helpers.add("enc_erf")
+            return FLOAT_CALL[name].format(a[0])
+        raise NotImplementedError(f"no MSL rule for op '{name}'")
+
+    def _cast(self, src: dtype, dst: dtype, x: str) -> str:
+        t = MSL_TYPE[dst.name]
+        if dst.is_bool():
+            return f"({'float(' + x + ')' if src.is_bf16() else x} != 0)"
+        if src.is_bf16() or (dst.is_bf16() and not src.is_fp32()):
+            return f"static_cast<{t}>(static_cast<float>({x}))"
+        return f"static_cast<{t}>({x})"
+
+    # --- control flow ---------------------------------------------------------------------------------------------
+    def declare_carried(self, v: ir.Value, init: ir.Value | None) -> str:
+        """A variable that holds a loop-carried value or a control-flow result (in its home layout)."""
+        name = f"c{v.id}"
+        t = "auto" if v.type.is_ptr and not v.type.is_tile else msl_type(v.type.element)
+        if v.type.is_tile:
+            home = self.plan.homes[v.id]
+            if v.type.is_ptr:
+                t = msl_type(v.type.element, const=not self._writes_through(init) if init is not None else False)
+            self.emit(f"{t} {name}[{home.parent.elems_per_thread}];")
+            if init is not None:
+                self.loop(home, f"{name}[e] = {self.ref(init, home)};")
+            return name + "[{e}]"
+        if init is not None:
+            self.emit(f"{t} {name} = {self.ref(init, None)};")
+        else:
+            self.emit(f"{msl_type(v.type.element)} {name};")
+        return name
+
+    def bind(self, v: ir.Value, ref: str) -> None:
+        layout = self.plan.homes.get(v.id) if v.type.is_tile else None
+        self.refs[(v.id, layout)] = ref
+
+    def assign_yields(self, term: ir.Op, targets: list[ir.Value], refs: list[str]) -> None:
+        """Copy yielded values into the carried variables (through temporaries: yields may read them)."""
+        temps = []
+        for y, t in zip(term.operands, targets):
+            if t.type.is_tile:
+                home = self.plan.homes[t.id]
+                tmp = self.fresh("y")
+                decl_t = msl_type(t.type.element) if not t.type.is_ptr else \
+                    msl_type(t.type.element, const=not self._writes_through(y))
+                self.emit(f"{decl_t} {tmp}[{home.parent.elems_per_thread}];")
+                self.loop(home, f"{tmp}[e] = {self.ref(y, home)};")
+                temps.append((tmp + "[e]", home))
+            else:
+                tmp = self.fresh("y")
+                self.emit(f"const auto {tmp} = {self.ref(y, None)};")
+                temps.append((tmp, None))
+        for (tmp, home), ref in zip(temps, refs):
+            if home is None:
+                self.emit(f"{ref} = {tmp};")
+            else:
+                self.loop(home, f"{ref.replace('{e}', 'e')} = {tmp};")
+
+    def emit_loop(self, op: ir.Op) -> None:
+        is_for = op.name == "for"
+        inits = op.operands[3:] if is_for else op.operands
+        refs = [self.declare_carried(r, i) for r, i in zip(op.results, inits)]
+        body = op.regions[-1]
+        carried_args = body.args[1:] if is_for else body.args
+        if is_for:
+            lb, ub, step = (self.ref(o, None) for o in op.operands[:3])
+            iv = body.args[0]
+            ivn = f"i{iv.id}"
+            sign = op.attrs.get("step_sign")
+            cond = f"{ivn} < {ub}" if sign == 1 else (f"{ivn} > {ub}" if sign == -1 else
+                                                         f"({step} > 0 ? {ivn} < {ub} : {ivn} > {ub})")
+            self.emit(f"for ({msl_type(iv.type.element)} {ivn} = {lb}; {cond}; {ivn} += {step}) {{")
+            self.refs[(iv.id, None)] = ivn
+        else:
+            self.emit("while (true) {")
+        self.indent += 1
+        self.depth += 1
+        if not is_for:
+            cond_block = op.regions[0]
+            for a, ref in zip(cond_block.args, refs):
+                self.bind(a, ref)
+            self.convert_to_needs(cond_block.args)
+            self.emit_block(cond_block)
+            self.emit(f"if (!{self.ref(cond_block.terminator.operands[0], None)}) break;")
+        for a, ref in zip(carried_args, refs):
+            self.bind(a, ref)
+        self.convert_to_needs(carried_args)
+        self.emit_block(body)
+        self.assign_yields(body.terminator, list(op.results), refs)
+        self.depth -= 1
+        self.indent -= 1
+        self.emit("}")
+        for r, ref in zip(op.results, refs):
+            self.bind(r, ref)
+
+    def emit_if(self, op: ir.Op) -> None:
+        refs = [self.declare_carried(r, None) for r in op.results]
+        self.emit(f"if ({self.ref(op.operands[0], None)}) {{")
+        for i, region in enumerate(op.regions):
+            if i == 1:
+                self.emit("} else {")
+            self.indent += 1
+            self.emit_block(region)
+            self.assign_yields(region.terminator, list(op.results), refs)
+            self.indent -= 1
+        self.emit("}")
+        for r, ref in zip(op.results, refs):
+            self.bind(r, ref)
+
+    # --- the kernel -------------------------------------------------------------------------------------------
+    def generate(self) -> MSLModule:
+        fn = self.fn
+        params: list[Param] = []
+        struct_fields: list[tuple[str, str, int, str]] = []
+        slot = 0
+        self.roots = pointer_roots(fn)
+        self.fn_written = {self.roots.get(op.operands[0].id) for op in ir.walk(fn.ops) if op.name == "store"} - {None}
+        for a in fn.args:
+            cname = safe_name(a.name)
+            if a.type.is_ptr:
+                params.append(Param(a.name, "buffer", str(a.type.element), slot=slot))
+                slot += 1
+            else:
+                struct_fields.append((a.name, cname, _SCALAR_SIZE[a.type.element.name], a.type.element.name))
+                params.append(Param(a.name, "scalar", str(a.type.element)))
+            self.refs[(a.id, None)] = cname
+        self.emit_block(fn.body)
+        for p in params:
+            p.writes = p.name in self.fn_written
+        offset = 0
+        fields = []
+        args_format = []
+        for pname, cname, size, tname in struct_fields:
+            offset = (offset + size - 1) // size * size
+            for p in params:
+                if p.name == pname:
+                    p.offset = offset
+            fields.append(f"    {'uchar' if tname == 'int1' else MSL_TYPE[tname]} {cname};")
+            args_format.append((pname, offset, tname))
+            offset += size
+        max_align = max((f[2] for f in struct_fields), default=1)
+        args_size = (offset + max_align - 1) // max_align * max_align
+        kname = safe_name(fn.name)
+        sig_lines = []
+        for p in params:
+            if p.kind == "buffer":
+                const = "" if p.writes else "const "
+                sig_lines.append(f"    device {const}{MSL_TYPE[p.type[1:]]}* {safe_name(p.name)} [[buffer({p.slot})]]")
+        args_slot = None
+        unpack = []
+        if struct_fields:
+            args_slot = slot
+            sig_lines.append(f"    constant {kname}_args& enc_args [[buffer({slot})]]")
+            for a in fn.args:
+                if not a.type.is_ptr:
+                    cname = safe_name(a.name)
+                    if a.type.element.is_bool():
+                        unpack.append(f"    const bool {cname} = enc_args.{cname} != 0;")
+                    else:
+                        unpack.append(f"    const {MSL_TYPE[a.type.element.name]} {cname} = enc_args.{cname};")
+        if self.uses_pid:
+            sig_lines.append("    uint3 enc_pid [[threadgroup_position_in_grid]]")
+        if self.uses_npid:
+            sig_lines.append("    uint3 enc_npid [[threadgroups_per_grid]]")
+        sig_lines.append("    uint enc_tid [[thread_index_in_threadgroup]]")
+        out = [self.header, "#include <metal_stdlib>", "using namespace metal;", ""]
+        for h in sorted(self.helpers):
+            out += [HELPERS[h], ""]
+        for code in self.helper_code:
+            out += [code, ""]
+        if struct_fields:
+            out += [f"struct {kname}_args {{", *fields, "};", ""]
+        out.append(f"kernel void {kname}(")
+        out.append(",\n".join(sig_lines) + ")")
+        out.append("{")
+        out += unpack
+        out += ["    " + d for d in self.smem_decls]
+        if self.pooled:
+            # float4 elements give the pool 16-byte alignment for every element type carved out of it
+            out.append(f"    threadgroup float4 enc_pool4[{(self.smem_bytes + 15) // 16}];")
+            out.append("    threadgroup uchar* enc_pool = (threadgroup uchar*)enc_pool4;")
+        out.append(f"    const uint enc_lane = enc_tid % {WARP_SIZE}u;")
+        out.append(f"    const uint enc_warp = enc_tid / {WARP_SIZE}u;")
+        out.append("    (void)enc_lane; (void)enc_warp;")
+        out += ["    " + line for line in self.preamble]
+        out += self.body
+        out.append("}")
+        return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
+                         WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
+                         list(self.layout_ids), self.notes)
+
+
+def pointer_roots(fn: ir.Function) -> dict[int, str]:
+    """For every pointer value, the pointer argument it is derived from (through loops too)."""
+    roots: dict[int, str] = {a.id: a.name for a in fn.args if a.type.is_ptr}
+
+    def block(b: ir.Block) -> None:
+        for op in b.ops:
+            if op.name in ("for", "while", "if"):
+                inits = op.operands[3:] if op.name == "for" else (op.operands if op.name == "while" else [])
+                for region in op.regions:
+                    args = region.args[1:] if op.name == "for" else region.args
+                    for a, i in zip(args, inits):
+                        if i.id in roots:
+                            roots[a.id] = roots[i.id]
+                    block(region)
+                if op.name == "if":
+                    inits = op.regions[0].terminator.operands
+                for r, i in zip(op.results, inits):
+                    if i.id in roots:
+                        roots[r.id] = roots[i.id]
+            elif op.results and op.operands and op.result.type.is_ptr and op.operands[0].id in roots:
+                roots[op.result.id] = roots[op.operands[0].id]
+
+    block(fn.body)
+    return roots

@@ -1,0 +1,172 @@
+"""Loads and stores: vector width from axis analysis, 16-byte accesses, masks, replicated layouts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import ir
+from ..msl_types import MSL_TYPE
+from ..passes.layouts import TileLayout
+
+
+@dataclass
+class Access:
+    """What codegen decided for one load or store (shown by explain())."""
+
+    kind: str
+    line: int | None
+    dtype: str
+    shape: tuple[int, ...]
+    vector: int  # elements per access
+    bytes: int
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line else ""
+        width = f"{self.vector} x {self.dtype} ({self.bytes} bytes)"
+        return f"{where}{self.kind} {list(self.shape)} {width}: {self.reason}"
+
+
+_WORD = {4: "uint", 8: "uint2", 16: "uint4"}
+
+
+class MemoryMixin:
+    def vector_width(self, op: ir.Op, layout: TileLayout, itemsize: int) -> tuple[int, str]:
+        """Elements per memory access, and why not more."""
+        p = layout.parent
+        fast = p.order[0]
+        ptr = op.operands[0]
+        dims = [i for i, d in enumerate(layout.dims) if d == fast and ptr.type.shape[i] > 1]
+        if not dims:
+            return 1, "the tile does not vary along the layout's fastest dimension"
+        i = dims[0]
+        info = self.axis[ptr.id]
+        spt = p.size_per_thread[fast]
+        limits = [(16 // itemsize, "16 bytes is the widest access"),
+                  (spt, f"each thread holds runs of {spt} element(s)"),
+                  (info.contiguity[i], f"the pointers are contiguous in runs of {info.contiguity[i]}"),
+                  (max(1, info.divisibility[i] // itemsize),
+                   f"the pointers are only known to be {info.divisibility[i]}-byte aligned "
+                   "(arguments aligned to 16 bytes and offsets divisible by 16 are specialized)")]
+        mask = op.operands[2] if op.name == "store" and len(op.operands) > 2 else (
+            op.operands[1] if op.name == "load" and len(op.operands) > 1 else None)
+        if mask is not None:
+            k = self.axis[mask.id].constancy[i]
+            limits.append((k, f"the mask is constant only in runs of {k} (e.g. n is not known to be a multiple "
+                              "of 16)"))
+        if op.name == "load" and len(op.operands) > 2:
+            k = self.axis[op.operands[2].id].constancy[i]
+            limits.append((k, f"`other` is constant only in runs of {k}"))
+        vec, why = min(limits, key=lambda x: x[0])
+        vec = 1 << (max(vec, 1).bit_length() - 1)
+        if vec * itemsize < 4 or ptr.type.element.element_ty.is_bool():
+            return 1, "accesses narrower than 4 bytes are not vectorized" if vec > 1 else why
+        if vec == 16 // itemsize:
+            why = "full 16-byte vectors"
+        return vec, why
+
+    def emit_load(self, op: ir.Op, layout: TileLayout) -> None:
+        r = op.result
+        elem = r.type.element
+        t = MSL_TYPE[elem.name]
+        itemsize = elem.itemsize
+        var = self.declare_tile(r, layout)
+        vec, why = self.vector_width(op, layout, itemsize)
+        self.accesses.append(Access("load", op.loc.lineno if op.loc else None, str(elem), r.type.shape, vec,
+                                    vec * itemsize, why))
+        ptr = self.ref(op.operands[0], layout, "e")
+        masked = len(op.operands) == 3
+        n = layout.parent.elems_per_thread
+        if vec == 1:
+            if masked:
+                m = self.ref(op.operands[1], layout)
+                o = self.ref(op.operands[2], layout)
+                self.loop(layout, f"{var}[e] = {m} ? *{ptr} : {o};")
+            else:
+                self.loop(layout, f"{var}[e] = *{ptr};")
+            return
+        word = _WORD[vec * itemsize]
+        lines = [f"const {word} w = *((device const {word}*){ptr});"]
+        lines += _unpack(var, "w", t, itemsize, vec * itemsize)
+        if masked:
+            m = self.ref(op.operands[1], layout)
+            o = self.ref(op.operands[2], layout, "e + j")
+            body = f"if ({m}) {{ {' '.join(lines)} }} else {{ for (int j = 0; j < {vec}; ++j) {var}[e + j] = {o}; }}"
+        else:
+            body = "{ " + " ".join(lines) + " }"
+        self.emit(f"for (int e = 0; e < {n}; e += {vec}) {body}")
+
+    def emit_store(self, op: ir.Op) -> None:
+        ptr_v, val_v = op.operands[0], op.operands[1]
+        elem = ptr_v.type.element.element_ty
+        if not ptr_v.type.is_tile:
+            ptr, val = self.refs[(ptr_v.id, None)], self.refs[(val_v.id, None)]
+            cond = "enc_tid == 0" + (f" && {self.refs[(op.operands[2].id, None)]}" if len(op.operands) > 2 else "")
+            self.emit(f"if ({cond}) *({ptr}) = {val};")
+            self.accesses.append(Access("store", op.loc.lineno if op.loc else None, str(elem), (), 1, elem.itemsize,
+                                        "scalar pointer: thread 0 stores"))
+            return
+        layout = self.plan.needs[ptr_v.id][0]
+        for lay in self.plan.needs[ptr_v.id]:
+            if (val_v.id, lay) in self.refs or not val_v.type.is_tile:
+                layout = lay
+                break
+        t = MSL_TYPE[elem.name]
+        itemsize = elem.itemsize
+        vec, why = self.vector_width(op, layout, itemsize)
+        self.accesses.append(Access("store", op.loc.lineno if op.loc else None, str(elem), ptr_v.type.shape, vec,
+                                    vec * itemsize, why))
+        ptr = self.ref(ptr_v, layout, "e")
+        val = self.ref(val_v, layout, "{e}")
+        conds = []
+        if len(op.operands) > 2:
+            conds.append(self.ref(op.operands[2], layout, "e"))
+        own = self.owner(layout, "e")
+        if own:
+            conds.append(own)
+        guard = f"if ({' && '.join(conds)}) " if conds else ""
+        n = layout.parent.elems_per_thread
+        if vec == 1:
+            self.emit(f"for (int e = 0; e < {n}; ++e) {guard}*{ptr} = {val.replace('{e}', 'e')};")
+            return
+        word = _WORD[vec * itemsize]
+        self.emit(f"for (int e = 0; e < {n}; e += {vec}) {guard}*((device {word}*){ptr}) = "
+                  f"{_pack(val, t, itemsize, vec * itemsize)};")
+
+
+def _unpack(var: str, w: str, t: str, itemsize: int, nbytes: int) -> list[str]:
+    words = nbytes // 4
+
+    def comp(i: int) -> str:
+        return w if words == 1 else f"{w}.{'xyzw'[i]}"
+
+    out = []
+    if itemsize == 4:
+        for i in range(words):
+            out.append(f"{var}[e + {i}] = as_type<{t}>({comp(i)});")
+    elif itemsize == 8:
+        for i in range(words // 2):
+            out.append(f"{var}[e + {i}] = as_type<{t}>(uint2({comp(2 * i)}, {comp(2 * i + 1)}));")
+    else:
+        per = 4 // itemsize
+        for i in range(words):
+            out.append(f"{{ const {t}{per} h = as_type<{t}{per}>({comp(i)});")
+            out.append(" ".join(f"{var}[e + {i * per + j}] = h.{'xyzw'[j]};" for j in range(per)) + " }")
+    return out
+
+
+def _pack(val: str, t: str, itemsize: int, nbytes: int) -> str:
+    words = nbytes // 4
+    parts = []
+    if itemsize == 4:
+        parts = [f"as_type<uint>({val.replace('{e}', f'e + {i}')})" for i in range(words)]
+    elif itemsize == 8:
+        for i in range(words // 2):
+            parts.append(f"as_type<uint2>({val.replace('{e}', f'e + {i}')}).x")
+            parts.append(f"as_type<uint2>({val.replace('{e}', f'e + {i}')}).y")
+    else:
+        per = 4 // itemsize
+        for i in range(words):
+            elems = ", ".join(f"{t}({val.replace('{e}', f'e + {i * per + j}')})" for j in range(per))
+            parts.append(f"as_type<uint>({t}{per}({elems}))")
+    return parts[0] if words == 1 else f"{_WORD[nbytes]}({', '.join(parts)})"

@@ -1,0 +1,369 @@
+"""Moving values between threads: reductions (registers -> SIMD shuffles -> threadgroup memory),
+layout conversions and data-movement ops through threadgroup memory, and ``split``."""
+
+from __future__ import annotations
+
+from ... import errors
+from .. import ir
+from ..msl_types import msl_type
+from ..passes.layouts import TileLayout
+
+MAX_THREADGROUP_MEMORY = 32 * 1024
+
+
+class MovementMixin:
+    # --- threadgroup memory --------------------------------------------------------------------------
+    def smem(self, elem_type: str, count: int, what: str, itemsize: int) -> str:
+        """A threadgroup array for one data movement. Each gets its own array while they all fit in 32 KB;
+        otherwise they share one pool and every movement after the first starts with a barrier."""
+        if self.pooled:
+            offset = (self.pool_offset + 15) // 16 * 16
+            self.pool_offset = offset + count * itemsize
+            self.smem_bytes = max(self.smem_bytes, self.pool_offset)
+            name = f"((threadgroup {elem_type}*)(enc_pool + {offset}))"
+            self.notes.append(f"{what}: {count * itemsize} bytes of the shared threadgroup pool")
+        else:
+            name = self.fresh("enc_smem")
+            self.smem_decls.append(f"threadgroup {elem_type} {name}[{count}];  // {what}")
+            self.smem_bytes += count * itemsize
+        if self.smem_bytes > MAX_THREADGROUP_MEMORY:
+            raise errors.OutOfResources(
+                f"kernel '{self.fn.name}' needs {self.smem_bytes} bytes of threadgroup memory (for {what}); "
+                f"Metal allows {MAX_THREADGROUP_MEMORY}", kernel=self.fn.name,
+                fix="use smaller block sizes, or fewer tiles that change layout")
+        return name
+
+    def smem_begin(self) -> None:
+        """Called before the first write of a data movement: wait until earlier readers are done."""
+        if self.pooled:
+            self.pool_offset = 0
+            if self.smem_uses or self.depth:
+                self.barrier()
+        elif self.depth:
+            self.barrier()  # the previous iteration may still read this buffer
+        self.smem_uses += 1
+
+    def storage_type(self, v: ir.Value) -> tuple[str, int]:
+        elem = v.type.element
+        if elem.is_ptr():
+            raise errors.CompilationError(
+                "a tile of pointers would have to move between threads, which is not supported",
+                kernel=self.fn.name, fix="move the offsets instead and add them to the base pointer afterwards")
+        if elem.is_bool():
+            return "uchar", 1
+        return msl_type(elem), elem.itemsize
+
+    # --- conversions ------------------------------------------------------------------------------------
+    def emit_conversion(self, v: ir.Value, src: TileLayout, dst: TileLayout) -> None:
+        """Make ``v`` (held in ``src``) available in ``dst`` through threadgroup memory."""
+        t, size = self.storage_type(v)
+        shape = v.type.shape
+        count = 1
+        for i, s in enumerate(shape):
+            count *= s + (1 if i == len(shape) - 1 and len(shape) > 1 else 0)
+        self.emit(f"// %{v.id}: {src} -> {dst}")
+        self.smem_begin()
+        buf = self.smem(t, count, f"layout conversion of %{v.id}", size)
+        own = self.owner(src, "e")
+        guard = f"if ({own}) " if own else ""
+        self.loop(src, f"{guard}{buf}[{self.flat_index(src, shape, 'e', pad=True)}] = {self.ref(v, src)};")
+        self.barrier()
+        var = self.declare_tile(v, dst, name=f"v{v.id}_{self.fresh('c')}")
+        read = f"{buf}[{self.flat_index(dst, shape, 'e', pad=True)}]"
+        if v.type.element.is_bool():
+            read = f"({read} != 0)"
+        self.loop(dst, f"{var}[e] = {read};")
+        self.notes.append(f"%{v.id} converted from {src} to {dst} through {count * size} bytes of threadgroup memory")
+
+    def emit_via_smem(self, op: ir.Op) -> None:
+        """reshape, cat, flip and explicit conversions: write the operands row-major, read them back."""
+        r = op.result
+        home = self.plan.homes[r.id]
+        if op.name == "convert":
+            src = self.plan.needs[op.operands[0].id][0]
+            self.refs[(r.id, home)] = self.ref(op.operands[0], home, "{e}") if (op.operands[0].id, home) in \
+                self.refs else None
+            if self.refs[(r.id, home)] is None:
+                del self.refs[(r.id, home)]
+                self.emit_conversion(op.operands[0], src, home)
+                self.refs[(r.id, home)] = self.refs[(op.operands[0].id, home)]
+            return
+        t, size = self.storage_type(r)
+        total = r.type.numel
+        self.smem_begin()
+        buf = self.smem(t, total, f"{op.name} of %{r.id}", size)
+        offset = 0
+        for x in op.operands:
+            lx = self.plan.needs[x.id][0]
+            own = self.owner(lx, "e")
+            guard = f"if ({own}) " if own else ""
+            idx = self.flat_index(lx, x.type.shape, "e")
+            if op.name == "flip":
+                idx = self.flipped_index(lx, x.type.shape, op.attrs["axis"], "e")
+            self.loop(lx, f"{guard}{buf}[{offset} + {idx}] = {self.ref(x, lx)};")
+            offset += x.type.numel
+        self.barrier()
+        var = self.declare_tile(r, home)
+        read = f"{buf}[{self.flat_index(home, r.type.shape, 'e')}]"
+        if r.type.element.is_bool():
+            read = f"({read} != 0)"
+        self.loop(home, f"{var}[e] = {read};")
+
+    def flipped_index(self, layout: TileLayout, shape: tuple[int, ...], axis: int, e: str) -> str:
+        terms = []
+        stride = 1
+        for i in reversed(range(len(shape))):
+            if shape[i] > 1:
+                c = self.value_coord(layout, shape, i, e)
+                if i == axis:
+                    c = f"({shape[i] - 1} - {c})"
+                terms.append(c if stride == 1 else f"{c} * {stride}")
+            stride *= shape[i]
+        return " + ".join(reversed(terms)) if terms else "0"
+
+    def emit_split(self, op: ir.Op) -> None:
+        x = op.operands[0]
+        lx = self.plan.needs[x.id][0]
+        p = lx.parent
+        d = lx.dims[-1]
+        s = p.slot_stride(d)
+        for k, r in enumerate(op.results):
+            home = self.plan.homes[r.id]
+            var = self.declare_tile(r, home)
+            base = f"(e - {self.digit(p, d, 'e')} * {s})"
+            self.loop(home, f"{var}[e] = {self.ref(x, lx, f'{base} + {k * s}')};")
+
+    # --- reductions ---------------------------------------------------------------------------------------
+    def combine_helper(self, op: ir.Op) -> str:
+        """Emit the combine region of a reduce/scan as an MSL function updating its first arguments in place."""
+        region = op.regions[0]
+        k = len(region.args) // 2
+        name = self.fresh("enc_combine")
+        params = [f"thread {msl_type(a.type.element)}& enc_a{i}" for i, a in enumerate(region.args[:k])]
+        params += [f"{msl_type(a.type.element)} enc_b{i}" for i, a in enumerate(region.args[k:])]
+        saved = self.body, self.indent
+        self.body, self.indent = [], 1
+        for i, a in enumerate(region.args[:k]):
+            self.refs[(a.id, None)] = f"enc_a{i}"
+        for i, a in enumerate(region.args[k:]):
+            self.refs[(a.id, None)] = f"enc_b{i}"
+        self.emit_block(region)
+        outs = [self.ref(y, None) for y in region.terminator.operands]
+        temps = []
+        for i, o in enumerate(outs):
+            temps.append(f"const auto enc_y{i} = {o};")
+        lines = self.body + ["    " + t for t in temps] + [f"    enc_a{i} = enc_y{i};" for i in range(k)]
+        self.body, self.indent = saved
+        self.helper_code.append(f"static inline void {name}({', '.join(params)}) {{\n" + "\n".join(lines) + "\n}")
+        return name
+
+    def emit_reduce(self, op: ir.Op) -> None:
+        axis = op.attrs["axis"]
+        lx: TileLayout = op.attrs["_operand_layout"]
+        p = lx.parent
+        pd = lx.dims[axis]
+        xs = op.operands
+        combine = self.combine_helper(op)
+        n = p.elems_per_thread
+        stride, pt = p.slot_stride(pd), p.per_thread[pd]
+        accs = [self.fresh("r") for _ in xs]
+        types = [msl_type(x.type.element) for x in xs]
+        for a, t in zip(accs, types):
+            self.emit(f"{t} {a}[{n}];")
+        # 1. inside each thread
+        self.emit(f"for (int e = 0; e < {n}; ++e) {{")
+        self.indent += 1
+        self.emit(f"const int b = e - {self.digit(p, pd, 'e')} * {stride};")
+        for a, x in zip(accs, xs):
+            self.emit(f"{a}[e] = {self.ref(x, lx, 'b')};")
+        if pt > 1:
+            args = ", ".join(f"{a}[e]" for a in accs) + ", " + ", ".join(
+                self.ref(x, lx, f"b + k * {stride}") for x in xs)
+            self.emit(f"for (int k = 1; k < {pt}; ++k) {combine}({args});")
+        self.indent -= 1
+        self.emit("}")
+        # 2. across the lanes of a SIMD group that hold other parts of the row
+        lanes = min(p.threads_per_warp[pd], max(1, p.shape[pd] // p.size_per_thread[pd]))
+        if lanes > 1:
+            self.helpers.add("enc_shfl")
+            ls = self.lane_stride(p, pd)
+            self.emit(f"for (ushort m = {ls}; m < {ls * lanes}; m <<= 1) for (int e = 0; e < {n}; ++e) {{")
+            self.indent += 1
+            for i, (a, t) in enumerate(zip(accs, types)):
+                self.emit(f"const {t} o{i} = enc_shfl_xor({a}[e], m);")
+            self.emit("if ((enc_lane & m) != 0) {  // combine in coordinate order on both lanes")
+            for i, (a, t) in enumerate(zip(accs, types)):
+                self.emit(f"    const {t} s{i} = {a}[e]; {a}[e] = o{i};")
+            self.emit(f"    {combine}({', '.join(f'{a}[e]' for a in accs)}, {', '.join(f's{i}' for i in range(len(xs)))});")
+            self.emit("} else {")
+            self.emit(f"    {combine}({', '.join(f'{a}[e]' for a in accs)}, {', '.join(f'o{i}' for i in range(len(xs)))});")
+            self.emit("}")
+            self.indent -= 1
+            self.emit("}")
+        # 3. across SIMD groups, through threadgroup memory
+        warps = min(p.warps_per_cta[pd], max(1, p.shape[pd] // (p.size_per_thread[pd] * p.threads_per_warp[pd])))
+        if warps > 1:
+            rows = 1
+            for d, s in enumerate(p.shape):
+                if d != pd:
+                    rows *= s
+            row = self.row_index(p, pd, "e")
+            bufs = []
+            self.smem_begin()
+            for x, t in zip(xs, types):
+                st, size = self.storage_type(x)
+                bufs.append(self.smem(st, warps * rows, f"reduction of %{op.results[0].id} across SIMD groups", size))
+            wc = self.warp_coord(p, pd)
+            lc = self.lane_coord(p, pd)
+            self.emit(f"if ({lc} == 0 && {wc} < {warps}) for (int e = 0; e < {n}; ++e) if ({self.digit(p, pd, 'e')} "
+                      f"== 0) {{")
+            for a, buf in zip(accs, bufs):
+                self.emit(f"    {buf}[{wc} * {rows} + {row}] = {a}[e];")
+            self.emit("}")
+            self.barrier()
+            self.emit(f"for (int e = 0; e < {n}; ++e) {{")
+            self.indent += 1
+            self.emit(f"const int row = {row};")
+            for a, buf, t in zip(accs, bufs, types):
+                self.emit(f"{a}[e] = {self._read(buf, 'row', t)};")
+            args = ", ".join(f"{a}[e]" for a in accs) + ", " + ", ".join(
+                self._read(buf, f"w * {rows} + row", t) for buf, t in zip(bufs, types))
+            self.emit(f"for (int w = 1; w < {warps}; ++w) {combine}({args});")
+            self.indent -= 1
+            self.emit("}")
+            self.notes.append(f"reduction of %{op.results[0].id}: {warps} SIMD groups combine through threadgroup "
+                              "memory (1 barrier" + (", plus 1 before reuse in a loop)" if self.depth else ")"))
+        for r, a in zip(op.results, accs):
+            if r.type.is_tile:
+                self.refs[(r.id, self.plan.homes[r.id])] = a + "[{e}]"
+            else:
+                self.emit(f"const {msl_type(r.type.element)} v{r.id} = {a}[0];")
+                self.refs[(r.id, None)] = f"v{r.id}"
+
+    def _read(self, buf: str, idx: str, t: str) -> str:
+        return f"({buf}[{idx}] != 0)" if t == "bool" else f"{buf}[{idx}]"
+
+    def row_index(self, p, pd: int, e: str) -> str:
+        """Row-major index of register ``e``'s coordinates along every parent dimension but ``pd``."""
+        terms = []
+        stride = 1
+        for d in reversed(range(len(p.shape))):
+            if d == pd or p.shape[d] == 1:
+                if d != pd:
+                    stride *= p.shape[d]
+                continue
+            c = self.coord(p, d, e)
+            terms.append(c if stride == 1 else f"{c} * {stride}")
+            stride *= p.shape[d]
+        return " + ".join(reversed(terms)) if terms else "0"
+
+    def emit_scan(self, op: ir.Op) -> None:
+        """Inclusive scan in coordinate order: runs inside a thread, then lanes (shuffle-up), then SIMD groups
+        and repetitions (totals through threadgroup memory). Combine functions need not be commutative."""
+        axis = op.attrs["axis"]
+        home: TileLayout = self.plan.homes[op.results[0].id]
+        p = home.parent
+        pd = home.dims[axis]
+        xs = op.operands
+        combine = self.combine_helper(op)
+        n = p.elems_per_thread
+        stride = p.slot_stride(pd)
+        spt, pt = p.size_per_thread[pd], p.per_thread[pd]
+        reps = pt // spt
+        types = [msl_type(x.type.element) for x in xs]
+        k = len(xs)
+        ys = [self.fresh("s") for _ in xs]
+        for y, t in zip(ys, types):
+            self.emit(f"{t} {y}[{n}];")
+        digit = self.digit(p, pd, "e")
+        # 1. prefix inside each run of spt elements a thread holds
+        self.emit(f"for (int e = 0; e < {n}; ++e) {{")
+        self.indent += 1
+        for y, x in zip(ys, xs):
+            self.emit(f"{y}[e] = {self.ref(x, home, 'e')};")
+        if spt > 1:
+            self.emit(f"if ({digit} % {spt} != 0) {{")
+            for i, (y, x, t) in enumerate(zip(ys, xs, types)):
+                self.emit(f"    {t} a{i} = {y}[e - {stride}];")
+            self.emit(f"    {combine}({', '.join(f'a{i}' for i in range(k))}, {', '.join(f'{y}[e]' for y in ys)});")
+            for i, y in enumerate(ys):
+                self.emit(f"    {y}[e] = a{i};")
+            self.emit("}")
+        self.indent -= 1
+        self.emit("}")
+        lanes = min(p.threads_per_warp[pd], max(1, p.shape[pd] // spt))
+        warps = min(p.warps_per_cta[pd], max(1, p.shape[pd] // (spt * p.threads_per_warp[pd])))
+        lc = self.lane_coord(p, pd)
+        ls = self.lane_stride(p, pd) if p.threads_per_warp[pd] > 1 else 1
+        last = f"e - {digit} % {spt} * {stride} + {(spt - 1) * stride}"  # the last slot of e's run
+        # 2. run totals scanned across lanes; lp = the exclusive prefix from lower lanes
+        tots = [self.fresh("tot") for _ in xs]
+        lps = [self.fresh("lp") for _ in xs]
+        for a, b, t in zip(tots, lps, types):
+            self.emit(f"{t} {a}[{n}]; {t} {b}[{n}];")
+        self.emit(f"for (int e = 0; e < {n}; ++e) {{ {' '.join(f'{a}[e] = {y}[{last}];' for a, y in zip(tots, ys))} }}")
+        if lanes > 1:
+            self.helpers.add("enc_shfl_up")
+            self.emit(f"for (ushort off = 1; off < {lanes}; off <<= 1) for (int e = 0; e < {n}; ++e) {{")
+            self.indent += 1
+            for i, (a, t) in enumerate(zip(tots, types)):
+                self.emit(f"{t} o{i} = enc_shfl_up({a}[e], ushort(off * {ls}));")
+            self.emit(f"if ({lc} % {lanes} >= off) {{ {combine}({', '.join(f'o{i}' for i in range(k))}, "
+                      f"{', '.join(f'{a}[e]' for a in tots)}); {' '.join(f'{a}[e] = o{i};' for i, a in enumerate(tots))} }}")
+            self.indent -= 1
+            self.emit("}")
+            self.emit(f"for (int e = 0; e < {n}; ++e) {{ "
+                      + " ".join(f"{b}[e] = enc_shfl_up({a}[e], ushort({ls}));" for a, b in zip(tots, lps)) + " }")
+        # 3. totals of each (repetition, SIMD group) through threadgroup memory
+        bufs = []
+        if warps > 1 or reps > 1:
+            rows = 1
+            for d, s in enumerate(p.shape):
+                if d != pd:
+                    rows *= s
+            row = self.row_index(p, pd, "e")
+            wc = self.warp_coord(p, pd)
+            self.smem_begin()
+            for x in xs:
+                st, size = self.storage_type(x)
+                bufs.append(self.smem(st, reps * warps * rows, f"scan of %{op.results[0].id}", size))
+            self.emit(f"if ({lc} % {lanes} == {lanes - 1} && {wc} < {warps}) for (int e = 0; e < {n}; ++e) "
+                      f"if ({digit} % {spt} == {spt - 1}) {{")
+            for a, buf in zip(tots, bufs):
+                self.emit(f"    {buf}[(({digit} / {spt}) * {warps} + {wc}) * {rows} + {row}] = {a}[e];")
+            self.emit("}")
+            self.barrier()
+        # 4. combine: repetition prefix, SIMD-group prefix, lane prefix, own run prefix
+        self.emit(f"for (int e = 0; e < {n}; ++e) {{")
+        self.indent += 1
+        self.emit("bool has = false;")
+        pres = [self.fresh("pre") for _ in xs]
+        for pre, t in zip(pres, types):
+            self.emit(f"{t} {pre} = {{}};")
+
+        def absorb(values: list[str]) -> None:
+            self.emit("{")
+            for i, (v, t) in enumerate(zip(values, types)):
+                self.emit(f"    const {t} q{i} = {v};")
+            self.emit(f"    if (has) {combine}({', '.join(pres)}, {', '.join(f'q{i}' for i in range(k))}); "
+                      f"else {{ {' '.join(f'{pre} = q{i};' for i, pre in enumerate(pres))} has = true; }}")
+            self.emit("}")
+
+        if bufs:
+            self.emit(f"const int row = {self.row_index(p, pd, 'e')};")
+            self.emit(f"const int rep = {digit} / {spt};")
+            self.emit(f"for (int rr = 0; rr <= rep; ++rr) for (int w = 0; w < {warps}; ++w) {{")
+            self.indent += 1
+            self.emit(f"if (rr == rep && w >= {self.warp_coord(p, pd)} % {warps}) break;")
+            absorb([self._read(buf, f"(rr * {warps} + w) * {rows} + row", t) for buf, t in zip(bufs, types)])
+            self.indent -= 1
+            self.emit("}")
+        if lanes > 1:
+            self.emit(f"if ({lc} % {lanes} > 0)")
+            absorb([f"{b}[e]" for b in lps])
+        self.emit(f"if (has) {{ {combine}({', '.join(pres)}, {', '.join(f'{y}[e]' for y in ys)}); "
+                  f"{' '.join(f'{y}[e] = {pre};' for y, pre in zip(ys, pres))} }}")
+        self.indent -= 1
+        self.emit("}")
+        for r, y in zip(op.results, ys):
+            self.refs[(r.id, home)] = y + "[{e}]"

@@ -1,0 +1,69 @@
+"""The MSL spelling of each op, and the helper functions emitted into kernels that need them."""
+
+from __future__ import annotations
+
+BINARY_INFIX = {"add": "+", "sub": "-", "mul": "*", "fdiv": "/", "and": "&", "or": "|", "xor": "^",
+                "shl": "<<", "shr": ">>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+FLOAT_CALL = {"exp": "precise::exp({0})", "exp2": "precise::exp2({0})", "log": "precise::log({0})",
+              "log2": "precise::log2({0})", "sqrt": "precise::sqrt({0})", "rsqrt": "precise::rsqrt({0})",
+              "sin": "precise::sin({0})", "cos": "precise::cos({0})", "floor": "floor({0})", "ceil": "ceil({0})",
+              "erf": "enc_erf({0})", "sigmoid": "(1.0f / (1.0f + precise::exp(-({0}))))"}
+
+HELPERS = {
+    "enc_div": """template <typename T> static inline T enc_sdiv(T a, T b) {
+    // Division by zero is undefined in Triton; Enceladus defines it as 0 (never a trap). INT_MIN / -1 wraps.
+    return b == T(0) ? T(0) : (b == T(-1) ? T(T(0) - a) : T(a / b));
+}
+template <typename T> static inline T enc_srem(T a, T b) {
+    return (b == T(0) || b == T(-1)) ? T(0) : T(a % b);
+}
+template <typename T> static inline T enc_udiv(T a, T b) { return b == T(0) ? T(0) : T(a / b); }
+template <typename T> static inline T enc_urem(T a, T b) { return b == T(0) ? T(0) : T(a % b); }""",
+    "enc_erf": """static inline float enc_erf(float x) {
+    // MSL has no erf. |x| <= 1: Maclaurin series to x^25; |x| > 1: 1 - erfc(|x|) from a rational
+    // Chebyshev fit (relative error < 1.2e-7).
+    float ax = fabs(x);
+    if (ax <= 1.0f) {
+        float x2 = x * x, term = x, sum = x;
+        for (int n = 1; n <= 12; ++n) {
+            term *= -x2 / float(n);
+            sum += term / float(2 * n + 1);
+        }
+        return 1.1283791670955126f * sum;
+    }
+    float t = 1.0f / (1.0f + 0.5f * ax);
+    float p = -ax * ax - 1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
+              t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
+              t * (-0.82215223f + t * 0.17087277f))))))));
+    float r = 1.0f - t * precise::exp(p);
+    return x < 0.0f ? -r : r;
+}""",
+    "enc_shfl": """// simd_shuffle_xor for every element type (Metal has none for bool, long, ulong and bfloat)
+template <typename T> static inline T enc_shfl_xor(T v, ushort m) { return simd_shuffle_xor(v, m); }
+static inline bool enc_shfl_xor(bool v, ushort m) { return simd_shuffle_xor(ushort(v), m) != 0; }
+static inline long enc_shfl_xor(long v, ushort m) {
+    const uint2 u = as_type<uint2>(v);
+    return as_type<long>(uint2(simd_shuffle_xor(u.x, m), simd_shuffle_xor(u.y, m)));
+}
+static inline ulong enc_shfl_xor(ulong v, ushort m) {
+    const uint2 u = as_type<uint2>(v);
+    return as_type<ulong>(uint2(simd_shuffle_xor(u.x, m), simd_shuffle_xor(u.y, m)));
+}
+static inline bfloat enc_shfl_xor(bfloat v, ushort m) {
+    return as_type<bfloat>(simd_shuffle_xor(as_type<ushort>(v), m));
+}""",
+    "enc_shfl_up": """// simd_shuffle_up for every element type (Metal has none for bool, long, ulong and bfloat)
+template <typename T> static inline T enc_shfl_up(T v, ushort d) { return simd_shuffle_up(v, d); }
+static inline bool enc_shfl_up(bool v, ushort d) { return simd_shuffle_up(ushort(v), d) != 0; }
+static inline long enc_shfl_up(long v, ushort d) {
+    const uint2 u = as_type<uint2>(v);
+    return as_type<long>(uint2(simd_shuffle_up(u.x, d), simd_shuffle_up(u.y, d)));
+}
+static inline ulong enc_shfl_up(ulong v, ushort d) {
+    const uint2 u = as_type<uint2>(v);
+    return as_type<ulong>(uint2(simd_shuffle_up(u.x, d), simd_shuffle_up(u.y, d)));
+}
+static inline bfloat enc_shfl_up(bfloat v, ushort d) {
+    return as_type<bfloat>(simd_shuffle_up(as_type<ushort>(v), d));
+}""",
+}
