@@ -54,7 +54,8 @@ KERNEL_SCRIPT = textwrap.dedent("""
 
 
 def run_child(script: Path, cache_dir: Path, **env: str) -> dict:
-    runner = script.parent / "_runner.py"
+    runner = cache_dir.parent / "_runner.py"  # next to the cache, never in the repository
+    runner.parent.mkdir(parents=True, exist_ok=True)
     runner.write_text(RUNNER)
     full_env = {**os.environ, "ENCELADUS_CACHE_DIR": str(cache_dir), **env}
     res = subprocess.run([sys.executable, str(runner), str(script)], capture_output=True, text=True, env=full_env,

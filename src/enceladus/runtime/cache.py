@@ -384,7 +384,7 @@ def list_entries(kinds: tuple[str, ...] = KINDS) -> list[Entry]:
             if not p.is_file() or p.name.startswith("."):
                 continue
             st = p.stat()
-            name = _kernel_name(p) if kind == "kernels" else p.name
+            name = _kernel_name(p) if kind != "cpu" else p.name
             out.append(Entry(kind, p, st.st_size, st.st_mtime, name))
     out.sort(key=lambda e: e.mtime, reverse=True)
     return out
@@ -397,10 +397,11 @@ def _kernel_name(path: Path) -> str:
         with open(path, "rb") as f:
             f.readline()
             head = f.read(4096)
-        start = head.find(b'"name":"')
-        if start >= 0:
-            end = head.find(b'"', start + 8)
-            return json.loads(head[start + 7:end + 1])
+        for field_name in (b'"name":"', b'"kernel": "'):  # kernel entries, autotune entries
+            start = head.find(field_name)
+            if start >= 0:
+                end = head.find(b'"', start + len(field_name))
+                return json.loads(head[start + len(field_name) - 1:end + 1])
     except (OSError, ValueError):
         pass
     return "?"

@@ -1,0 +1,1 @@
+"""Developer tools around compiled kernels: layout pictures (``layout_svg``)."""
