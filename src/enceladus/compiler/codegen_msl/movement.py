@@ -170,15 +170,18 @@ class MovementMixin:
         types = [msl_type(x.type.element) for x in xs]
         for a, t in zip(accs, types):
             self.emit(f"{t} {a}[{n}];")
-        # 1. inside each thread
+        # 1. inside each thread; steps 1-3 work on the first register of each row only (others copy it at the end)
+        first = f"{self.digit(p, pd, 'e')} == 0" if pt > 1 else None
+        skip = f"if (!({first})) continue; " if first else ""
         self.emit(f"for (int e = 0; e < {n}; ++e) {{")
         self.indent += 1
-        self.emit(f"const int b = e - {self.digit(p, pd, 'e')} * {stride};")
+        if first:
+            self.emit(f"if (!({first})) continue;")
         for a, x in zip(accs, xs):
-            self.emit(f"{a}[e] = {self.ref(x, lx, 'b')};")
+            self.emit(f"{a}[e] = {self.ref(x, lx, 'e')};")
         if pt > 1:
             args = ", ".join(f"{a}[e]" for a in accs) + ", " + ", ".join(
-                self.ref(x, lx, f"b + k * {stride}") for x in xs)
+                self.ref(x, lx, f"e + k * {stride}") for x in xs)
             self.emit(f"for (int k = 1; k < {pt}; ++k) {combine}({args});")
         self.indent -= 1
         self.emit("}")
@@ -189,6 +192,8 @@ class MovementMixin:
             ls = self.lane_stride(p, pd)
             self.emit(f"for (ushort m = {ls}; m < {ls * lanes}; m <<= 1) for (int e = 0; e < {n}; ++e) {{")
             self.indent += 1
+            if skip:
+                self.emit(skip.strip())
             for i, (a, t) in enumerate(zip(accs, types)):
                 self.emit(f"const {t} o{i} = enc_shfl_xor({a}[e], m);")
             self.emit("if ((enc_lane & m) != 0) {  // combine in coordinate order on both lanes")
@@ -223,6 +228,8 @@ class MovementMixin:
             self.barrier()
             self.emit(f"for (int e = 0; e < {n}; ++e) {{")
             self.indent += 1
+            if skip:
+                self.emit(skip.strip())
             self.emit(f"const int row = {row};")
             for a, buf, t in zip(accs, bufs, types):
                 self.emit(f"{a}[e] = {self._read(buf, 'row', t)};")
@@ -233,6 +240,9 @@ class MovementMixin:
             self.emit("}")
             self.notes.append(f"reduction of %{op.results[0].id}: {warps} SIMD groups combine through threadgroup "
                               "memory (1 barrier" + (", plus 1 before reuse in a loop)" if self.depth else ")"))
+        if first:
+            self.emit(f"for (int e = 0; e < {n}; ++e) {{ const int b = e - {self.digit(p, pd, 'e')} * {stride}; "
+                      + " ".join(f"{a}[e] = {a}[b];" for a in accs) + " }")
         for r, a in zip(op.results, accs):
             if r.type.is_tile:
                 self.refs[(r.id, self.plan.homes[r.id])] = a + "[{e}]"

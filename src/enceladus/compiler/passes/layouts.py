@@ -161,9 +161,10 @@ class _Assigner:
                 for a in region.args:
                     pure[a.id] = False
                 self.mark_pure(region.ops)
-            ok = op.name in _TRANSPARENT and all(pure.get(o.id, True) for o in op.operands)
+            # scalars are uniform: a splat of any scalar is available in every layout
+            ok = op.name in _TRANSPARENT and all(pure.get(o.id, True) or not o.type.is_tile for o in op.operands)
             for r in op.results:
-                pure[r.id] = ok
+                pure[r.id] = ok or not r.type.is_tile
 
     def first_need(self, v: ir.Value) -> TileLayout | None:
         lst = self.plan.needs.get(v.id)

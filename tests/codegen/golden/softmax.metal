@@ -1,0 +1,127 @@
+#include <metal_stdlib>
+using namespace metal;
+
+// simd_shuffle_xor for every element type (Metal has none for bool, long, ulong and bfloat)
+template <typename T> static inline T enc_shfl_xor(T v, ushort m) { return simd_shuffle_xor(v, m); }
+static inline bool enc_shfl_xor(bool v, ushort m) { return simd_shuffle_xor(ushort(v), m) != 0; }
+static inline long enc_shfl_xor(long v, ushort m) {
+    const uint2 u = as_type<uint2>(v);
+    return as_type<long>(uint2(simd_shuffle_xor(u.x, m), simd_shuffle_xor(u.y, m)));
+}
+static inline ulong enc_shfl_xor(ulong v, ushort m) {
+    const uint2 u = as_type<uint2>(v);
+    return as_type<ulong>(uint2(simd_shuffle_xor(u.x, m), simd_shuffle_xor(u.y, m)));
+}
+static inline bfloat enc_shfl_xor(bfloat v, ushort m) {
+    return as_type<bfloat>(simd_shuffle_xor(as_type<ushort>(v), m));
+}
+
+static inline void enc_combine1(thread float& enc_a0, float enc_b0) {
+    const float v18 = fmax(enc_a0, enc_b0);
+    const auto enc_y0 = v18;
+    enc_a0 = enc_y0;
+}
+
+static inline void enc_combine4(thread float& enc_a0, float enc_b0) {
+    const float v25 = (enc_a0 + enc_b0);
+    const auto enc_y0 = v25;
+    enc_a0 = enc_y0;
+}
+
+struct softmax_kernel_args {
+    int n_rows;
+    int n_cols;
+    int stride;
+};
+
+kernel void softmax_kernel(
+    device const float* x_ptr [[buffer(0)]],
+    device float* out_ptr [[buffer(1)]],
+    constant softmax_kernel_args& enc_args [[buffer(2)]],
+    uint3 enc_pid [[threadgroup_position_in_grid]],
+    uint enc_tid [[thread_index_in_threadgroup]])
+{
+    const int n_rows = enc_args.n_rows;
+    const int n_cols = enc_args.n_cols;
+    const int stride = enc_args.stride;
+    threadgroup float enc_smem3[4];  // reduction of %19 across SIMD groups
+    threadgroup float enc_smem6[4];  // reduction of %26 across SIMD groups
+    const uint enc_lane = enc_tid % 32u;
+    const uint enc_warp = enc_tid / 32u;
+    (void)enc_lane; (void)enc_warp;
+    // L0 = blocked<shape=[1024], spt=[4], tpw=[32], wpc=[4], order=[0]>: 8 elements per thread
+    const int L0_b0 = ((int(enc_warp) / 1) % 4) * 128 + ((int(enc_lane) / 1) % 32) * 4;
+    const int v5 = int(enc_pid.x);
+    bool v8[8];
+    for (int e = 0; e < 8; ++e) v8[e] = ((L0_b0 + ((e) % 4) + ((e) / 4) * 512) < n_cols);
+    const int v9 = (v5 * stride);
+    const auto v10 = (x_ptr + v9);
+    const float v13 = as_type<float>(0xff800000u);
+    float v15[8];
+    for (int e = 0; e < 8; ++e) v15[e] = v8[e] ? *(v10 + (L0_b0 + ((e) % 4) + ((e) / 4) * 512)) : v13;
+    float r2[8];
+    for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        r2[e] = v15[e];
+        for (int k = 1; k < 8; ++k) enc_combine1(r2[e], v15[e + k * 1]);
+    }
+    for (ushort m = 1; m < 32; m <<= 1) for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        const float o0 = enc_shfl_xor(r2[e], m);
+        if ((enc_lane & m) != 0) {  // combine in coordinate order on both lanes
+            const float s0 = r2[e]; r2[e] = o0;
+            enc_combine1(r2[e], s0);
+        } else {
+            enc_combine1(r2[e], o0);
+        }
+    }
+    if (((int(enc_lane) / 1) % 32) == 0 && ((int(enc_warp) / 1) % 4) < 4) for (int e = 0; e < 8; ++e) if ((e) == 0) {
+        enc_smem3[((int(enc_warp) / 1) % 4) * 1 + 0] = r2[e];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        const int row = 0;
+        r2[e] = enc_smem3[row];
+        for (int w = 1; w < 4; ++w) enc_combine1(r2[e], enc_smem3[w * 1 + row]);
+    }
+    for (int e = 0; e < 8; ++e) { const int b = e - (e) * 1; r2[e] = r2[b]; }
+    const float v19 = r2[0];
+    float v21[8];
+    for (int e = 0; e < 8; ++e) v21[e] = (v15[e] - v19);
+    float v22[8];
+    for (int e = 0; e < 8; ++e) v22[e] = precise::exp(v21[e]);
+    float r5[8];
+    for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        r5[e] = v22[e];
+        for (int k = 1; k < 8; ++k) enc_combine4(r5[e], v22[e + k * 1]);
+    }
+    for (ushort m = 1; m < 32; m <<= 1) for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        const float o0 = enc_shfl_xor(r5[e], m);
+        if ((enc_lane & m) != 0) {  // combine in coordinate order on both lanes
+            const float s0 = r5[e]; r5[e] = o0;
+            enc_combine4(r5[e], s0);
+        } else {
+            enc_combine4(r5[e], o0);
+        }
+    }
+    if (((int(enc_lane) / 1) % 32) == 0 && ((int(enc_warp) / 1) % 4) < 4) for (int e = 0; e < 8; ++e) if ((e) == 0) {
+        enc_smem6[((int(enc_warp) / 1) % 4) * 1 + 0] = r5[e];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        const int row = 0;
+        r5[e] = enc_smem6[row];
+        for (int w = 1; w < 4; ++w) enc_combine4(r5[e], enc_smem6[w * 1 + row]);
+    }
+    for (int e = 0; e < 8; ++e) { const int b = e - (e) * 1; r5[e] = r5[b]; }
+    const float v26 = r5[0];
+    float v28[8];
+    for (int e = 0; e < 8; ++e) v28[e] = (v22[e] / v26);
+    const int v29 = (v5 * stride);
+    const auto v30 = (out_ptr + v29);
+    for (int e = 0; e < 8; ++e) if (v8[e]) *(v30 + (L0_b0 + ((e) % 4) + ((e) / 4) * 512)) = v28[e];
+}
