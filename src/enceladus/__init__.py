@@ -21,6 +21,20 @@ from .compiler.driver import CompiledKernel, KernelABI
 from .errors import CompilationError, LaunchError, OutOfResources
 from .runtime.autotune import Autotuner, Config, Heuristics, autotune, heuristics
 from .runtime.jit import JITFunction
+from .runtime.shader import ShaderLibrary, compile_shader
+from .runtime.stream import Stream, current_stream, default_stream, synchronize
+from .runtime.tensor import (
+    Tensor,
+    empty,
+    empty_like,
+    from_dlpack,
+    from_numpy,
+    full,
+    ones,
+    tensor,
+    zeros,
+    zeros_like,
+)
 
 __version__ = "0.1.0"
 
@@ -93,6 +107,9 @@ def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[s
 __all__ = ["Autotuner", "CompilationError", "CompiledKernel", "Config", "Heuristics", "JITFunction", "KernelABI",
            "LaunchError", "OutOfResources", "autotune", "cdiv", "compile", "heuristics", "jit", "language",
            "next_power_of_2", "testing"]
+# Tensors, streams and hand-written MSL (runtime/tensor.py, stream.py, shader.py).
+__all__ += ["ShaderLibrary", "Stream", "Tensor", "compile_shader", "current_stream", "default_stream", "empty",
+            "empty_like", "from_dlpack", "from_numpy", "full", "ones", "synchronize", "tensor", "zeros", "zeros_like"]
 
 
 def __getattr__(name: str) -> Any:

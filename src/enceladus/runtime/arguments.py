@@ -35,9 +35,20 @@ def _int_type(value: int, name: str) -> str:
     raise ValueError(f"argument '{name}' = {value} does not fit in 64 bits; kernels take integers up to 2**64 - 1")
 
 
+_FROM_NUMPY: dict[np.dtype, dtypes.dtype | None] = {}
+
+
+def _from_numpy(dt: np.dtype) -> dtypes.dtype | None:
+    # dtypes.from_numpy scans every dtype; launches look the same few up again and again.
+    ty = _FROM_NUMPY.get(dt, _FROM_NUMPY)
+    if ty is _FROM_NUMPY:
+        ty = _FROM_NUMPY[dt] = dtypes.from_numpy(dt)
+    return ty  # type: ignore[return-value]
+
+
 def array_spec(arr: np.ndarray, name: str, specialize: bool) -> ArgSpec:
     """Check that ``arr`` can be passed to a kernel and describe it."""
-    ty = dtypes.from_numpy(arr.dtype)
+    ty = _from_numpy(arr.dtype)
     if ty is None or ty.is_fp64():
         hint = (" Apple GPUs have no float64: pass arr.astype(np.float32)." if arr.dtype == np.float64
                 else " Supported: bool, int8-64, uint8-64, float16, bfloat16 (ml_dtypes), float32.")
@@ -54,7 +65,7 @@ def array_spec(arr: np.ndarray, name: str, specialize: bool) -> ArgSpec:
             f"argument '{name}' has {arr.size} elements; kernels index with int32 offsets, so arrays are limited "
             f"to {MAX_ELEMENTS} elements. Split the work into several arrays or launches."
         )
-    aligned = specialize and arr.ctypes.data % 16 == 0
+    aligned = specialize and arr.__array_interface__["data"][0] % 16 == 0
     return ArgSpec("*" + ty.name, divisible_by_16=aligned)
 
 

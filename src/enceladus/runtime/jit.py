@@ -18,9 +18,10 @@ from ..language.core import constexpr
 from ..language.dtypes import dtype
 from . import arguments
 from .arguments import ArgSpec
-from .launch import launch
+from .fastpath import LaunchPlan, SlowPath, arg_key
+from .launch import debug_enabled, launch, launcher_for
 
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug")
 MAX_GRID = 2**32 - 1
 
 
@@ -83,6 +84,11 @@ class JITFunction:
         self.interpret = env_interp if interpret is None else interpret
         self.cache: dict[Any, CompiledKernel] = {}
         self._lock = threading.Lock()
+        # Fast path (runtime/fastpath.py): fast key -> LaunchPlan; per-position "is constexpr" flags.
+        self._fast: dict[Any, LaunchPlan] = {}
+        self._cflags = tuple(p.is_constexpr for p in self.params)
+        self._key_by_value = {p.name for p in self.params if p.is_constexpr} | set(LAUNCH_OPTIONS)
+        self._defaults = [p.default for p in self.params]
 
     def __repr__(self) -> str:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
@@ -168,15 +174,43 @@ class JITFunction:
         return kernel
 
     # --- launch --------------------------------------------------------------------------------------
+    def _fast_key(self, args: tuple, kwargs: dict[str, Any]) -> Any:
+        """Everything specialization can see of these arguments (see runtime/fastpath.py)."""
+        cflags = self._cflags
+        if len(args) > len(cflags):
+            raise SlowPath
+        key = [a if c else arg_key(a) for a, c in zip(args, cflags)]
+        if kwargs:
+            by_value = self._key_by_value
+            for name, v in kwargs.items():
+                key.append((name, v if name in by_value else arg_key(v)))
+        return tuple(key)
+
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> CompiledKernel | None:
+        fkey = None
+        if not self.interpret and not self.debug:
+            try:
+                fkey = self._fast_key(args, kwargs)
+                plan = self._fast.get(fkey)
+            except (SlowPath, TypeError):  # TypeError: an unhashable constexpr
+                fkey = plan = None
+            if plan is not None and self.cache.get(plan.spec_key) is plan.kernel and not debug_enabled():
+                plan.run(args, kwargs, grid)
+                return plan.kernel
         values, options = self.bind(args, dict(kwargs))
         if self.interpret:
             from ..interpreter import interpret_launch
 
             interpret_launch(self, resolve_grid(grid, values), values, options)
             return None
+        debug = bool(options.pop("debug", False) or self.debug or debug_enabled())
         kernel = self.compile_for(values, options)
-        launch(kernel, resolve_grid(grid, values), values)
+        launch(kernel, resolve_grid(grid, values), values, debug=debug)
+        if fkey is not None and not debug:
+            spec_key = self._key(*self.specialize(values), options.get("num_warps", 4))
+            if self.cache.get(spec_key) is kernel:
+                self._fast[fkey] = LaunchPlan(spec_key, launcher_for(kernel), self.param_names, self._defaults,
+                                              len(args), [values[n] for n in self.param_names])
         return kernel
 
     def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> CompiledKernel:

@@ -1,0 +1,107 @@
+"""Debug mode: out-of-bounds device accesses and threadgroup-memory races become Python exceptions."""
+
+import numpy as np
+import pytest
+
+import enceladus
+import enceladus.language as tl
+from enceladus.backends.cpu import CpuBackend, KernelLaunchError
+
+SRC = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void shift_read(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                       uint i [[thread_position_in_grid]]) {
+    out[i] = x[i + 1];
+}
+kernel void write_before(device float* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    out[int(i) - 1024] = 1.0f;  // 4 KiB before the start: in the leading guard page
+}
+kernel void racy(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                 uint t [[thread_index_in_threadgroup]]) {
+    threadgroup float tile[64];
+    tile[t] = x[t];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    tile[t] = tile[t] * 2.0f;
+    out[t] = tile[63 - t];          // no barrier since the writes above: a race
+}
+kernel void safe(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                 threadgroup float* tile [[threadgroup(0)]], uint t [[thread_index_in_threadgroup]]) {
+    tile[t] = x[t];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[t] = tile[63 - t];
+}
+kernel void racy_param(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                       threadgroup float* tile [[threadgroup(0)]], uint t [[thread_index_in_threadgroup]]) {
+    tile[t] = x[t];
+    out[t] = tile[63 - t];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return enceladus.compile_shader(SRC)
+
+
+def test_out_of_bounds_read_names_kernel_buffer_threadgroup(lib):
+    x = np.arange(64, dtype=np.float32)
+    out = np.full(64, -1, np.float32)
+    with pytest.raises(enceladus.LaunchError, match=r"kernel 'shift_read', threadgroup \(1,0,0\): out-of-bounds "
+                                                    r"read of device buffer 'x': byte offset 256"):
+        lib.shift_read(x, out, threads=(64,), threads_per_threadgroup=(32,), debug=True)
+    assert (out == -1).all()  # a failed debug launch leaves the arrays untouched
+    lib.shift_read(x, out, threads=(63,), debug=True)  # the process is fine and in-bounds launches work
+    np.testing.assert_array_equal(out[:63], x[1:])
+
+
+def test_out_of_bounds_write_before_start(lib):
+    out = np.zeros(16, np.float32)
+    with pytest.raises(KernelLaunchError, match="out-of-bounds write of device buffer 'out'.*before its start"):
+        lib.write_before(out, threads=(16,), debug=True)
+
+
+def test_env_var_enables_debug(lib, monkeypatch):
+    monkeypatch.setenv("ENCELADUS_DEBUG", "1")
+    with pytest.raises(KernelLaunchError, match="out-of-bounds"):
+        lib.shift_read(np.zeros(32, np.float32), np.zeros(32, np.float32), threads=(32,))
+
+
+def test_race_on_static_threadgroup_array(lib):
+    with pytest.raises(KernelLaunchError, match=r"kernel 'racy', threadgroup \(0,0,0\): threadgroup-memory race "
+                                                r"on 'tile': thread \d+ reads"):
+        lib.racy(np.zeros(64, np.float32), np.zeros(64, np.float32), threads=(64,), threads_per_threadgroup=(64,),
+                 debug=True)
+
+
+def test_race_on_threadgroup_parameter_and_no_false_positive(lib):
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    lib.safe(x, out, threads=(64,), threads_per_threadgroup=(64,), threadgroup_memory={0: 256}, debug=True)
+    np.testing.assert_array_equal(out, x[::-1])
+    with pytest.raises(KernelLaunchError, match="race on 'tile'"):
+        lib.racy_param(x, out, threads=(64,), threads_per_threadgroup=(64,), threadgroup_memory={0: 256},
+                       debug=True)
+
+
+def test_backend_api_needs_sizes():
+    fn = CpuBackend().compile(SRC).function("shift_read")
+    x = np.zeros(8, np.float32)
+    with pytest.raises(KernelLaunchError, match="buffer_sizes"):
+        fn.launch((1, 1, 1), (8, 1, 1), {0: x.ctypes.data, 1: x.ctypes.data}, debug=True)
+
+
+@enceladus.jit(debug=True)
+def unmasked_copy(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+def test_jit_debug_catches_a_missing_mask():
+    x = np.arange(100, dtype=np.float32)
+    out = np.zeros(128, np.float32)
+    with pytest.raises(enceladus.LaunchError, match="unmasked_copy.*buffer 'x_ptr'"):
+        unmasked_copy[(1,)](x, out, BLOCK=128)
+    x2 = np.arange(128, dtype=np.float32)
+    unmasked_copy[(1,)](x2, out, BLOCK=128)
+    np.testing.assert_array_equal(out, x2)
