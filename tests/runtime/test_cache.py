@@ -211,7 +211,9 @@ def kern(x_ptr, n, BLOCK: tl.constexpr):
 """
 
 
-def _load(path: Path, scale: int, factor: int, tag: str):
+def _load(root: Path, scale: int, factor: int, tag: str):
+    path = root / tag / "m.py"  # a new directory each time: a rewritten file could reuse stale bytecode
+    path.parent.mkdir()
     path.write_text(MODULE.format(scale=scale, factor=factor))
     spec = importlib.util.spec_from_file_location(f"cache_key_mod_{tag}", path)
     mod = importlib.util.module_from_spec(spec)
@@ -223,11 +225,11 @@ def test_key_covers_callees_and_globals_not_identity(tmp_path: Path) -> None:
     def key(mod) -> str:
         return cache.kernel_key(mod.kern, {"x_ptr": "*fp32", "n": "i32"}, {"BLOCK": 64}, {}, {"num_warps": 4})
 
-    base = key(_load(tmp_path / "m.py", 1, 2, "a"))
-    assert key(_load(tmp_path / "m.py", 1, 2, "b")) == base  # same content in a new module object
-    assert key(_load(tmp_path / "m.py", 1, 3, "c")) != base  # callee source changed
-    assert key(_load(tmp_path / "m.py", 5, 2, "d")) != base  # a global the kernel reads changed
-    mod = _load(tmp_path / "m.py", 1, 2, "e")
+    base = key(_load(tmp_path, 1, 2, "a"))
+    assert key(_load(tmp_path, 1, 2, "b")) == base  # same content in a new module object
+    assert key(_load(tmp_path, 1, 3, "c")) != base  # callee source changed
+    assert key(_load(tmp_path, 5, 2, "d")) != base  # a global the kernel reads changed
+    mod = _load(tmp_path, 1, 2, "e")
     assert cache.kernel_key(mod.kern, {"x_ptr": "*fp32", "n": "i32"}, {"BLOCK": 128}, {}, {"num_warps": 4}) != base
     assert cache.kernel_key(mod.kern, {"x_ptr": "*fp16", "n": "i32"}, {"BLOCK": 64}, {}, {"num_warps": 4}) != base
     assert cache.kernel_key(mod.kern, {"x_ptr": "*fp32", "n": "i32"}, {"BLOCK": 64},

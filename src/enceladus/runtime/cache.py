@@ -22,7 +22,6 @@ compiling the same kernel both succeed. ``ENCELADUS_CACHE=0`` disables the cache
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import functools
 import hashlib
@@ -210,54 +209,73 @@ def describe_value(value: Any, seen: set[int] | None = None) -> str:
     raise Unkeyable(f"{type(value).__module__}.{type(value).__qualname__} value {value!r:.60}")
 
 
-def _global_refs(tree: ast.AST) -> list[tuple[str, ...]]:
-    """Every name, and attribute chain rooted at a name, that the function's body loads."""
-    refs: list[tuple[str, ...]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            chain: list[str] = []
-            cur: ast.AST = node
-            while isinstance(cur, ast.Attribute):
-                chain.append(cur.attr)
-                cur = cur.value
-            if isinstance(cur, ast.Name):
-                refs.append((cur.id, *reversed(chain)))
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            refs.append((node.id,))
-    return refs
+def _code_objects(code: Any) -> list[Any]:
+    out = [code]
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            out.extend(_code_objects(c))
+    return out
+
+
+def _hash_code(code: Any, h: Any) -> None:
+    """Hash a code object by content (bytecode, constants, names, line table), not by its file path."""
+    for part in (code.co_code, code.co_linetable, repr(code.co_names), repr(code.co_varnames),
+                 f"{code.co_qualname}:{code.co_firstlineno}:{code.co_argcount}:{code.co_kwonlyargcount}"):
+        h.update(part if isinstance(part, bytes) else part.encode())
+        h.update(b"\0")
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            _hash_code(c, h)
+        else:
+            h.update(f"{type(c).__name__}:{c!r}\0".encode())
 
 
 def function_digest(fn: Any, seen: set[int] | None = None) -> str:
-    """Hash of a ``@jit`` function's source and of everything it reads from its globals, transitively."""
+    """Hash of a ``@jit`` function and of everything it reads from its globals, transitively.
+
+    The function is hashed by its code object (bytecode, constants, names, line numbers; Python's version
+    is part of every key), annotations and defaults: the same source gives the same hash in every process
+    and path, and reading it needs no source parsing. Globals are found from the code's names, as
+    Triton's dependency finder does from the AST: ``@jit`` callees are hashed recursively, constants by
+    value, attributes of imported modules (``mod.helper``, ``cfg.BLOCK``) by what they resolve to.
+    """
     seen = set() if seen is None else seen
     if id(fn) in seen:
         return f"recursive:{fn.__name__}"
     seen.add(id(fn))
-    src = fn.source
-    h = hashlib.sha256(src.text.encode())
-    h.update(f"\0{os.path.basename(src.filename)}:{src.locate(src.tree)[0]}\0".encode())
-    glb = fn.fn.__globals__
-    for ref in sorted(set(_global_refs(src.tree))):
-        if ref[0] not in glb:
-            continue  # a local, a parameter or a builtin
-        value: Any = glb[ref[0]]
-        path = [ref[0]]
-        for attr in ref[1:]:  # follow module / namespace attributes (mod.helper, cfg.BLOCK)
-            if _is_jit(value) or isinstance(value, (int, float, str, bool)) or value is None:
-                break
-            if not hasattr(value, attr):
-                break
-            value = getattr(value, attr)
-            path.append(attr)
-        if type(value).__name__ == "module" and (value.__name__ or "").split(".")[0] == "enceladus":
-            continue  # tl.* itself is covered by compiler_digest()
-        try:
-            text = describe_value(value, seen)
-        except Unkeyable:
-            text = f"<{type(value).__qualname__}>"  # the compiler refuses such globals if a kernel uses them
-        h.update(f"{'.'.join(path)}={text}\0".encode())
+    func = fn.fn
+    h = hashlib.sha256()
+    _hash_code(func.__code__, h)
+    h.update(f"{os.path.basename(func.__code__.co_filename)}\0".encode())
+    for extra in (getattr(func, "__annotations__", {}), func.__defaults__, func.__kwdefaults__):
+        h.update(repr(_describe_loose(extra)).encode() + b"\0")
+    glb = func.__globals__
+    names = sorted({n for c in _code_objects(func.__code__) for n in c.co_names})
+    for name in names:
+        if name not in glb:
+            continue  # an attribute name, a local, or a builtin
+        value = glb[name]
+        if type(value).__name__ == "module":
+            if (value.__name__ or "").split(".")[0] == "enceladus":
+                continue  # tl.* itself is covered by compiler_digest()
+            for attr in names:  # mod.helper / cfg.BLOCK: every name the code uses that the module has
+                if attr != name and hasattr(value, attr):
+                    h.update(f"{name}.{attr}={_describe_loose(getattr(value, attr), seen)}\0".encode())
+            continue
+        h.update(f"{name}={_describe_loose(value, seen)}\0".encode())
     seen.discard(id(fn))
     return h.hexdigest()
+
+
+def _describe_loose(value: Any, seen: set[int] | None = None) -> str:
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_describe_loose(v, seen)}" for k, v in value.items()) + "}"
+    if isinstance(value, tuple) and not all(isinstance(v, (int, float, str, bool, type(None))) for v in value):
+        return "(" + ",".join(_describe_loose(v, seen) for v in value) + ")"
+    try:
+        return describe_value(value, seen)
+    except Unkeyable:
+        return f"<{type(value).__qualname__}>"  # the compiler refuses such globals if a kernel uses them
 
 
 def kernel_key(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],

@@ -1,0 +1,127 @@
+"""Time from a new Python process to a cached kernel ready and launched.
+
+    .venv/bin/python benchmarks/fresh_process.py [--runs 15]
+
+A child script defines a vector-add kernel and launches it once. The first child compiles it (and
+the cpu backend builds its library); every later child finds both in the disk cache. Each child
+reports, with ``time.perf_counter``:
+
+- ``imports``: ``import numpy`` + ``import enceladus``;
+- ``load``: the first ``warmup`` call: memory miss, disk-cache key, read, checksum, JSON -> CompiledKernel;
+- ``backend``: creating the backend (on ``cpu``: finding the C++ compiler, which runs ``CXX --version``);
+- ``first launch``: loading the cached shared library and running the kernel;
+- ``after imports``: load + backend + first launch (the claim: a few ms);
+- ``with imports``: imports + after imports;
+- ``process``: the whole child process as the parent sees it (interpreter start included).
+
+Also run with ``ENCELADUS_CACHE=0`` (the kernel is compiled to MSL in every process; the cpu
+backend's library cache still applies). Writes benchmarks/results/fresh_process.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = textwrap.dedent('''
+    import time
+    t0 = time.perf_counter()
+    import numpy as np
+    import enceladus
+    import enceladus.language as tl
+    t1 = time.perf_counter()
+
+    @enceladus.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    x = np.ones(4096, np.float32); y = np.ones_like(x); out = np.empty_like(x)
+    t2 = time.perf_counter()
+    kernel = add_kernel.warmup(x, y, out, x.size, BLOCK=1024)
+    t3 = time.perf_counter()
+    from enceladus.runtime.backend import get_backend
+    get_backend()
+    t4 = time.perf_counter()
+    add_kernel[(4,)](x, y, out, x.size, BLOCK=1024)
+    t5 = time.perf_counter()
+    assert (out == 2).all()
+    from enceladus.runtime import cache
+    print("RESULT " + __import__("json").dumps({
+        "imports": t1 - t0, "load": t3 - t2, "backend": t4 - t3, "first launch": t5 - t4,
+        "after imports": t5 - t1, "with imports": t5 - t0,
+        "compiled": cache.stats.compiled, "disk_hits": cache.stats.disk_hits}))
+''')
+
+COLUMNS = ("imports", "load", "backend", "first launch", "after imports", "with imports", "process")
+
+
+def run_child(script: Path, env: dict[str, str]) -> dict[str, float]:
+    start = time.perf_counter()
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=ROOT,
+                         timeout=300)
+    elapsed = time.perf_counter() - start
+    if res.returncode != 0:
+        raise SystemExit(f"child failed:\n{res.stderr}")
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("RESULT "))
+    out = json.loads(line[7:])
+    out["process"] = elapsed
+    return out
+
+
+def summarize(samples: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+    return {c: {"median_ms": 1e3 * statistics.median(s[c] for s in samples),
+                "min_ms": 1e3 * min(s[c] for s in samples)} for c in COLUMNS}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=15, help="fresh processes per configuration (default 15)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fresh_process.json"))
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="enceladus-fresh-") as tmp:
+        script = Path(tmp) / "child.py"
+        script.write_text(CHILD)
+        # bytecode cached (in the temporary directory), as in any installed package
+        env = {**os.environ, "ENCELADUS_CACHE_DIR": str(Path(tmp) / "cache"), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc")}
+        for var in ("ENCELADUS_CACHE", "PYTHONDONTWRITEBYTECODE"):
+            env.pop(var, None)
+        first = run_child(script, env)  # compiles and fills the cache
+        assert first["compiled"] == 1, first
+        cached = [run_child(script, env) for _ in range(args.runs)]
+        assert all(s["compiled"] == 0 and s["disk_hits"] == 1 for s in cached), "a cached run compiled"
+        uncached = [run_child(script, {**env, "ENCELADUS_CACHE": "0"}) for _ in range(args.runs)]
+    results = {"cached kernel": summarize(cached), "ENCELADUS_CACHE=0": summarize(uncached)}
+    width = max(len(c) for c in COLUMNS)
+    print(f"fresh process -> vector add ready and launched; median (min) ms over {args.runs} processes")
+    print(f"{'':<{width}}  {'cached kernel':>18}  {'ENCELADUS_CACHE=0':>18}")
+    for c in COLUMNS:
+        cells = [f"{r[c]['median_ms']:8.1f} ({r[c]['min_ms']:6.1f})" for r in results.values()]
+        print(f"{c:<{width}}  {cells[0]:>18}  {cells[1]:>18}")
+    record = {
+        "benchmark": "fresh_process",
+        "what": "new Python process -> cached vector-add kernel ready and launched (cpu backend unless on macOS)",
+        "runs": args.runs,
+        "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
+        "first_process_compiles_ms": {k: 1e3 * v for k, v in first.items() if k in COLUMNS},
+        "results": results,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
