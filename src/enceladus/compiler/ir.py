@@ -130,7 +130,8 @@ SHAPE = {"broadcast", "expand_dims", "squeeze", "permute", "reshape", "join", "s
 HINTS = {"multiple_of", "max_contiguous"}
 CONTROL = {"for", "if", "while", "yield"}
 REDUCTIONS = {"reduce", "scan"}
-ALL_OPS = ELEMENTWISE | MEMORY | SOURCES | SHAPE | HINTS | CONTROL | REDUCTIONS | {"barrier"}
+MATMUL = {"dot"}
+ALL_OPS = ELEMENTWISE | MEMORY | SOURCES | SHAPE | HINTS | CONTROL | REDUCTIONS | MATMUL | {"barrier"}
 
 
 class Function:

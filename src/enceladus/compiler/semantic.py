@@ -921,3 +921,50 @@ def assume(b: Builder, cond: Any) -> None:
 @rule("max_constancy")
 def max_constancy(b: Builder, input: Any, values: Any) -> Any:
     return input
+
+
+# --- dot ---------------------------------------------------------------------------------------------------
+
+INPUT_PRECISIONS = (None, "ieee", "tf32", "tf32x3", "hf32", "bf16", "bf16x3", "bf16x6")
+
+
+@rule("dot")
+def dot(b: Builder, input: Any, other: Any, acc: Any = None, input_precision: Any = None, allow_tf32: Any = None,
+        max_num_imprecise_acc: Any = None, out_dtype: Any = None) -> Value:
+    """Matrix product of [M, K] and [K, N] tiles (or [B, M, K] and [B, K, N]), accumulated in ``acc``."""
+    a, bt = _tile(input, "tl.dot"), _tile(other, "tl.dot")
+    ra, rb = len(a.type.shape), len(bt.type.shape)
+    if ra not in (2, 3) or ra != rb:
+        raise SemanticError(f"tl.dot needs two 2-D (or two 3-D, batched) tiles, got shapes {list(a.type.shape)} and "
+                            f"{list(bt.type.shape)}")
+    if a.type.shape[-1] != bt.type.shape[-2] or a.type.shape[:-2] != bt.type.shape[:-2]:
+        raise SemanticError(f"tl.dot: shapes {list(a.type.shape)} and {list(bt.type.shape)} do not agree "
+                            f"(the first tile's last dimension must equal the second tile's dimension -2)",
+                            "transpose an operand with tl.trans(x) or fix the block sizes")
+    ta, tb = a.type.element, bt.type.element
+    if ta != tb:
+        raise SemanticError(f"tl.dot operands must have the same dtype, got {ta} and {tb}",
+                            "convert one operand, e.g. b.to(a.dtype)")
+    if ta.name not in ("fp32", "fp16", "bf16", "int8"):
+        raise SemanticError(f"tl.dot does not support {ta} operands",
+                            "use float32, float16, bfloat16 or int8 operands (convert with .to(...))")
+    if input_precision not in INPUT_PRECISIONS:
+        raise SemanticError(f"tl.dot: unknown input_precision {input_precision!r}",
+                            "use 'ieee' (Apple GPUs multiply float32 exactly; 'tf32' is accepted and means the same)")
+    default_out = D.int32 if ta.name == "int8" else D.float32
+    shape = a.type.shape[:-1] + (bt.type.shape[-1],)
+    if acc is not None:
+        acc_v = acc if is_value(acc) else b.const(acc, default_out)
+        out_ty = acc_v.type.element if out_dtype is None else _dtype_arg(out_dtype)
+        if acc_v.type.element != out_ty:
+            raise SemanticError(f"tl.dot: acc is {acc_v.type.element} but out_dtype is {out_ty}",
+                                "make them agree (acc decides the result's dtype)")
+        acc_v = b.broadcast_to(acc_v, shape)
+    else:
+        out_ty = default_out if out_dtype is None else _dtype_arg(out_dtype)
+        acc_v = b.splat(b.const(0, out_ty), shape)
+    if ta.name == "int8" and out_ty.name != "int32":
+        raise SemanticError(f"tl.dot of int8 operands accumulates in int32, not {out_ty}", "use out_dtype=tl.int32")
+    if ta.is_floating() and out_ty.name not in ("fp32", "fp16", "bf16"):
+        raise SemanticError(f"tl.dot of {ta} operands cannot produce {out_ty}", "use out_dtype=tl.float32")
+    return b.emit("dot", [a, bt, acc_v], Type(out_ty, shape), input_precision=input_precision or "ieee")

@@ -65,10 +65,50 @@ kernel void softmax_kernel(
         r2[e] = v15[e];
         for (int k = 1; k < 8; ++k) enc_combine1(r2[e], v15[e + k * 1]);
     }
-    for (ushort m = 1; m < 32; m <<= 1) for (int e = 0; e < 8; ++e) {
+    for (int e = 0; e < 8; ++e) {
         if (!((e) == 0)) continue;
-        const float o0 = enc_shfl_xor(r2[e], m);
-        if ((enc_lane & m) != 0) {  // combine in coordinate order on both lanes
+        const float o0 = enc_shfl_xor(r2[e], ushort(1));
+        if ((enc_lane & 1u) != 0) {  // combine in coordinate order on both lanes
+            const float s0 = r2[e]; r2[e] = o0;
+            enc_combine1(r2[e], s0);
+        } else {
+            enc_combine1(r2[e], o0);
+        }
+    }
+    for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        const float o0 = enc_shfl_xor(r2[e], ushort(2));
+        if ((enc_lane & 2u) != 0) {  // combine in coordinate order on both lanes
+            const float s0 = r2[e]; r2[e] = o0;
+            enc_combine1(r2[e], s0);
+        } else {
+            enc_combine1(r2[e], o0);
+        }
+    }
+    for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        const float o0 = enc_shfl_xor(r2[e], ushort(4));
+        if ((enc_lane & 4u) != 0) {  // combine in coordinate order on both lanes
+            const float s0 = r2[e]; r2[e] = o0;
+            enc_combine1(r2[e], s0);
+        } else {
+            enc_combine1(r2[e], o0);
+        }
+    }
+    for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        const float o0 = enc_shfl_xor(r2[e], ushort(8));
+        if ((enc_lane & 8u) != 0) {  // combine in coordinate order on both lanes
+            const float s0 = r2[e]; r2[e] = o0;
+            enc_combine1(r2[e], s0);
+        } else {
+            enc_combine1(r2[e], o0);
+        }
+    }
+    for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        const float o0 = enc_shfl_xor(r2[e], ushort(16));
+        if ((enc_lane & 16u) != 0) {  // combine in coordinate order on both lanes
             const float s0 = r2[e]; r2[e] = o0;
             enc_combine1(r2[e], s0);
         } else {
@@ -97,10 +137,50 @@ kernel void softmax_kernel(
         r5[e] = v22[e];
         for (int k = 1; k < 8; ++k) enc_combine4(r5[e], v22[e + k * 1]);
     }
-    for (ushort m = 1; m < 32; m <<= 1) for (int e = 0; e < 8; ++e) {
+    for (int e = 0; e < 8; ++e) {
         if (!((e) == 0)) continue;
-        const float o0 = enc_shfl_xor(r5[e], m);
-        if ((enc_lane & m) != 0) {  // combine in coordinate order on both lanes
+        const float o0 = enc_shfl_xor(r5[e], ushort(1));
+        if ((enc_lane & 1u) != 0) {  // combine in coordinate order on both lanes
+            const float s0 = r5[e]; r5[e] = o0;
+            enc_combine4(r5[e], s0);
+        } else {
+            enc_combine4(r5[e], o0);
+        }
+    }
+    for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        const float o0 = enc_shfl_xor(r5[e], ushort(2));
+        if ((enc_lane & 2u) != 0) {  // combine in coordinate order on both lanes
+            const float s0 = r5[e]; r5[e] = o0;
+            enc_combine4(r5[e], s0);
+        } else {
+            enc_combine4(r5[e], o0);
+        }
+    }
+    for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        const float o0 = enc_shfl_xor(r5[e], ushort(4));
+        if ((enc_lane & 4u) != 0) {  // combine in coordinate order on both lanes
+            const float s0 = r5[e]; r5[e] = o0;
+            enc_combine4(r5[e], s0);
+        } else {
+            enc_combine4(r5[e], o0);
+        }
+    }
+    for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        const float o0 = enc_shfl_xor(r5[e], ushort(8));
+        if ((enc_lane & 8u) != 0) {  // combine in coordinate order on both lanes
+            const float s0 = r5[e]; r5[e] = o0;
+            enc_combine4(r5[e], s0);
+        } else {
+            enc_combine4(r5[e], o0);
+        }
+    }
+    for (int e = 0; e < 8; ++e) {
+        if (!((e) == 0)) continue;
+        const float o0 = enc_shfl_xor(r5[e], ushort(16));
+        if ((enc_lane & 16u) != 0) {  // combine in coordinate order on both lanes
             const float s0 = r5[e]; r5[e] = o0;
             enc_combine4(r5[e], s0);
         } else {

@@ -17,7 +17,8 @@ from ...language.dtypes import dtype
 from .. import ir
 from ..msl_types import MSL_TYPE, const_literal, msl_type, safe_name
 from ..passes.axis_info import AxisInfo
-from ..passes.layouts import WARP_SIZE, BlockedLayout, LayoutPlan, TileLayout
+from ..passes.layouts import WARP_SIZE, BlockedLayout, LayoutPlan, MmaLayout, TileLayout
+from .matmul import DotMixin
 from .memory import Access, MemoryMixin
 from .movement import MovementMixin
 from .tables import BINARY_INFIX, FLOAT_CALL, HELPERS
@@ -57,7 +58,7 @@ _SCALAR_SIZE = {"int1": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8
                 "uint64": 8, "fp16": 2, "bf16": 2, "fp32": 4}
 
 
-class MSLEmitter(MemoryMixin, MovementMixin):
+class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
     def __init__(self, fn: ir.Function, num_warps: int, axis: dict[int, AxisInfo], plan: LayoutPlan, header: str,
                  pooled: bool = False):
         self.fn = fn
@@ -107,6 +108,29 @@ class MSLEmitter(MemoryMixin, MovementMixin):
             self.preamble.append(f"// L{k} = {p}: {p.elems_per_thread} elements per thread")
         return self.layout_ids[p]
 
+    # --- simdgroup_matrix fragments (MmaLayout) -------------------------------------------------------------------
+    def fragment_lane(self) -> tuple[str, str]:
+        """This lane's row and first column inside every 8x8 fragment (see MmaLayout)."""
+        if not getattr(self, "_frag_lane", False):
+            self._frag_lane = True
+            self.preamble.append("const int enc_fr = 4 * ((int(enc_lane) >> 4) & 1) + 2 * ((int(enc_lane) >> 2) & 1) + "
+                                 "((int(enc_lane) >> 1) & 1);  // fragment row of this lane")
+            self.preamble.append("const int enc_fc = 4 * ((int(enc_lane) >> 3) & 1) + 2 * (int(enc_lane) & 1);"
+                                 "  // first fragment column of this lane")
+        return "enc_fr", "enc_fc"
+
+    def lane_masks(self, p: BlockedLayout | MmaLayout, d: int, lanes: int) -> list[int]:
+        """XOR masks that reach every lane holding another part of dimension ``d`` (low coordinates first)."""
+        if isinstance(p, MmaLayout):
+            return [1, 8] if d == 1 else [2, 4, 16]
+        ls = self.lane_stride(p, d)
+        return [ls << i for i in range(lanes.bit_length() - 1)]
+
+    def lane_is_first(self, p: BlockedLayout | MmaLayout, d: int) -> str:
+        if isinstance(p, MmaLayout):
+            return "(int(enc_lane) & 9) == 0" if d == 1 else "(int(enc_lane) & 22) == 0"
+        return f"{self.lane_coord(p, d)} == 0"
+
     def lane_coord(self, p: BlockedLayout, d: int) -> str:
         stride = 1
         for dd in p.order:
@@ -116,7 +140,11 @@ class MSLEmitter(MemoryMixin, MovementMixin):
         tpw = p.threads_per_warp[d]
         return f"((int(enc_lane) / {stride}) % {tpw})" if tpw > 1 else "0"
 
-    def warp_coord(self, p: BlockedLayout, d: int) -> str:
+    def warp_coord(self, p: BlockedLayout | MmaLayout, d: int) -> str:
+        if isinstance(p, MmaLayout):
+            wm, wn = p.warps
+            return (f"(int(enc_warp) / {wn})" if wm > 1 else "0") if d == 0 else \
+                (f"(int(enc_warp) % {wn})" if wn > 1 else "0")
         stride = 1
         for dd in p.order:
             if dd == d:
@@ -154,8 +182,20 @@ class MSLEmitter(MemoryMixin, MovementMixin):
             local = f"({local} % {pt})"
         return local
 
-    def raw_coord(self, p: BlockedLayout, d: int, e: str) -> str:
+    def raw_coord(self, p: BlockedLayout | MmaLayout, d: int, e: str) -> str:
         """The coordinate along ``d`` of register ``e`` before wrapping (>= shape on replicas)."""
+        if isinstance(p, MmaLayout):
+            fr, fc = self.fragment_lane()
+            fm, fn = p.frags
+            block = p.shape[d] // p.warps[d]
+            w = self.warp_coord(p, d)
+            start = f"{w} * {block} + " if w != "0" else ""
+            if d == 0:
+                frag = f"(({e}) / {2 * fn}) * 8 + " if fm > 1 else ""
+                return f"({start}{frag}{fr})"
+            local = f"(({e}) % {2 * fn})" if fm > 1 else f"({e})"
+            frag = f"({local} / 2) * 8 + " if fn > 1 else ""
+            return f"({start}{frag}{fc} + {local} % 2)"
         b = self.base(p, d)
         spt, pt, cta = p.size_per_thread[d], p.per_thread[d], p.cta_tile[d]
         if pt == 1:
@@ -239,6 +279,8 @@ class MSLEmitter(MemoryMixin, MovementMixin):
             self.emit_reduce(op)
         elif name == "scan":
             self.emit_scan(op)
+        elif name == "dot":
+            self.emit_dot(op)
         elif name == "split":
             self.emit_split(op)
         elif name in ("reshape", "cat", "flip", "convert"):

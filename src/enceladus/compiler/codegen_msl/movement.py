@@ -6,7 +6,7 @@ from __future__ import annotations
 from ... import errors
 from .. import ir
 from ..msl_types import msl_type
-from ..passes.layouts import TileLayout
+from ..passes.layouts import MmaLayout, TileLayout
 
 MAX_THREADGROUP_MEMORY = 32 * 1024
 
@@ -186,17 +186,17 @@ class MovementMixin:
         self.indent -= 1
         self.emit("}")
         # 2. across the lanes of a SIMD group that hold other parts of the row
-        lanes = min(p.threads_per_warp[pd], max(1, p.shape[pd] // p.size_per_thread[pd]))
-        if lanes > 1:
+        masks, warps = self.spread(p, pd)
+        if masks:
             self.helpers.add("enc_shfl")
-            ls = self.lane_stride(p, pd)
-            self.emit(f"for (ushort m = {ls}; m < {ls * lanes}; m <<= 1) for (int e = 0; e < {n}; ++e) {{")
+        for mask in masks:  # butterfly: one step per lane bit that changes the coordinate along pd
+            self.emit(f"for (int e = 0; e < {n}; ++e) {{")
             self.indent += 1
             if skip:
                 self.emit(skip.strip())
             for i, (a, t) in enumerate(zip(accs, types)):
-                self.emit(f"const {t} o{i} = enc_shfl_xor({a}[e], m);")
-            self.emit("if ((enc_lane & m) != 0) {  // combine in coordinate order on both lanes")
+                self.emit(f"const {t} o{i} = enc_shfl_xor({a}[e], ushort({mask}));")
+            self.emit(f"if ((enc_lane & {mask}u) != 0) {{  // combine in coordinate order on both lanes")
             for i, (a, t) in enumerate(zip(accs, types)):
                 self.emit(f"    const {t} s{i} = {a}[e]; {a}[e] = o{i};")
             self.emit(f"    {combine}({', '.join(f'{a}[e]' for a in accs)}, {', '.join(f's{i}' for i in range(len(xs)))});")
@@ -206,7 +206,6 @@ class MovementMixin:
             self.indent -= 1
             self.emit("}")
         # 3. across SIMD groups, through threadgroup memory
-        warps = min(p.warps_per_cta[pd], max(1, p.shape[pd] // (p.size_per_thread[pd] * p.threads_per_warp[pd])))
         if warps > 1:
             rows = 1
             for d, s in enumerate(p.shape):
@@ -219,8 +218,8 @@ class MovementMixin:
                 st, size = self.storage_type(x)
                 bufs.append(self.smem(st, warps * rows, f"reduction of %{op.results[0].id} across SIMD groups", size))
             wc = self.warp_coord(p, pd)
-            lc = self.lane_coord(p, pd)
-            self.emit(f"if ({lc} == 0 && {wc} < {warps}) for (int e = 0; e < {n}; ++e) if ({self.digit(p, pd, 'e')} "
+            lc = self.lane_is_first(p, pd)
+            self.emit(f"if ({lc} && {wc} < {warps}) for (int e = 0; e < {n}; ++e) if ({self.digit(p, pd, 'e')} "
                       f"== 0) {{")
             for a, buf in zip(accs, bufs):
                 self.emit(f"    {buf}[{wc} * {rows} + {row}] = {a}[e];")
@@ -249,6 +248,14 @@ class MovementMixin:
             else:
                 self.emit(f"const {msl_type(r.type.element)} v{r.id} = {a}[0];")
                 self.refs[(r.id, None)] = f"v{r.id}"
+
+    def spread(self, p, pd: int) -> tuple[list[int], int]:
+        """How the distinct elements along ``pd`` spread over lanes (XOR masks) and SIMD groups (count)."""
+        if isinstance(p, MmaLayout):
+            return self.lane_masks(p, pd, 0), p.warps[pd]
+        lanes = min(p.threads_per_warp[pd], max(1, p.shape[pd] // p.size_per_thread[pd]))
+        warps = min(p.warps_per_cta[pd], max(1, p.shape[pd] // (p.size_per_thread[pd] * p.threads_per_warp[pd])))
+        return self.lane_masks(p, pd, lanes), warps
 
     def _read(self, buf: str, idx: str, t: str) -> str:
         return f"({buf}[{idx}] != 0)" if t == "bool" else f"{buf}[{idx}]"

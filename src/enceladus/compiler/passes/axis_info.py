@@ -125,6 +125,9 @@ def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
         return AxisInfo(tuple(contig), div, const)
     if name == "mul":
         a, b = ins
+        for i, other in ((0, b), (1, a)):
+            if _constant_value(op.operands[i]) == 1:  # x * 1 (e.g. a stride specialized to 1) keeps x's facts
+                return other
 
         def run_div(x: AxisInfo, i: int) -> int:
             # the elements inside a run [2^k, 2^k + 1, ...] are not multiples of 2^k: after a product only the
@@ -160,6 +163,15 @@ def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
     if name == "select":
         return AxisInfo((1,) * n, tuple(gcd(ins[1].divisibility[i], ins[2].divisibility[i]) for i in range(n)), const)
     return AxisInfo((1,) * n, (1,) * n, const)
+
+
+def _constant_value(v: ir.Value):
+    """The value of a constant scalar, or of a splat/broadcast of one; None otherwise."""
+    while v.op is not None and v.op.name in ("splat", "broadcast", "expand_dims"):
+        v = v.op.operands[0]
+    if v.op is not None and v.op.name == "const":
+        return v.op.attrs["value"]
+    return None
 
 
 def _gcd_all(xs) -> int:

@@ -70,10 +70,66 @@ class BlockedLayout:
 
 
 @dataclass(frozen=True)
+class MmaLayout:
+    """The accumulator layout of ``tl.dot`` on ``simdgroup_matrix``: the [M, N] tile is cut into 8x8 fragments,
+    ``warps`` = (wm, wn) SIMD groups each own a block of (M/wm) x (N/wn), and in every fragment lane l holds two
+    adjacent elements of one row: row = 4*((l>>4)&1) + 2*((l>>2)&1) + ((l>>1)&1), col = 4*((l>>3)&1) + 2*(l&1) + j.
+
+    That lane layout is what MLX, tinygrad, metal-flash-attention and a probe on M1 agree on; Apple's
+    specification leaves it unspecified (docs/verification.md)."""
+
+    shape: tuple[int, int]
+    warps: tuple[int, int]
+
+    @property
+    def frags(self) -> tuple[int, int]:
+        return self.shape[0] // (8 * self.warps[0]), self.shape[1] // (8 * self.warps[1])
+
+    @property
+    def elems_per_thread(self) -> int:
+        fm, fn = self.frags
+        return fm * fn * 2
+
+    # the blocked-layout vocabulary the code generator uses
+    order = (1, 0)
+    size_per_thread = (1, 2)
+    replicated = (False, False)
+
+    @property
+    def per_thread(self) -> tuple[int, int]:
+        fm, fn = self.frags
+        return fm, 2 * fn
+
+    def slot_stride(self, d: int) -> int:
+        return 1 if d == 1 else 2 * self.frags[1]
+
+    def __str__(self) -> str:
+        return f"mma<shape={list(self.shape)}, warps={list(self.warps)}, fragments={list(self.frags)}>"
+
+
+def mma_layout(shape: tuple[int, ...], num_warps: int) -> MmaLayout | None:
+    """The simdgroup_matrix accumulator layout for an [M, N] dot result, or None when the shape does not split
+    into 8x8 fragments over all SIMD groups."""
+    if len(shape) != 2:
+        return None
+    m, n = shape
+    best = None
+    wm = 1
+    while wm <= num_warps:
+        wn = num_warps // wm
+        if m % (8 * wm) == 0 and n % (8 * wn) == 0:
+            score = abs((m // wm) - (n // wn))
+            if best is None or score < best[0]:
+                best = (score, (wm, wn))
+        wm *= 2
+    return MmaLayout((m, n), best[1]) if best else None
+
+
+@dataclass(frozen=True)
 class TileLayout:
     """A tile held in ``parent``'s registers; value dimension i is parent dimension ``dims[i]``."""
 
-    parent: BlockedLayout
+    parent: BlockedLayout | MmaLayout
     dims: tuple[int, ...]
 
     def __str__(self) -> str:
@@ -177,8 +233,72 @@ class _Assigner:
         return layout
 
     # --- the backward walk ---------------------------------------------------------------------------
+    # --- forward preferences: layouts a value is best computed in because of how it is produced -----------------
+    def prefer_block(self, block: ir.Block) -> None:
+        pref = self.pref
+        for op in block.ops:
+            name = op.name
+            if name == "dot":
+                mma = self.dot_layout(op)
+                if mma is not None:
+                    pref[op.result.id] = TileLayout(mma, (0, 1))
+            elif name in ("for", "while"):
+                body = op.regions[-1]
+                carried = body.args[1:] if name == "for" else body.args
+                for _ in range(2):  # the second pass sees the preferences of the values the body yields
+                    for region in op.regions:
+                        args = region.args[1:] if (name == "for") else region.args
+                        for a, r in zip(args, op.results):
+                            if r.id in pref:
+                                pref[a.id] = pref[r.id]
+                        self.prefer_block(region)
+                    for y, r, a in zip(body.terminator.operands, op.results, carried):
+                        if y.id in pref and y.type == r.type:
+                            pref[r.id] = pref[y.id]
+            elif name == "if":
+                for region in op.regions:
+                    self.prefer_block(region)
+                for i, r in enumerate(op.results):
+                    for region in op.regions:
+                        y = region.terminator.operands[i]
+                        if y.id in pref and r.id not in pref:
+                            pref[r.id] = pref[y.id]
+            elif name == "reduce":
+                x = op.operands[0]
+                if x.id in pref and op.results[0].type.is_tile:
+                    lx = pref[x.id]
+                    axis = op.attrs["axis"]
+                    for r in op.results:
+                        pref[r.id] = TileLayout(lx.parent, lx.dims[:axis] + lx.dims[axis + 1:])
+            elif name in ir.ELEMENTWISE or name in ("broadcast", "expand_dims"):
+                r = op.result
+                for o in op.operands:
+                    if o.id in pref and not self.plan.pure.get(o.id, True):
+                        lo = pref[o.id]
+                        if name == "expand_dims":
+                            free = [d for d in range(len(lo.parent.shape)) if d not in lo.dims]
+                            if not free:
+                                break
+                            axis = op.attrs["axis"]
+                            lo = TileLayout(lo.parent, lo.dims[:axis] + (free[0],) + lo.dims[axis:])
+                        if len(lo.dims) == len(r.type.shape):
+                            pref[r.id] = lo
+                        break
+
+    def dot_layout(self, op: ir.Op) -> MmaLayout | None:
+        """The simdgroup_matrix accumulator layout of a dot, or None for the FMA path."""
+        if "_mma" not in op.attrs:
+            a, b = op.operands[0], op.operands[1]
+            r = op.result
+            ok = (len(r.type.shape) == 2 and a.type.element.is_floating()
+                  and all(s % 8 == 0 for s in (*r.type.shape, a.type.shape[-1])))
+            op.attrs["_mma"] = mma_layout(r.type.shape, self.num_warps) if ok else None
+        return op.attrs["_mma"]
+
     def run(self) -> LayoutPlan:
         self.mark_pure(self.fn.ops)
+        self.pref: dict[int, TileLayout] = {}
+        self.prefer_block(self.fn.body)
         self.block(self.fn.body)
         return self.plan
 
@@ -192,7 +312,8 @@ class _Assigner:
         if name == "store":
             ptr = op.operands[0]
             if ptr.type.is_tile:
-                layout = self.anchor(ptr.type.shape)
+                # store straight from the layout the value is produced in (e.g. dot accumulators) when it has one
+                layout = self.pref.get(op.operands[1].id) or self.anchor(ptr.type.shape)
                 for o in op.operands:
                     plan.demand(o, layout)
             return
@@ -215,6 +336,9 @@ class _Assigner:
         if r is None or not r.type.is_tile:
             return
         layouts = list(plan.needs.get(r.id, []))
+        if name == "dot":
+            self.dot(op)
+            return
         if not layouts:
             if plan.pure[r.id]:
                 return  # dead index arithmetic
@@ -226,7 +350,7 @@ class _Assigner:
                     plan.demand(o, self.anchor(o.type.shape))
             return
         if not plan.pure[r.id]:
-            layouts = [self.home(r, layouts[0])]  # computed once; other demands are conversions
+            layouts = [self.home(r, self.pref.get(r.id, layouts[0]))]  # computed once; others are conversions
         else:
             r.layout = layouts[0]
         for layout in layouts:
@@ -240,7 +364,7 @@ class _Assigner:
         homes = []
         for r in op.results:
             if r.type.is_tile:
-                homes.append(self.home(r, self.first_need(r) or self.anchor(r.type.shape)))
+                homes.append(self.home(r, self.pref.get(r.id) or self.first_need(r) or self.anchor(r.type.shape)))
             else:
                 homes.append(None)
         for region in op.regions:
@@ -267,13 +391,15 @@ class _Assigner:
         x0 = op.operands[0]
         r0 = op.results[0]
         if op.name == "scan":
-            lx = self.first_need(r0) or self.anchor(x0.type.shape)
+            lx = self.first_need(r0)
+            if lx is None or not isinstance(lx.parent, BlockedLayout):
+                lx = self.anchor(x0.type.shape)  # scans walk blocked layouts
             for r in op.results:
                 self.home(r, lx)
         else:
             want = self.first_need(r0) if r0.type.is_tile else None
-            lx = None
-            if want is not None and len(want.parent.shape) == len(x0.type.shape):
+            lx = self.pref.get(x0.id)
+            if lx is None and want is not None and len(want.parent.shape) == len(x0.type.shape):
                 free = [d for d in range(len(want.parent.shape)) if d not in want.dims]
                 if len(free) == 1:
                     lx = TileLayout(want.parent, want.dims[:axis] + (free[0],) + want.dims[axis:])
@@ -286,6 +412,24 @@ class _Assigner:
         for x in op.operands:
             plan.demand(x, lx)
         # combine regions hold only scalars
+
+
+    def dot(self, op: ir.Op) -> None:
+        r = op.result
+        mma = self.dot_layout(op)
+        if mma is not None:
+            home = TileLayout(mma, (0, 1))
+        else:  # the FMA path computes in any blocked layout
+            want = self.first_need(r)
+            home = want if want is not None and isinstance(want.parent, BlockedLayout) else self.anchor(r.type.shape)
+        self.home(r, home)
+        a, b, acc = op.operands
+        # operands are staged through threadgroup memory from whatever layout they are produced in
+        op.attrs["_a_layout"] = self.pref.get(a.id) or self.anchor(a.type.shape)
+        op.attrs["_b_layout"] = self.pref.get(b.id) or self.anchor(b.type.shape)
+        self.plan.demand(a, op.attrs["_a_layout"])
+        self.plan.demand(b, op.attrs["_b_layout"])
+        self.plan.demand(acc, home)
 
 
 def operand_layout(op: ir.Op, i: int, layout: TileLayout) -> TileLayout:

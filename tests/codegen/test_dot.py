@@ -1,0 +1,122 @@
+"""tl.dot: simdgroup_matrix and multiply-add paths on every available path vs NumPy."""
+
+import inspect
+
+import numpy as np
+import pytest
+from paths import run_on_all_paths
+
+import enceladus
+from enceladus import CompilationError
+
+from . import dot_kernels as dk
+
+RNG = np.random.default_rng(11)
+TOL = {"float32": (1e-4, 1e-4), "float16": (2e-2, 2e-2), "bfloat16": (5e-2, 5e-2)}
+
+
+def _arrays(dtype, *shapes):
+    if dtype == "bfloat16":
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        dtype = ml_dtypes.bfloat16
+    return [RNG.standard_normal(s).astype(np.float32).astype(dtype) for s in shapes]
+
+
+def _matmul(M, N, K, dtype, BM, BN, BK, num_warps, epilogue="none", out_dtype=np.float32):
+    a, b = _arrays(dtype, (M, K), (K, N))
+
+    def reference(a, b, c, *rest):
+        r = a.astype(np.float32) @ b.astype(np.float32)
+        if epilogue == "leaky":
+            r = r * 0.5
+            r = np.where(r >= 0, r, r * np.float32(0.01))
+        return {2: r.astype(out_dtype)}
+
+    rtol, atol = TOL[dtype]
+    grid = (enceladus.cdiv(M, BM), enceladus.cdiv(N, BN))
+    run_on_all_paths(dk.matmul_kernel, grid,
+                     lambda: (a, b, np.zeros((M, N), out_dtype), M, N, K, K, 1, N, 1, N, 1), reference,
+                     constexprs={"BM": BM, "BN": BN, "BK": BK, "EPILOGUE": epilogue}, num_warps=num_warps,
+                     rtol=rtol, atol=atol * np.sqrt(K))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_matmul_ragged(dtype):
+    _matmul(257, 129, 77, dtype, 32, 32, 16, 4)
+
+
+@pytest.mark.parametrize("num_warps", [1, 2, 4, 8])
+def test_matmul_num_warps(num_warps):
+    _matmul(128, 96, 64, "float32", 64, 32, 32, num_warps)
+
+
+def test_matmul_epilogue_fusion_and_fp16_output():
+    _matmul(100, 72, 40, "float16", 32, 64, 16, 4, epilogue="leaky", out_dtype=np.float16)
+
+
+def test_accumulators_stay_in_registers():
+    a = np.zeros((64, 64), np.float16)
+    ck = dk.matmul_kernel.warmup(a, a, np.zeros((64, 64), np.float32), 64, 64, 64, 64, 1, 64, 1, 64, 1,
+                                 BM=64, BN=64, BK=32, EPILOGUE="leaky", num_warps=4)
+    msl = ck.asm["msl"]
+    assert "simdgroup_multiply_accumulate" in msl and "simdgroup_half8x8" in msl
+    # one staging of A and B per iteration; no layout conversion of the accumulator or the epilogue
+    assert not any("converted" in note for note in ck.metadata["notes"]), ck.metadata["notes"]
+    assert ck.abi.threadgroup_memory == (64 * 32 + 32 * 64) * 2
+    store = [x for x in ck.accesses if x.kind == "store"][0]
+    assert store.vector == 2  # two adjacent accumulator elements per lane
+
+
+@pytest.mark.parametrize("M,N,K,out", [(4, 4, 4, "default"), (2, 8, 16, "default"), (16, 16, 16, "fp16"),
+                                       (8, 8, 8, "acc")])
+def test_small_and_out_dtypes(M, N, K, out):
+    a, b = _arrays("float32", (M, K), (K, N))
+    out_dtype = np.float16 if out == "fp16" else np.float32
+
+    def reference(a, b, c):
+        r = a @ b + (1.0 if out == "acc" else 0.0)
+        return {2: r.astype(out_dtype)}
+
+    run_on_all_paths(dk.small_dot_kernel, (1,), lambda: (a, b, np.zeros((M, N), out_dtype)), reference,
+                     constexprs={"M": M, "N": N, "K": K, "OUT": out}, rtol=2e-3, atol=2e-3)
+
+
+def test_int8_dot_accumulates_in_int32():
+    a = RNG.integers(-128, 128, (16, 32)).astype(np.int8)
+    b = RNG.integers(-128, 128, (32, 16)).astype(np.int8)
+    run_on_all_paths(dk.small_dot_kernel, (1,), lambda: (a, b, np.zeros((16, 16), np.int32)),
+                     lambda a, b, c: {2: a.astype(np.int32) @ b.astype(np.int32)},
+                     constexprs={"M": 16, "N": 16, "K": 32, "OUT": "default"})
+
+
+def test_batched_dot():
+    a, b = _arrays("float32", (4, 16, 8), (4, 8, 32))
+    run_on_all_paths(dk.batched_dot_kernel, (1,), lambda: (a, b, np.zeros((4, 16, 32), np.float32)),
+                     lambda a, b, c: {2: a @ b}, constexprs={"B": 4, "M": 16, "N": 32, "K": 8}, rtol=1e-4, atol=1e-4)
+
+
+def test_dot_with_transposed_operand_and_reduction_of_the_accumulator():
+    a, bt = _arrays("float32", (32, 16), (64, 16))
+
+    def reference(a, bt, c):
+        r = a @ bt.T
+        return {2: r - r.sum(1, keepdims=True)}
+
+    run_on_all_paths(dk.dot_trans_kernel, (1,), lambda: (a, bt, np.zeros((32, 64), np.float32)), reference,
+                     constexprs={"M": 32, "N": 64, "K": 16}, rtol=1e-4, atol=1e-3)
+
+
+def _marked_line(fn):
+    lines, start = inspect.getsourcelines(fn.fn)
+    return start + next(i for i, line in enumerate(lines) if "# <- here" in line)
+
+
+@pytest.mark.parametrize("kernel,sig,message,fix", [
+    (dk.bad_dot_shapes, "*fp32", "do not agree", "tl.trans"),
+    (dk.bad_dot_dtypes, "*fp32, *fp16", "same dtype", "b.to(a.dtype)"),
+])
+def test_dot_refusals(kernel, sig, message, fix):
+    with pytest.raises(CompilationError) as info:
+        enceladus.compile(kernel, signature=sig)
+    assert message in info.value.message and fix in info.value.fix
+    assert info.value.lineno == _marked_line(kernel)
