@@ -83,3 +83,15 @@ def bad_dot_dtypes(a_ptr, b_ptr):
     x = tl.load(a_ptr + tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :])
     y = tl.load(b_ptr + tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :])
     tl.store(a_ptr, tl.sum(tl.sum(tl.dot(x, y), 0), 0))  # <- here
+
+
+@enceladus.jit
+def two_dot_layouts_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # two dots whose accumulators get different fragment layouts; a row sum of one scales the other
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    s = tl.sum(tl.dot(a, tl.trans(a)), 1)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b) / s[:, None])

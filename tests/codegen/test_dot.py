@@ -120,3 +120,12 @@ def test_dot_refusals(kernel, sig, message, fix):
         enceladus.compile(kernel, signature=sig)
     assert message in info.value.message and fix in info.value.fix
     assert info.value.lineno == _marked_line(kernel)
+
+
+@pytest.mark.parametrize("M,N,K", [(32, 64, 16), (32, 64, 32), (32, 32, 32)])
+def test_values_moving_between_fragment_layouts(M, N, K):
+    a = RNG.uniform(0.5, 1.0, (M, K)).astype(np.float32)
+    b = RNG.standard_normal((K, N)).astype(np.float32)
+    run_on_all_paths(dk.two_dot_layouts_kernel, (1,), lambda: (a, b, np.zeros((M, N), np.float32)),
+                     lambda a, b, c: {2: (a @ b) / (a @ a.T).sum(1)[:, None]}, constexprs={"M": M, "N": N, "K": K},
+                     rtol=1e-4, atol=1e-5)

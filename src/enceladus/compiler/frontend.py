@@ -673,6 +673,14 @@ class Lowering(ast.NodeVisitor):
             return self.inline(node, fn, args, kwargs)
         if fn in (static_range, tl_range):
             return fn(*args, **kwargs)
+        if fn in (min, max) and args and not kwargs and any(is_value(a) for a in args):
+            # Python's min/max on runtime values are elementwise minimum/maximum, as in Triton
+            rule_fn = semantic.RULES["minimum" if fn is min else "maximum"]
+            vals = list(args[0]) if len(args) == 1 and isinstance(args[0], tuple) else list(args)
+            out = vals[0]
+            for v in vals[1:]:
+                out = self.apply(node, lambda o=out, v=v: rule_fn(self.b, o, v))
+            return out
         if any(is_value(a) for a in list(args) + list(kwargs.values())):
             fname = getattr(fn, "__name__", repr(fn))
             raise self.error(node, f"cannot call '{fname}' on tiles inside a kernel",

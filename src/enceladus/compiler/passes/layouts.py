@@ -183,6 +183,8 @@ class LayoutPlan:
     def demand(self, v: ir.Value, layout: TileLayout) -> None:
         if not v.type.is_tile:
             return
+        if not fits(layout, v.type.shape):  # a compiler bug, never a user error: fail loudly, never miscompile
+            raise ir.VerificationError(f"{v!r} of shape {list(v.type.shape)} cannot be held in {layout}")
         lst = self.needs.setdefault(v.id, [])
         if layout not in lst:
             lst.append(layout)
@@ -281,7 +283,7 @@ class _Assigner:
                                 break
                             axis = op.attrs["axis"]
                             lo = TileLayout(lo.parent, lo.dims[:axis] + (free[0],) + lo.dims[axis:])
-                        if len(lo.dims) == len(r.type.shape):
+                        if fits(lo, r.type.shape):
                             pref[r.id] = lo
                         break
 
@@ -430,6 +432,13 @@ class _Assigner:
         self.plan.demand(a, op.attrs["_a_layout"])
         self.plan.demand(b, op.attrs["_b_layout"])
         self.plan.demand(acc, home)
+
+
+def fits(layout: TileLayout, shape: tuple[int, ...]) -> bool:
+    """Whether a tile of ``shape`` can live in ``layout`` (each dimension is 1 or its parent dimension's size)."""
+    if len(layout.dims) != len(shape):
+        return False
+    return all(s == 1 or (d >= 0 and layout.parent.shape[d] == s) for s, d in zip(shape, layout.dims))
 
 
 def operand_layout(op: ir.Op, i: int, layout: TileLayout) -> TileLayout:
