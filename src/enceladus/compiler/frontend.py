@@ -70,6 +70,12 @@ class KernelSource:
         return start + idx, col, lines[idx] if 0 <= idx < len(lines) else ""
 
 
+def _library() -> dict[str, Any]:
+    from .library import LIBRARY  # imported on first use: it defines @jit functions
+
+    return LIBRARY
+
+
 def _ends_with_return(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], ast.Return) and body[-1].value is None
 
@@ -660,6 +666,9 @@ class Lowering(ast.NodeVisitor):
                 return None
             if name in ("reduce", "associative_scan"):
                 return self.reduce_with(node, name, *args, **kwargs)
+            library = _library()
+            if name in library:  # builtins written in the tile language (random numbers, swizzle2d)
+                return self.inline(node, library[name], args, kwargs)
             rule_fn = semantic.RULES.get(name)
             if rule_fn is None:
                 raise self.error(node, f"tl.{name} is not supported by the compiler yet",

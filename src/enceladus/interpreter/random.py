@@ -57,6 +57,29 @@ def _normal(u1: np.ndarray, u2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (r * np.cos(th)).astype(np.float32), (r * np.sin(th)).astype(np.float32)
 
 
+@op("philox")
+def philox(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any, n_rounds: Any = 10) -> tuple[Tile, ...]:
+    s = to_tile(seed)
+    cs = [to_tile(c) for c in (c0, c1, c2, c3)]
+    rounds = const_int(unwrap(n_rounds), "n_rounds")
+    rank = max(len(c.shape) for c in cs)
+    s64 = align(cast_array(s.data, s.dtype, D.uint64), rank)
+    k0 = (s64 & _M32).astype(np.uint32)
+    k1 = (s64 >> _S32).astype(np.uint32)
+    c = [align(cast_array(x.data, x.dtype, D.uint32), rank) for x in cs]
+    shape = np.broadcast_shapes(*(x.shape for x in c))
+    c0, c1, c2, c3 = (np.broadcast_to(x, shape).copy() for x in c)
+    with np.errstate(all="ignore"):
+        for _ in range(rounds):
+            p0 = ROUND_A * c0.astype(np.uint64)
+            p2 = ROUND_B * c2.astype(np.uint64)
+            c0, c1, c2, c3 = ((p2 >> _S32).astype(np.uint32) ^ c1 ^ k0, (p2 & _M32).astype(np.uint32),
+                              (p0 >> _S32).astype(np.uint32) ^ c3 ^ k1, (p0 & _M32).astype(np.uint32))
+            k0 = k0 + KEY_A
+            k1 = k1 + KEY_B
+    return tuple(Tile(np.asarray(x), D.uint32) for x in (c0, c1, c2, c3))
+
+
 @op("randint")
 def randint(seed: Any, offset: Any, n_rounds: Any = 10) -> Tile:
     c, _ = _philox(seed, offset, n_rounds)

@@ -407,6 +407,11 @@ def randint(seed, offset, n_rounds=10):
 
 
 @builtin
+def philox(seed, c0, c1, c2, c3, n_rounds=10):
+    """The Philox-4x32 generator: four uint32 tiles from a 64-bit ``seed`` and four 32-bit counters."""
+
+
+@builtin
 def randint4x(seed, offset, n_rounds=10):
     """Four independent random uint32 tiles from one Philox evaluation."""
 

@@ -1,0 +1,91 @@
+"""Builtins written in the tile language itself: the compiler inlines these ``@jit`` functions.
+
+Random numbers follow Triton's Philox-4x32 scheme (the published Philox round constants and key
+schedule, 10 rounds by default) so that the same (seed, offset) gives the same numbers as upstream
+Triton and as the interpreter, whatever the block size or grid.
+"""
+
+import enceladus.language as tl
+from enceladus.runtime.jit import JITFunction
+
+PHILOX_KEY_A = 0x9E3779B9
+PHILOX_KEY_B = 0xBB67AE85
+PHILOX_ROUND_A = 0xD2511F53
+PHILOX_ROUND_B = 0xCD9E8D57
+
+
+def jit(fn):
+    return JITFunction(fn)
+
+
+@jit
+def philox(seed, c0, c1, c2, c3, n_rounds=10):
+    seed = tl.cast(seed, tl.uint64)
+    k0 = tl.cast(seed & 0xFFFFFFFF, tl.uint32)
+    k1 = tl.cast((seed >> 32) & 0xFFFFFFFF, tl.uint32)
+    c0 = tl.cast(c0, tl.uint32)
+    c1 = tl.cast(c1, tl.uint32)
+    c2 = tl.cast(c2, tl.uint32)
+    c3 = tl.cast(c3, tl.uint32)
+    for _ in tl.static_range(n_rounds):
+        prev_c0 = c0
+        prev_c2 = c2
+        c0 = tl.umulhi(PHILOX_ROUND_B, prev_c2) ^ c1 ^ k0
+        c2 = tl.umulhi(PHILOX_ROUND_A, prev_c0) ^ c3 ^ k1
+        c1 = PHILOX_ROUND_B * prev_c2
+        c3 = PHILOX_ROUND_A * prev_c0
+        k0 = k0 + PHILOX_KEY_A
+        k1 = k1 + PHILOX_KEY_B
+    return c0, c1, c2, c3
+
+
+@jit
+def randint4x(seed, offset, n_rounds=10):
+    lo = tl.cast(offset, tl.uint32)
+    zero = lo * 0
+    hi = zero
+    if offset.dtype.primitive_bitwidth > 32:  # 64-bit offsets use their high half as the second counter
+        hi = tl.cast(offset >> 32, tl.uint32)
+    return philox(seed, lo, hi, zero, zero, n_rounds)
+
+
+@jit
+def randint(seed, offset, n_rounds=10):
+    r0, r1, r2, r3 = randint4x(seed, offset, n_rounds)
+    return r0
+
+
+@jit
+def uint_to_uniform_float(x):
+    # the top 31 bits, as a float32 in [0, 1)
+    x = tl.cast(x, tl.int32, bitcast=True)
+    x = tl.where(x < 0, -x - 1, x)
+    return x * 4.6566127342e-10
+
+
+@jit
+def rand(seed, offset, n_rounds=10):
+    return uint_to_uniform_float(randint(seed, offset, n_rounds))
+
+
+@jit
+def randn(seed, offset, n_rounds=10):
+    r0, r1, r2, r3 = randint4x(seed, offset, n_rounds)
+    u1 = tl.maximum(1.0e-7, uint_to_uniform_float(r0))
+    u2 = uint_to_uniform_float(r1)
+    return tl.sqrt(-2.0 * tl.log(u1)) * tl.cos(6.283185307179586 * u2)
+
+
+@jit
+def swizzle2d(i, j, size_i, size_j, size_g):
+    ij = i * size_j + j
+    size_gj = size_g * size_j
+    group_id = ij // size_gj
+    off_i = group_id * size_g
+    size_g = tl.minimum(size_i - off_i, size_g)
+    ij = ij % size_gj
+    return off_i + ij % size_g, ij // size_g
+
+
+LIBRARY = {"philox": philox, "randint4x": randint4x, "randint": randint, "rand": rand, "randn": randn,
+           "swizzle2d": swizzle2d}
