@@ -1,0 +1,512 @@
+"""Random well-typed tile programs for the differential fuzzer, as Python source text.
+
+A program is a list of steps drawn by hypothesis (so failures shrink step by step); ``render`` turns it
+into a module with one ``@enceladus.jit`` kernel named ``fuzz_kernel`` and a ``LAUNCH`` dict that says how
+to call it (see ``harness.py``). The generator keeps a small type model (dtype and shape per value) that
+follows Triton's rules (``enceladus.language.dtypes.computation_type``) so every program is well typed,
+and it guards every operation whose result C leaves undefined: integer division by zero, shifts by the
+bit width or more, float-to-int casts of out-of-range values or NaN.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+
+from enceladus.language import dtypes as D
+
+INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+FLOAT_TYPES = ("float16", "bfloat16", "float32")
+ALL_TYPES = ("int1", *INT_TYPES, *FLOAT_TYPES)
+SIZES = (2, 4, 8, 16, 32)
+
+BINARY = ("+", "-", "*", "/", "//", "%", "&", "|", "^", "<<", ">>", "==", "!=", "<", "<=", ">", ">=",
+          "maximum", "minimum")
+COMPARE = ("==", "!=", "<", "<=", ">", ">=")
+# float math: name -> guarded call, so inputs stay in the function's domain
+MATH = {
+    "exp": "tl.exp(tl.minimum({x}, 8.0))",
+    "exp2": "tl.exp2(tl.minimum({x}, 8.0))",
+    "log": "tl.log(tl.abs({x}) + 1.0)",
+    "log2": "tl.log2(tl.abs({x}) + 1.0)",
+    "sqrt": "tl.sqrt(tl.abs({x}))",
+    "rsqrt": "tl.rsqrt(tl.abs({x}) + 1.0)",
+    "sin": "tl.sin({x})",
+    "cos": "tl.cos({x})",
+    "sigmoid": "tl.sigmoid({x})",
+    "erf": "tl.erf({x})",
+    "floor": "tl.floor({x})",
+    "ceil": "tl.ceil({x})",
+    "abs": "tl.abs({x})",
+}
+TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "sigmoid", "erf"}
+# float -> int casts clamp first (C leaves out-of-range conversions undefined); bounds exact in bf16 and fp16
+CAST_BOUNDS = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32000, 32000), "uint16": (0, 65000),
+               "int32": (-1e9, 1e9), "uint32": (0, 4e9), "int64": (-9e18, 9e18), "uint64": (0, 1.8e19)}
+SAME_WIDTH = {8: ("int8", "uint8"), 16: ("int16", "uint16", "float16", "bfloat16"),
+              32: ("int32", "uint32", "float32"), 64: ("int64", "uint64")}
+
+
+def dt(name: str) -> D.dtype:
+    return D.BY_NAME[{"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}.get(name, name)]
+
+
+def name_of(d: D.dtype) -> str:
+    return {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}.get(d.name, d.name)
+
+
+def is_float(t: str) -> bool:
+    return t in FLOAT_TYPES
+
+
+def is_int(t: str) -> bool:
+    return t in INT_TYPES
+
+
+def bits(t: str) -> int:
+    return dt(t).primitive_bitwidth
+
+
+def promote(a: str, b: str, div_or_mod: bool = False) -> str:
+    return name_of(D.computation_type(dt(a), False, dt(b), False, div_or_mod))
+
+
+def broadcast(s1: tuple, s2: tuple) -> tuple | None:
+    """NumPy/Triton broadcasting of two shapes (left-padded with 1s), or None if they do not broadcast."""
+    n = max(len(s1), len(s2))
+    a, b = (1,) * (n - len(s1)) + s1, (1,) * (n - len(s2)) + s2
+    out = []
+    for x, y in zip(a, b):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def no_nan(v: Val, expr: str) -> str:
+    """``expr`` with NaNs replaced by 0 when ``v`` is a float: which operand max/min/argmax pick when one
+    is NaN is unspecified (Triton: the hardware's min/max; the compiled reduction's tree order decides)."""
+    return f"tl.where({expr} == {expr}, {expr}, 0.0)" if is_float(v.dtype) else expr
+
+
+@dataclass
+class Val:
+    name: str
+    dtype: str
+    shape: tuple
+
+
+@dataclass
+class Program:
+    """The rendered kernel's pieces and what the harness needs to launch it."""
+
+    M: int
+    N: int
+    grid: int
+    inputs: list[dict] = field(default_factory=list)  # {"dtype", "layout", "other", "masked"}
+    stmts: list[tuple[str, list[str]]] = field(default_factory=list)  # (name defined, its lines)
+    outputs: list[Val] = field(default_factory=list)
+    features: set[str] = field(default_factory=set)
+    n_iter: int = 2
+    flag: int = 1
+    seed: int = 0
+    masked_store: bool = False
+
+    def live(self) -> tuple[list[str], set[int]]:
+        """The lines that outputs depend on (dead steps dropped, so shrunk programs are minimal) and the
+        inputs they read."""
+        need = {v.name for v in self.outputs}
+        kept: list[list[str]] = []
+        for name, lines in reversed(self.stmts):
+            if name in need:
+                kept.append(lines)
+                need |= set(re.findall(r"\b(?:v|x)\d+\b", " ".join(lines)))
+        body = [line for lines in reversed(kept) for line in lines]
+        return body, {i for i in range(len(self.inputs)) if f"x{i}" in need}
+
+    def source(self) -> str:
+        lines, used = self.live()
+        params = [f"in{i}_ptr" for i in sorted(used)] + [f"out{i}_ptr" for i in range(len(self.outputs))]
+        params += ["n", "n_iter", "flag", "M: tl.constexpr", "N: tl.constexpr"]
+        body = ["    pid = tl.program_id(0)",
+                "    rows = tl.arange(0, M)",
+                "    cols = tl.arange(0, N)",
+                "    flat = rows[:, None] * N + cols[None, :]",
+                "    offs = pid * (M * N) + flat",
+                "    mask = offs < n"]
+        for i, inp in enumerate(self.inputs):
+            if i not in used:
+                continue
+            addr = {"2d": "offs", "t": "pid * (M * N) + cols[None, :] * M + rows[:, None]",
+                    "row": "pid * M + rows", "col": "pid * N + cols"}[inp["layout"]]
+            m = {"2d": "mask", "t": "mask", "row": "pid * M + rows < n", "col": "pid * N + cols < n"}[inp["layout"]]
+            if inp["masked"]:
+                body.append(f"    x{i} = tl.load(in{i}_ptr + {addr}, mask={m}, other={inp['other']})")
+            else:
+                body.append(f"    x{i} = tl.load(in{i}_ptr + {addr})")
+        body += ["    " + line for line in lines]
+        for i, v in enumerate(self.outputs):
+            value = f"{v.name}.to(tl.int8)" if v.dtype == "int1" else v.name
+            if v.shape == ():
+                body.append(f"    tl.store(out{i}_ptr + pid, {value})")
+                continue
+            if len(v.shape) == 1:
+                addr = f"pid * {v.shape[0]} + tl.arange(0, {v.shape[0]})"
+            else:
+                a, b = v.shape
+                addr = f"pid * {a * b} + tl.arange(0, {a})[:, None] * {b} + tl.arange(0, {b})[None, :]"
+            if self.masked_store and v.shape == (self.M, self.N):
+                body.append(f"    tl.store(out{i}_ptr + {addr}, {value}, mask=mask)")
+            else:
+                body.append(f"    tl.store(out{i}_ptr + {addr}, {value})")
+        launch = {
+            "M": self.M, "N": self.N, "grid": self.grid, "n": self.n, "n_iter": self.n_iter, "flag": self.flag,
+            "seed": self.seed,
+            "inputs": [(i, inp["dtype"], inp["layout"]) for i, inp in enumerate(self.inputs) if i in used],
+            "outputs": [("int8" if v.dtype == "int1" else v.dtype, list(v.shape)) for v in self.outputs],
+            "features": sorted(self.features),
+        }
+        return "\n".join([
+            '"""A program from the differential fuzzer (tests/fuzz/generator.py)."""',
+            "",
+            "import enceladus",
+            "import enceladus.language as tl",
+            "",
+            f"LAUNCH = {launch!r}",
+            "",
+            "",
+            "@enceladus.jit",
+            f"def fuzz_kernel({', '.join(params)}):",
+            *body,
+            "",
+        ])
+
+    n: int = 0
+
+
+class Builder:
+    """Draws steps and keeps the type model of every value it defines."""
+
+    def __init__(self, draw, prog: Program) -> None:
+        self.draw = draw
+        self.p = prog
+        self.vals: list[Val] = []
+        self.count = 0
+
+    def new(self, expr: str, dtype: str, shape: tuple) -> Val:
+        v = Val(f"v{self.count}", dtype, shape)
+        self.count += 1
+        self.p.stmts.append((v.name, [f"{v.name} = {expr}"]))
+        self.vals.append(v)
+        return v
+
+    def pick(self, pred=lambda v: True) -> Val | None:
+        cands = [v for v in self.vals if pred(v)]
+        if not cands:
+            return None
+        return cands[self.draw(st.integers(0, len(cands) - 1))]
+
+    # --- expressions that make an operand usable -----------------------------------------------------
+    def as_shape(self, v: Val, shape: tuple) -> str | None:
+        """``v`` written so that it broadcasts against ``shape`` (1-D tiles get an axis), or None."""
+        if v.shape == () or (len(v.shape) == len(shape) and broadcast(v.shape, shape) == shape):
+            return v.name  # Triton broadcasts only between tiles of one rank (and scalars)
+        if len(v.shape) == 1 and len(shape) == 2:
+            if v.shape[0] == shape[0]:
+                return f"{v.name}[:, None]"
+            if v.shape[0] == shape[1]:
+                return f"{v.name}[None, :]"
+        return None
+
+    def pair(self, pred=lambda v: True) -> tuple[Val, str, Val, str, tuple] | None:
+        a = self.pick(pred)
+        b = self.pick(pred)
+        if a is None or b is None:
+            return None
+        shape = broadcast(a.shape, b.shape)
+        if shape is not None and len(a.shape) == len(b.shape) or () in (a.shape, b.shape):
+            return a, a.name, b, b.name, shape
+        big = a.shape if len(a.shape) >= len(b.shape) else b.shape
+        ea, eb = self.as_shape(a, big), self.as_shape(b, big)
+        if ea is None or eb is None:
+            return None
+        return a, ea, b, eb, big
+
+    # --- steps ------------------------------------------------------------------------------------------
+    def binary(self) -> None:
+        op = self.draw(st.sampled_from(BINARY))
+        pr = self.pair()
+        if pr is None:
+            return
+        a, ea, b, eb, shape = pr
+        ta, tb = a.dtype, b.dtype
+        if op in ("+", "-", "*"):
+            if "int1" in (ta, tb):
+                return
+            self.new(f"{ea} {op} {eb}", promote(ta, tb), shape)
+        elif op in ("&", "|", "^"):
+            if is_float(ta) or is_float(tb):
+                return
+            self.new(f"{ea} {op} {eb}", promote(ta, tb), shape)
+        elif op in ("<<", ">>"):
+            if not (is_int(ta) and is_int(tb)):
+                return
+            t = promote(ta, tb)
+            self.new(f"{ea} {op} ({eb} & {bits(t) - 1})", t, shape)
+        elif op in ("//", "%"):
+            if "int1" in (ta, tb):
+                return
+            if is_float(ta) or is_float(tb):
+                if op == "//":
+                    return
+                t = promote(ta, tb, True)
+                self.p.features.add("fmod")
+                self.new(f"{ea} % (tl.abs({eb}) + 1)", t, shape)
+                return
+            if dt(ta).is_int_signed() != dt(tb).is_int_signed():
+                return
+            # the divisor is 1..8: no division by zero, no INT_MIN // -1
+            self.new(f"{ea} {op} (({eb} & 7) + 1)", promote(ta, tb, True), shape)
+        elif op == "/":
+            if is_int(ta) and is_int(tb) and dt(ta).is_int_signed() != dt(tb).is_int_signed():
+                return
+            if "int1" in (ta, tb):
+                return
+            self.p.features.add("div")
+            self.new(f"{ea} / {eb}", "float32" if not (is_float(ta) or is_float(tb)) else promote(ta, tb, True),
+                     shape)
+        elif op in COMPARE:
+            self.new(f"{ea} {op} {eb}", "int1", shape)
+        else:  # maximum / minimum
+            if "int1" in (ta, tb):
+                return
+            self.new(f"tl.{op}({no_nan(a, ea)}, {no_nan(b, eb)})", promote(ta, tb), shape)
+
+    def literal(self) -> None:
+        a = self.pick(lambda v: v.dtype != "int1")
+        if a is None:
+            return
+        op = self.draw(st.sampled_from(("+", "-", "*")))
+        lit = self.draw(st.sampled_from((0, 1, 2, 3, 7, 100, -1, -3, 0.5, 2.5, -1.5)))
+        if isinstance(lit, int) and lit < 0 and dt(a.dtype).is_int_unsigned():
+            return
+        if isinstance(lit, int) and a.dtype in ("int8", "uint8") and lit > 100:
+            return
+        t = "float32" if isinstance(lit, float) and not is_float(a.dtype) else a.dtype
+        if self.draw(st.booleans()):
+            self.new(f"{a.name} {op} {lit}", t, a.shape)
+        else:
+            self.new(f"{lit} {op} {a.name}", t, a.shape)
+
+    def unary(self) -> None:
+        kind = self.draw(st.sampled_from(("neg", "not", "math", "abs")))
+        a = self.pick(lambda v: v.dtype != "int1")
+        if a is None:
+            return
+        if kind == "neg":
+            self.new(f"-{a.name}", a.dtype, a.shape)
+        elif kind == "not":
+            if is_int(a.dtype):
+                self.new(f"~{a.name}", a.dtype, a.shape)
+        elif kind == "abs":
+            self.new(f"tl.abs({a.name})", a.dtype, a.shape)
+        else:
+            fn = self.draw(st.sampled_from(sorted(MATH)))
+            x = a.name if is_float(a.dtype) else f"{a.name}.to(tl.float32)"
+            t = a.dtype if is_float(a.dtype) else "float32"
+            if fn in TRANSCENDENTAL:
+                self.p.features.add("transcendental")
+            self.new(MATH[fn].format(x=x), t, a.shape)
+
+    def cast(self) -> None:
+        a = self.pick()
+        if a is None:
+            return
+        to = self.draw(st.sampled_from(ALL_TYPES))
+        if self.draw(st.integers(0, 3)) == 0 and a.dtype != "int1":
+            for width, group in SAME_WIDTH.items():
+                if a.dtype in group and bits(a.dtype) == width:
+                    to = group[self.draw(st.integers(0, len(group) - 1))]
+                    if is_float(to) and not is_float(a.dtype):
+                        self.p.features.add("bitcast_to_float")
+                    self.new(f"{a.name}.to(tl.{to}, bitcast=True)", to, a.shape)
+                    return
+        x = a.name
+        if is_float(a.dtype) and is_int(to):
+            lo, hi = CAST_BOUNDS[to]
+            x = f"tl.minimum(tl.maximum(tl.where({x} == {x}, {x}, 0.0), {float(lo)!r}), {float(hi)!r})"
+        self.new(f"{x}.to(tl.{to})", to, a.shape)
+
+    def where(self) -> None:
+        c = self.pick(lambda v: v.dtype == "int1")
+        pr = self.pair()
+        if pr is None:
+            return
+        a, ea, b, eb, shape = pr
+        if c is None:
+            cond = f"{ea} > {eb}"
+        else:
+            ec = self.as_shape(c, shape)
+            if ec is None:
+                return
+            cond = ec
+        self.new(f"tl.where({cond}, {ea}, {eb})", promote(a.dtype, b.dtype), shape)
+
+    def reduce(self) -> None:
+        a = self.pick(lambda v: len(v.shape) >= 1)
+        if a is None:
+            return
+        fn = self.draw(st.sampled_from(("sum", "max", "min", "argmax", "argmin", "xor_sum")))
+        axis = self.draw(st.integers(0, len(a.shape) - 1))
+        shape = a.shape[:axis] + a.shape[axis + 1:]
+        t = a.dtype
+        if fn == "xor_sum":
+            if not is_int(t):
+                return
+        elif fn == "sum":
+            if t == "int1":
+                return
+            if is_int(t) and bits(t) < 32:
+                t = "int32" if dt(t).is_int_signed() else "uint32"
+            if is_float(t):
+                self.p.features.add("float_reduction")
+        elif fn in ("argmax", "argmin"):
+            if t == "int1":
+                return
+            t = "int32"
+        elif t == "int1":
+            t = "int32"
+        x = no_nan(a, a.name) if fn in ("max", "min", "argmax", "argmin") else a.name
+        self.new(f"tl.{fn}({x}, axis={axis})", t, shape)
+
+    def scan(self) -> None:
+        a = self.pick(lambda v: len(v.shape) >= 1 and v.dtype != "int1")
+        if a is None:
+            return
+        fn = self.draw(st.sampled_from(("cumsum", "cumprod")))
+        axis = self.draw(st.integers(0, len(a.shape) - 1))
+        reverse = self.draw(st.booleans())
+        t = a.dtype
+        if is_int(t) and bits(t) < 32:
+            t = "int32" if dt(t).is_int_signed() else "uint32"
+        if is_float(t):
+            self.p.features.add("float_reduction")
+        rev = ", reverse=True" if reverse else ""
+        x = a.name
+        if fn == "cumprod" and is_float(t):
+            # bounded factors: a product that overflows to inf and then meets a 0 is NaN or 0 depending on
+            # the (unspecified) association order of the scan
+            x = f"tl.minimum(tl.maximum({x}, -1.25), 1.25)"
+        self.new(f"tl.{fn}({x}, axis={axis}{rev})", t, a.shape)
+
+    def shape_op(self) -> None:
+        a = self.pick(lambda v: len(v.shape) >= 1)
+        if a is None:
+            return
+        kind = self.draw(st.sampled_from(("trans", "ravel", "reshape", "expand", "flip", "broadcast")))
+        if kind == "trans" and len(a.shape) == 2:
+            self.new(f"tl.trans({a.name})", a.dtype, a.shape[::-1])
+        elif kind == "ravel" and len(a.shape) == 2:
+            self.new(f"tl.ravel({a.name})", a.dtype, (a.shape[0] * a.shape[1],))
+        elif kind == "reshape":
+            total = 1
+            for s in a.shape:
+                total *= s
+            k = self.draw(st.sampled_from([s for s in SIZES if total % s == 0 and total // s in SIZES] or [0]))
+            if k:
+                self.new(f"tl.reshape({a.name}, ({k}, {total // k}))", a.dtype, (k, total // k))
+        elif kind == "expand" and len(a.shape) == 1:
+            other = self.draw(st.sampled_from((self.p.M, self.p.N)))
+            if self.draw(st.booleans()):
+                self.new(f"tl.broadcast_to({a.name}[:, None], ({a.shape[0]}, {other}))", a.dtype,
+                         (a.shape[0], other))
+            else:
+                self.new(f"tl.broadcast_to({a.name}[None, :], ({other}, {a.shape[0]}))", a.dtype,
+                         (other, a.shape[0]))
+        elif kind == "flip":
+            self.new(f"tl.flip({a.name}, 0)", a.dtype, a.shape)
+
+    def loop(self) -> None:
+        acc = self.pick(lambda v: len(v.shape) >= 1 and v.dtype != "int1")
+        if acc is None:
+            return
+        b = self.pick(lambda v: v.dtype != "int1" and self.as_shape(v, acc.shape) is not None)
+        if b is None:
+            return
+        eb = self.as_shape(b, acc.shape)
+        op = self.draw(st.sampled_from(("+", "*", "^", "maximum", "where", "+i")))
+        if op == "^" and not (is_int(acc.dtype) and is_int(b.dtype)):
+            op = "+"
+        body = {"+": f"acc + {eb}", "*": f"acc * {eb}", "^": f"acc ^ {eb}",
+                "maximum": f"tl.maximum(acc, {eb})", "where": f"tl.where(acc > {eb}, acc - 1, acc + {eb})",
+                "+i": f"acc + {eb} * i"}[op]
+        kind = self.draw(st.sampled_from(("range", "static_range", "while")))
+        name = f"v{self.count}"
+        self.count += 1
+        lines = [f"acc = {acc.name}"]
+        if kind == "range":
+            lines += ["for i in range(0, n_iter):", f"    acc = ({body}).to(tl.{acc.dtype})"]
+        elif kind == "static_range":
+            lines += ["for i in tl.static_range(3):", f"    acc = ({body}).to(tl.{acc.dtype})"]
+        else:
+            lines += ["i = 0", "while i < n_iter:", f"    acc = ({body}).to(tl.{acc.dtype})", "    i += 1"]
+        lines.append(f"{name} = acc")
+        self.p.stmts.append((name, lines))
+        self.p.features.add("loop")
+        self.vals.append(Val(name, acc.dtype, acc.shape))
+
+    def branch(self) -> None:
+        pr = self.pair(lambda v: v.dtype != "int1")
+        if pr is None:
+            return
+        a, ea, b, eb, shape = pr
+        t = promote(a.dtype, b.dtype)
+        ops = self.draw(st.sampled_from((("+", "-"), ("*", "+"), ("-", "*"))))
+        cond = self.draw(st.sampled_from(("flag > 1", "pid == 0", "n_iter > 1")))
+        name = f"v{self.count}"
+        self.count += 1
+        self.p.stmts.append((name, [f"if {cond}:", f"    {name} = ({ea} {ops[0]} {eb}).to(tl.{t})", "else:",
+                                    f"    {name} = ({ea} {ops[1]} {eb}).to(tl.{t})"]))
+        self.p.features.add("branch")
+        self.vals.append(Val(name, t, shape))
+
+
+STEPS = ("binary", "binary", "literal", "unary", "cast", "where", "reduce", "scan", "shape_op", "loop", "branch")
+
+
+@st.composite
+def programs(draw, max_steps: int = 8) -> Program:
+    M = draw(st.sampled_from(SIZES))
+    N = draw(st.sampled_from(SIZES))
+    grid = draw(st.integers(1, 3))
+    p = Program(M=M, N=N, grid=grid)
+    b = Builder(draw, p)
+    for i in range(draw(st.integers(1, 3))):
+        t = draw(st.sampled_from(ALL_TYPES[1:] + ("int1",)))
+        layout = draw(st.sampled_from(("2d", "t", "row", "col")))
+        masked = draw(st.booleans())
+        other = draw(st.sampled_from((0, 1, 3))) if not is_float(t) else draw(st.sampled_from((0.0, 1.5, -2.0)))
+        if t == "int1":
+            other = draw(st.sampled_from((0, 1))) if masked else 0
+        p.inputs.append({"dtype": t, "layout": layout, "other": other, "masked": masked})
+        shape = {"2d": (M, N), "t": (M, N), "row": (M,), "col": (N,)}[layout]
+        b.vals.append(Val(f"x{i}", t, shape))
+    if draw(st.booleans()):
+        b.vals.append(Val("pid", "int32", ()))
+    for _ in range(draw(st.integers(1, max_steps))):
+        getattr(b, draw(st.sampled_from(STEPS)))()
+    derived = [v for v in b.vals if v.name.startswith("v")] or b.vals[:1]
+    outs = [derived[-1]]
+    for v in derived[:-1]:
+        if len(outs) < 3 and draw(st.booleans()):
+            outs.append(v)
+    p.outputs = outs
+    p.masked_store = draw(st.booleans())
+    p.n_iter = draw(st.integers(0, 3))
+    p.flag = draw(st.integers(0, 2))
+    size = M * N
+    p.n = grid * size - draw(st.sampled_from((0, 0, 1, size // 2 + 1)))
+    p.seed = draw(st.integers(0, 2**16))
+    return p

@@ -1,0 +1,150 @@
+"""Run one fuzz program (a module with ``fuzz_kernel`` and ``LAUNCH``) on the interpreter and the cpu backend.
+
+``differential(path)`` imports the module from its file (the frontend reads kernels' source from files),
+makes the inputs from ``LAUNCH["seed"]``, launches both paths and compares every output:
+
+- integers and booleans bit-exactly;
+- floats with NaNs and infinities in the same places and finite values within ``tolerance(...)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from enceladus.language.dtypes import bfloat16_numpy
+from enceladus.runtime.jit import JITFunction
+
+# bits of precision lost to rounding per unit of the dtype's epsilon
+EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+
+
+class Mismatch(AssertionError):
+    pass
+
+
+def np_dtype(name: str) -> np.dtype:
+    return bfloat16_numpy() if name == "bfloat16" else np.dtype({"int1": "bool"}.get(name, name))
+
+
+def fuzz_dir() -> Path:
+    d = Path(os.environ.get("ENCELADUS_FUZZ_DIR") or Path(tempfile.gettempdir()) / f"enceladus-fuzz-{os.getuid()}")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def write_program(source: str) -> Path:
+    """Write ``source`` to a file named by its content hash (same program, same file)."""
+    path = fuzz_dir() / f"fuzz_{hashlib.sha256(source.encode()).hexdigest()[:16]}.py"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        tmp.replace(path)
+    return path
+
+
+def load_module(path: Path) -> Any:
+    name = f"enceladus_fuzz_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_input(rng: np.random.Generator, dtype: str, size: int) -> np.ndarray:
+    """Mostly small values (ties, exact zeros, small divisors), some from the whole range of the type."""
+    if dtype == "int1":
+        return rng.random(size) < 0.5
+    npd = np_dtype(dtype)
+    if npd.kind in "iu":
+        info = np.iinfo(npd)
+        small = rng.integers(max(info.min, -8), 17 if npd.kind == "u" else 9, size=size).astype(npd)
+        wide = rng.integers(info.min, info.max, size=size, dtype=npd, endpoint=True)
+        return np.where(rng.random(size) < 0.7, small, wide)
+    values = rng.uniform(-4, 4, size).astype(np.float32)
+    whole = rng.integers(-2, 3, size).astype(np.float32)
+    return np.where(rng.random(size) < 0.15, whole, values).astype(npd)
+
+
+def arguments(launch: dict) -> list[Any]:
+    M, N, grid = launch["M"], launch["N"], launch["grid"]
+    args: list[Any] = []
+    for index, dtype, layout in launch["inputs"]:
+        per = {"2d": M * N, "t": M * N, "row": M, "col": N}[layout]
+        # one stream per input, so dropping an unused input leaves the others' data unchanged
+        args.append(make_input(np.random.default_rng([launch["seed"], index]), dtype, grid * per))
+    for dtype, shape in launch["outputs"]:
+        size = grid * int(np.prod(shape)) if shape else grid
+        args.append(np.full(size, 5, np.dtype("int8")).astype(np_dtype(dtype)))
+    return [*args, launch["n"], launch["n_iter"], launch["flag"]]
+
+
+def tolerance(dtype: str, features: list[str]) -> tuple[float, float]:
+    """(rtol, atol relative to the output's scale) for a float output of a program with these features.
+
+    - Plain arithmetic, casts, where, min/max, shape ops: both paths round every operation to the dtype
+      (the cpu backend builds with -ffp-contract=off; fp16/bf16 are computed in fp32 and rounded on both
+      paths, which is exact for + - * /), so they agree to the last bit; we allow 2 ulp.
+    - Transcendentals: NumPy's and the C library's exp/log/sin/erf... differ by an ulp or two, and later
+      operations (cancellation, exp) can amplify that: 2^-(mantissa-8) relative to the output's scale.
+    - Float reductions and scans: the tree order of the compiled reduction differs from NumPy's pairwise
+      order; each of up to 32 additions can lose half an ulp of the running partial sum: the same bound.
+    """
+    eps = EPS[dtype]
+    if {"transcendental", "float_reduction", "fmod", "div", "loop"} & set(features):
+        return 256 * eps, 256 * eps
+    return 2 * eps, 2 * eps
+
+
+def compare(name: str, got: np.ndarray, want: np.ndarray, dtype: str, features: list[str]) -> None:
+    if got.dtype.kind in "biu":
+        if not np.array_equal(got, want):
+            bad = np.flatnonzero(got != want)
+            raise Mismatch(f"{name}: {bad.size} of {got.size} integers differ, first at {bad[0]}: "
+                           f"cpu {got[bad[0]]!r}, interpreter {want[bad[0]]!r}")
+        return
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    if not np.array_equal(np.isnan(g), np.isnan(w)):
+        bad = np.flatnonzero(np.isnan(g) != np.isnan(w))
+        raise Mismatch(f"{name}: NaN in different places, first at {bad[0]}: cpu {g[bad[0]]}, interpreter {w[bad[0]]}")
+    finite = np.isfinite(w) & np.isfinite(g)
+    inf_diff = ~finite & ~np.isnan(w) & (g != w)
+    rtol, arel = tolerance(dtype, features)
+    scale = max(1.0, float(np.max(np.abs(w[finite]), initial=0.0)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = np.abs(g - w) <= arel * scale + rtol * np.abs(w)
+    if "transcendental" in features or "float_reduction" in features or "loop" in features:
+        # an infinity on one side only: a value at the edge of the range rounded differently
+        big = np.finfo(np.float16 if dtype == "float16" else np.float32).max / 4
+        inf_diff &= ~(np.abs(np.where(np.isfinite(g), g, w)) > big)
+    bad = np.flatnonzero((finite & ~close) | inf_diff)
+    if bad.size:
+        i = bad[0]
+        raise Mismatch(f"{name}: {bad.size} of {got.size} floats differ beyond rtol={rtol:.3g}, "
+                       f"atol={arel * scale:.3g}; first at {i}: cpu {g[i]!r}, interpreter {w[i]!r}")
+
+
+def differential(path: Path) -> None:
+    """Run the program at ``path`` on both paths; raise ``Mismatch`` (or the first path's error) if they differ."""
+    module = load_module(path)
+    launch = module.LAUNCH
+    kernel = module.fuzz_kernel
+    grid = (launch["grid"],)
+    consts = {"M": launch["M"], "N": launch["N"]}
+    interp = arguments(launch)
+    JITFunction(kernel.fn, interpret=True)[grid](*interp, **consts)
+    compiled = arguments(launch)
+    JITFunction(kernel.fn, interpret=False)[grid](*compiled, **consts)
+    n_in = len(launch["inputs"])
+    for i, (dtype, _shape) in enumerate(launch["outputs"]):
+        compare(f"{path.name}: out{i} ({dtype})", compiled[n_in + i], interp[n_in + i], dtype, launch["features"])
