@@ -124,7 +124,7 @@ ELEMENTWISE_UNARY = {"neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", 
                      "floor", "ceil", "erf", "sigmoid"}
 ELEMENTWISE_OTHER = {"select", "fma", "cast", "bitcast", "addptr"}
 ELEMENTWISE = ELEMENTWISE_BINARY | COMPARE | ELEMENTWISE_UNARY | ELEMENTWISE_OTHER
-MEMORY = {"load", "store"}
+MEMORY = {"load", "store", "atomic"}
 SOURCES = {"const", "program_id", "num_programs", "arange", "splat"}
 SHAPE = {"broadcast", "expand_dims", "squeeze", "permute", "reshape", "join", "split", "cat", "flip", "convert"}
 HINTS = {"multiple_of", "max_contiguous"}

@@ -968,3 +968,59 @@ def dot(b: Builder, input: Any, other: Any, acc: Any = None, input_precision: An
     if ta.is_floating() and out_ty.name not in ("fp32", "fp16", "bf16"):
         raise SemanticError(f"tl.dot of {ta} operands cannot produce {out_ty}", "use out_dtype=tl.float32")
     return b.emit("dot", [a, bt, acc_v], Type(out_ty, shape), input_precision=input_precision or "ieee")
+
+
+# --- atomics -------------------------------------------------------------------------------------------------
+
+ATOMIC_SEMS = (None, "relaxed", "acquire", "release", "acq_rel")
+ATOMIC_SCOPES = (None, "gpu", "cta", "sys")
+
+
+def _atomic(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any,
+            cmp: Any = None) -> Value:
+    what = f"tl.atomic_{kind}"
+    if not is_value(pointer) or not pointer.type.is_ptr:
+        raise SemanticError(f"{what} expects a pointer or a tile of pointers",
+                            "pass a pointer argument plus offsets, e.g. counts_ptr + idx")
+    if sem not in ATOMIC_SEMS:
+        raise SemanticError(f"{what}: unknown sem={sem!r}", "use 'relaxed', 'acquire', 'release' or 'acq_rel'")
+    if scope not in ATOMIC_SCOPES:
+        raise SemanticError(f"{what}: unknown scope={scope!r}", "use 'gpu', 'cta' or 'sys'")
+    elem = pointer.type.element.element_ty
+    if elem.name not in ("int32", "uint32", "fp32"):
+        if elem.primitive_bitwidth == 64:
+            raise SemanticError(f"{what} on {elem} is not available on Apple GPUs: Metal has 64-bit atomics only for "
+                                "max/min without returning the old value",
+                                "use 32-bit counters (int32/uint32/float32)")
+        raise SemanticError(f"{what} on {elem} is not supported (Metal has 32-bit integer and float32 atomics only)",
+                            "accumulate in a float32 or int32 buffer and convert afterwards")
+    if elem.is_floating() and kind in ("and", "or", "xor"):
+        raise SemanticError(f"{what} needs an integer pointer, got {elem}", "use tl.atomic_add/max/min on floats")
+    shape = b.broadcast_shapes(pointer.type.shape, shape_of(val), shape_of(mask), shape_of(cmp))
+    if shape != pointer.type.shape:
+        raise SemanticError(f"the value of {what} (shape {list(shape_of(val))}) does not fit the pointer tile "
+                            f"{list(pointer.type.shape)}")
+    operands = [pointer]
+    if cmp is not None:
+        operands.append(b.broadcast_to(b.to_value(cmp, elem), shape))
+    operands.append(b.broadcast_to(b.to_value(val, elem), shape))
+    mask_v = _mask(b, mask, shape, what)
+    if mask_v is not None:
+        operands.append(mask_v)
+    return b.emit("atomic", operands, Type(elem, shape), kind=kind, masked=mask_v is not None)
+
+
+def _atomic_rule(kind: str):
+    def rule_fn(b: Builder, pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Value:
+        return _atomic(b, kind, pointer, val, mask, sem, scope)
+
+    RULES[f"atomic_{kind}"] = rule_fn
+
+
+for _kind in ("add", "max", "min", "and", "or", "xor", "xchg"):
+    _atomic_rule(_kind)
+
+
+@rule("atomic_cas")
+def atomic_cas(b: Builder, pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> Value:
+    return _atomic(b, "cas", pointer, val, None, sem, scope, cmp=cmp)

@@ -315,6 +315,9 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
 
     def emit_scalar_op(self, op: ir.Op) -> None:
         r = op.result
+        if op.name == "atomic":
+            self.emit_atomic(op, None)
+            return
         if op.name == "load":
             ptr = self.refs[(op.operands[0].id, None)]
             if len(op.operands) == 3:
@@ -364,6 +367,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
             self.refs[key] = f"({self.ref(op.operands[0], layout, '{e}')} + {self.ref(op.operands[1], layout, '{e}')})"
         elif name == "load":
             self.emit_load(op, layout)
+        elif name == "atomic":
+            self.emit_atomic(op, layout)
         else:
             operands = [self.ref(o, layout) for o in op.operands]
             expr = self.elementwise_expr(op, operands)
@@ -540,7 +545,9 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
         struct_fields: list[tuple[str, str, int, str]] = []
         slot = 0
         self.roots = pointer_roots(fn)
-        self.fn_written = {self.roots.get(op.operands[0].id) for op in ir.walk(fn.ops) if op.name == "store"} - {None}
+        self.fn_written = {self.roots.get(op.operands[0].id) for op in ir.walk(fn.ops)
+                           if op.name in ("store", "atomic")} - {None}
+        self._used_values = {o.id for op in ir.walk(fn.ops) for o in op.operands}
         for a in fn.args:
             cname = safe_name(a.name)
             if a.type.is_ptr:

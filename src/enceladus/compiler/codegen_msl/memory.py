@@ -134,6 +134,75 @@ class MemoryMixin:
                   f"{_pack(val, t, itemsize, vec * itemsize)};")
 
 
+    def atomic_expr(self, op: ir.Op, ptr: str, val: str, cmp: str | None) -> str:
+        """The MSL that performs one atomic op through ``ptr`` and yields the old value."""
+        kind = op.attrs["kind"]
+        elem = op.result.type.element
+        t = MSL_TYPE[elem.name]
+        self.helpers.add("enc_atomic")
+        at = {"int32": "atomic_int", "uint32": "atomic_uint", "fp32": "atomic_float"}[elem.name]
+        relaxed = "memory_order_relaxed"
+        if elem.is_floating():
+            bits = f"(device atomic_uint*)({ptr})"
+            if kind == "add":
+                return f"atomic_fetch_add_explicit((device atomic_float*)({ptr}), {val}, {relaxed})"
+            if kind in ("max", "min"):
+                return f"enc_atomic_fminmax({ptr}, {val}, {'true' if kind == 'max' else 'false'})"
+            if kind == "xchg":
+                return f"as_type<float>(atomic_exchange_explicit({bits}, as_type<uint>({val}), {relaxed}))"
+            return f"as_type<float>(enc_atomic_cas_loop({bits}, as_type<uint>({cmp}), as_type<uint>({val})))"
+        a = f"(device {at}*)({ptr})"
+        if kind == "xchg":
+            return f"atomic_exchange_explicit({a}, {val}, {relaxed})"
+        if kind == "cas":
+            return f"enc_atomic_cas_loop({a}, {t}({cmp}), {t}({val}))"
+        return f"atomic_fetch_{kind}_explicit({a}, {val}, {relaxed})"
+
+    def emit_atomic(self, op: ir.Op, layout: TileLayout | None) -> None:
+        """Each element's atomic runs once (on its owner thread); every thread then sees the old values."""
+        r = op.result
+        t = MSL_TYPE[r.type.element.name]
+        kind = op.attrs["kind"]
+        operands = list(op.operands)
+        ptr_v = operands.pop(0)
+        cmp_v = operands.pop(0) if kind == "cas" else None
+        val_v = operands.pop(0)
+        mask_v = operands.pop(0) if op.attrs["masked"] else None
+        self.accesses.append(Access("atomic", op.loc.lineno if op.loc else None, str(r.type.element),
+                                    r.type.shape, 1, r.type.element.itemsize, f"atomic_{kind}, relaxed order"))
+        if layout is None:  # a scalar atomic: thread 0 performs it and shares the old value
+            buf = self._atomic_share(r, 1)
+            cond = "enc_tid == 0" + (f" && {self.ref(mask_v, None)}" if mask_v is not None else "")
+            cmp = self.ref(cmp_v, None) if cmp_v is not None else None
+            self.emit(f"if ({cond}) {buf}[0] = {self.atomic_expr(op, self.ref(ptr_v, None), self.ref(val_v, None), cmp)};")
+            self.barrier()
+            self.emit(f"const {t} v{r.id} = {buf}[0];")
+            self.refs[(r.id, None)] = f"v{r.id}"
+            return
+        var = self.declare_tile(r, layout)
+        conds = []
+        if mask_v is not None:
+            conds.append(self.ref(mask_v, layout))
+        own = self.owner(layout, "e")
+        if own:
+            conds.append(own)
+        cmp = self.ref(cmp_v, layout) if cmp_v is not None else None
+        expr = self.atomic_expr(op, self.ref(ptr_v, layout), self.ref(val_v, layout), cmp)
+        guard = " && ".join(conds)
+        self.loop(layout, f"{var}[e] = {expr};" if not guard else f"{var}[e] = ({guard}) ? {expr} : {t}(0);")
+        if own and r.id in self._used_values:
+            # replicated elements: the owner's old value goes to the other threads through threadgroup memory
+            buf = self._atomic_share(r, r.type.numel)
+            idx = self.flat_index(layout, r.type.shape, "e")
+            self.loop(layout, f"if ({own}) {buf}[{idx}] = {var}[e];")
+            self.barrier()
+            self.loop(layout, f"{var}[e] = {buf}[{idx}];")
+
+    def _atomic_share(self, r: ir.Value, count: int) -> str:
+        self.smem_begin()
+        return self.smem(MSL_TYPE[r.type.element.name], count, f"old values of atomic %{r.id}", r.type.element.itemsize)
+
+
 def _unpack(var: str, w: str, t: str, itemsize: int, nbytes: int) -> list[str]:
     words = nbytes // 4
 

@@ -10,6 +10,26 @@ FLOAT_CALL = {"exp": "precise::exp({0})", "exp2": "precise::exp2({0})", "log": "
               "erf": "enc_erf({0})", "sigmoid": "(1.0f / (1.0f + precise::exp(-({0}))))"}
 
 HELPERS = {
+    "enc_atomic": """// Atomics on device memory, relaxed order (the only order Metal has). Floats other than add go through
+// the bits with a compare-and-swap loop.
+template <typename T, typename A> static inline T enc_atomic_cas_loop(device A* a, T cmp, T val) {
+    T expected = cmp;
+    while (!atomic_compare_exchange_weak_explicit(a, &expected, val, memory_order_relaxed, memory_order_relaxed)) {
+        if (expected != cmp) return expected;  // a real mismatch, not a spurious failure
+        expected = cmp;
+    }
+    return cmp;
+}
+static inline float enc_atomic_fminmax(device float* p, float v, bool is_max) {
+    device atomic_uint* a = (device atomic_uint*)p;
+    uint old = atomic_load_explicit(a, memory_order_relaxed);
+    while (true) {
+        const float cur = as_type<float>(old);
+        if (!(is_max ? v > cur : v < cur)) return cur;
+        if (atomic_compare_exchange_weak_explicit(a, &old, as_type<uint>(v), memory_order_relaxed,
+                                                  memory_order_relaxed)) return cur;
+    }
+}""",
     "enc_div": """template <typename T> static inline T enc_sdiv(T a, T b) {
     // Division by zero is undefined in Triton; Enceladus defines it as 0 (never a trap). INT_MIN / -1 wraps.
     return b == T(0) ? T(0) : (b == T(-1) ? T(T(0) - a) : T(a / b));

@@ -1,0 +1,54 @@
+"""Kernels for atomics, gather, histogram and sort."""
+
+import enceladus
+import enceladus.language as tl
+
+
+@enceladus.jit
+def atomic_kernel(ptr, val_ptr, old_ptr, n, KIND: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(val_ptr + offs, mask=mask)
+    slot = offs % 4  # many programs and lanes hit the same 4 slots
+    if KIND == "add":
+        old = tl.atomic_add(ptr + slot, v, mask=mask)
+    elif KIND == "max":
+        old = tl.atomic_max(ptr + slot, v, mask=mask)
+    elif KIND == "min":
+        old = tl.atomic_min(ptr + slot, v, mask=mask)
+    elif KIND == "and":
+        old = tl.atomic_and(ptr + slot, v, mask=mask)
+    elif KIND == "or":
+        old = tl.atomic_or(ptr + slot, v, mask=mask)
+    elif KIND == "xor":
+        old = tl.atomic_xor(ptr + slot, v, mask=mask)
+    else:
+        old = tl.atomic_xchg(ptr + slot, v, mask=mask)
+    tl.store(old_ptr + offs, old, mask=mask)
+
+
+@enceladus.jit
+def counter_kernel(counter_ptr, out_ptr):
+    # a scalar atomic: one ticket per program
+    ticket = tl.atomic_add(counter_ptr, 1)
+    tl.store(out_ptr + tl.program_id(0), ticket)
+
+
+@enceladus.jit
+def cas_lock_kernel(lock_ptr, total_ptr, BLOCK: tl.constexpr):
+    # a spin lock built from atomic_cas/atomic_xchg protecting a non-atomic read-modify-write
+    offs = tl.arange(0, BLOCK)
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    t = tl.load(total_ptr + offs)
+    tl.store(total_ptr + offs, t + 1)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+@enceladus.jit
+def small_tile_atomic_kernel(ptr, old_ptr):
+    # a 16-element tile on 128 threads: replicated; each element's atomic must run once
+    offs = tl.arange(0, 16)
+    old = tl.atomic_add(ptr + offs, 1)
+    tl.store(old_ptr + offs, old)
