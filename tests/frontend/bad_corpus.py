@@ -453,16 +453,16 @@ def too_many_buffers(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13,
     tl.store(p0, 1.0)
 
 
-# --- builtins only the interpreter has ----------------------------------------------------------------
+# --- builtins (or forms of them) only the interpreter has ----------------------------------------------------------------
 
 @enceladus.jit
-def atomic_add(x_ptr):
-    tl.atomic_add(x_ptr, 1.0)  # <- here
+def atomic_add_64_bit(x_ptr):
+    tl.atomic_add(x_ptr + tl.arange(0, 4), 1)  # <- here
 
 
 @enceladus.jit
-def random_numbers(x_ptr):
-    tl.store(x_ptr, tl.rand(0, 1))  # <- here
+def atomic_max_half(x_ptr):
+    tl.atomic_max(x_ptr, 1.0)  # <- here
 
 
 @enceladus.jit

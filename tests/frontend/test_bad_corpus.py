@@ -109,11 +109,11 @@ CASES: dict[str, tuple] = {
     "too_many_buffers": (",".join(["*fp32"] * 32), {}, "needs 32 buffer slots; Metal allows 31",
                          "fewer pointer arguments", "p0",
                          "compiler bug: the buffer-slot refusal has no location (lineno None); reported"),
-    # builtins only the interpreter implements
-    "atomic_add": ("*fp32", {}, "tl.atomic_add is not supported by the compiler yet", "ENCELADUS_INTERPRET=1",
-                   "tl.atomic_add"),
-    "random_numbers": ("*fp32", {}, "tl.rand is not supported by the compiler yet", "ENCELADUS_INTERPRET=1",
-                       "tl.rand(0, 1)"),
+    # builtins (or forms of them) only the interpreter implements
+    "atomic_add_64_bit": ("*i64", {}, "tl.atomic_add on int64 is not available on Apple GPUs", "32-bit counters",
+                          "tl.atomic_add"),
+    "atomic_max_half": ("*fp16", {}, "tl.atomic_max on fp16 is not supported", "float32 or int32 buffer",
+                        "tl.atomic_max"),
     "sort_tile": ("*fp32", {}, "tl.sort is not supported by the compiler yet", "ENCELADUS_INTERPRET=1",
                   "tl.sort"),
     "histogram_tile": ("*fp32", {}, "tl.histogram is not supported by the compiler yet",
