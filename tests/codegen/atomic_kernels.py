@@ -52,3 +52,28 @@ def small_tile_atomic_kernel(ptr, old_ptr):
     offs = tl.arange(0, 16)
     old = tl.atomic_add(ptr + offs, 1)
     tl.store(old_ptr + offs, old)
+
+
+@enceladus.jit
+def gather_kernel(src_ptr, idx_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)
+    src = tl.load(src_ptr + rm[:, None] * N + tl.arange(0, N)[None, :])
+    idx = tl.load(idx_ptr + rm[:, None] * K + tl.arange(0, K)[None, :])
+    tl.store(out_ptr + rm[:, None] * K + tl.arange(0, K)[None, :], tl.gather(src, idx, 1))
+
+
+@enceladus.jit
+def histogram_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, BINS: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.store(out_ptr + tl.arange(0, BINS), tl.histogram(x, BINS, mask=offs < n))
+
+
+@enceladus.jit
+def sort_kernel(x_ptr, out_ptr, top_ptr, M: tl.constexpr, N: tl.constexpr, DIM: tl.constexpr, DESC: tl.constexpr,
+                K: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], tl.sort(x, DIM, DESC))
+    tl.store(top_ptr + rm[:, None] * K + tl.arange(0, K)[None, :], tl.topk(x, K))

@@ -71,3 +71,35 @@ def test_replicated_tile_atomics_run_once_per_element(path):
     on_path(ak.small_tile_atomic_kernel, path)[(1,)](mem, old)
     np.testing.assert_array_equal(mem, 1)
     np.testing.assert_array_equal(old, 0)
+
+
+from paths import run_on_all_paths  # noqa: E402
+
+
+def test_gather():
+    M, N, K = 8, 32, 16
+    src = RNG.standard_normal((M, N)).astype(np.float32)
+    idx = RNG.integers(0, N, (M, K)).astype(np.int32)
+    run_on_all_paths(ak.gather_kernel, (1,), lambda: (src, idx, np.zeros((M, K), np.float32)),
+                     lambda s, i, o: {2: np.take_along_axis(s, i, 1)}, constexprs={"M": M, "N": N, "K": K})
+
+
+@pytest.mark.parametrize("n,bins", [(1000, 16), (1024, 128), (37, 8)])
+def test_histogram(n, bins):
+    x = RNG.integers(-2, bins + 2, n).astype(np.int32)  # values outside the bins are ignored
+    want = np.bincount(x[(x >= 0) & (x < bins)], minlength=bins).astype(np.int32)
+    run_on_all_paths(ak.histogram_kernel, (1,), lambda: (x, np.zeros(bins, np.int32), n),
+                     lambda x, o, n: {1: want}, constexprs={"BLOCK": 1024, "BINS": bins})
+
+
+@pytest.mark.parametrize("dim,desc", [(1, False), (1, True), (0, False)])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_sort_and_topk(dim, desc, dtype):
+    M, N, K = 8, 64, 8
+    x = (RNG.standard_normal((M, N)) * 100).astype(dtype)
+    s = np.sort(x, axis=dim)
+    if desc:
+        s = np.flip(s, dim)
+    top = -np.sort(-x, axis=1)[:, :K]
+    run_on_all_paths(ak.sort_kernel, (1,), lambda: (x, np.zeros_like(x), np.zeros((M, K), dtype)),
+                     lambda x, o, t: {1: s, 2: top}, constexprs={"M": M, "N": N, "DIM": dim, "DESC": desc, "K": K})

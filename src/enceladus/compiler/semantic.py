@@ -1024,3 +1024,68 @@ for _kind in ("add", "max", "min", "and", "or", "xor", "xchg"):
 @rule("atomic_cas")
 def atomic_cas(b: Builder, pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> Value:
     return _atomic(b, "cas", pointer, val, None, sem, scope, cmp=cmp)
+
+
+# --- data movement: gather, histogram, sort ----------------------------------------------------------------
+
+@rule("gather")
+def gather(b: Builder, src: Any, index: Any, axis: Any) -> Value:
+    s, i = _tile(src, "tl.gather"), _tile(index, "tl.gather")
+    rank = len(s.type.shape)
+    axis = _axis_arg(axis, rank, "tl.gather")
+    if len(i.type.shape) != rank:
+        raise SemanticError(f"tl.gather: the index tile (rank {len(i.type.shape)}) must have the rank of the source "
+                            f"({rank})", "add size-1 dimensions with x[:, None]")
+    if not i.type.element.is_int():
+        raise SemanticError(f"tl.gather: indices must be integers, got {i.type.element}", "cast with .to(tl.int32)")
+    for d in range(rank):
+        if d != axis and i.type.shape[d] not in (s.type.shape[d],):
+            raise SemanticError(f"tl.gather: the index shape {list(i.type.shape)} must match the source shape "
+                                f"{list(s.type.shape)} except along axis {axis}")
+    return b.emit("gather", [s, i], s.type.with_shape(i.type.shape), axis=axis)
+
+
+@rule("histogram")
+def histogram(b: Builder, input: Any, num_bins: Any, mask: Any = None) -> Value:
+    x = _tile(input, "tl.histogram")
+    if len(x.type.shape) != 1 or not x.type.element.is_int():
+        raise SemanticError(f"tl.histogram needs a 1-D integer tile, got {x.type}", "flatten with tl.ravel first")
+    bins = _const_int(num_bins, "num_bins of tl.histogram")
+    _check_shape((bins,))
+    operands = [b.cast(x, D.int32)]
+    mask_v = _mask(b, mask, x.type.shape, "tl.histogram")
+    if mask_v is not None:
+        operands.append(mask_v)
+    return b.emit("histogram", operands, Type(D.int32, (bins,)), bins=bins)
+
+
+def _sort_last(b: Builder, x: Value, descending: bool, k: int | None) -> Value:
+    shape = x.type.shape[:-1] + ((k,) if k is not None else (x.type.shape[-1],))
+    return b.emit("sort", [x], x.type.with_shape(shape), descending=bool(descending),
+                  k=k if k is not None else x.type.shape[-1])
+
+
+def _sorted(b: Builder, x: Any, dim: Any, descending: Any, k: int | None, what: str) -> Value:
+    t = _tile(x, what)
+    rank = len(t.type.shape)
+    if rank > 2:
+        raise SemanticError(f"{what} supports 1-D and 2-D tiles", "reshape to 2-D first")
+    d = rank - 1 if dim is None else _axis_arg(dim, rank, what)
+    if d != rank - 1:  # sort along rows of the transpose
+        return permute(b, _sort_last(b, permute(b, t, 1, 0), descending, k), 1, 0)
+    return _sort_last(b, t, descending, k)
+
+
+@rule("sort")
+def sort(b: Builder, x: Any, dim: Any = None, descending: Any = False) -> Value:
+    return _sorted(b, x, dim, descending, None, "tl.sort")
+
+
+@rule("topk")
+def topk(b: Builder, x: Any, k: Any, dim: Any = None) -> Value:
+    t = _tile(x, "tl.topk")
+    k = _const_int(k, "k of tl.topk")
+    axis = len(t.type.shape) - 1 if dim is None else _axis_arg(dim, len(t.type.shape), "tl.topk")
+    if not is_pow2(k) or k > t.type.shape[axis]:
+        raise SemanticError(f"tl.topk: k={k} must be a power of two no larger than {t.type.shape[axis]}")
+    return _sorted(b, t, dim, True, k, "tl.topk")

@@ -368,6 +368,17 @@ def sort(x: Any, dim: Any = None, descending: bool = False) -> Tile:
     return t.like(np.ascontiguousarray(out).astype(t.data.dtype))
 
 
+@op("topk", member=True)
+def topk(x: Any, k: Any, dim: Any = None) -> Tile:
+    t = to_tile(x)
+    d = len(t.shape) - 1 if unwrap(dim) is None else _axis(t, dim, "topk")
+    kk = const_int(k, "k")
+    if kk < 1 or kk & (kk - 1) or kk > t.shape[d]:
+        raise ValueError(f"topk: k={kk} must be a power of two no larger than {t.shape[d]}")
+    full = sort(t, d, True)
+    return full.like(np.ascontiguousarray(np.take(full.data, np.arange(kk), axis=d + 1)))
+
+
 @op("gather", member=True)
 def gather(src: Any, index: Any, axis: Any) -> Tile:
     s, i = to_tile(src), to_tile(index)

@@ -342,6 +342,11 @@ def sort(x, dim=None, descending=False):
 
 
 @builtin
+def topk(x, k, dim=None):
+    """The ``k`` largest values along ``dim`` (default: the last), in descending order (``k`` a power of two)."""
+
+
+@builtin
 def gather(src, index, axis):
     """``src`` gathered along ``axis`` at ``index`` (same rank as ``src``), like ``np.take_along_axis``."""
 

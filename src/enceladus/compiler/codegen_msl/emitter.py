@@ -285,6 +285,12 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
             self.emit_split(op)
         elif name in ("reshape", "cat", "flip", "convert"):
             self.emit_via_smem(op)
+        elif name == "gather":
+            self.emit_gather(op)
+        elif name == "histogram":
+            self.emit_histogram(op)
+        elif name == "sort":
+            self.emit_sort(op)
         elif name == "barrier":
             self.barrier()
             return

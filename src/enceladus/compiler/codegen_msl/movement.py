@@ -384,3 +384,104 @@ class MovementMixin:
         self.emit("}")
         for r, y in zip(op.results, ys):
             self.refs[(r.id, home)] = y + "[{e}]"
+
+    # --- gather, histogram, sort (all through threadgroup memory) --------------------------------------------
+    def write_rowmajor(self, x: ir.Value, buf: str) -> TileLayout:
+        lx = self.plan.needs[x.id][0]
+        own = self.owner(lx, "e")
+        guard = f"if ({own}) " if own else ""
+        self.loop(lx, f"{guard}{buf}[{self.flat_index(lx, x.type.shape, 'e')}] = {self.ref(x, lx)};")
+        return lx
+
+    def emit_gather(self, op: ir.Op) -> None:
+        src, index = op.operands
+        r = op.result
+        home = self.plan.homes[r.id]
+        axis = op.attrs["axis"]
+        t, size = self.storage_type(src)
+        self.smem_begin()
+        buf = self.smem(t, src.type.numel, f"source of gather %{r.id}", size)
+        self.write_rowmajor(src, buf)
+        self.barrier()
+        shape = src.type.shape
+        terms = []
+        stride = 1
+        for i in reversed(range(len(shape))):
+            if i == axis:  # out-of-range indices are clamped (undefined in Triton)
+                c = f"clamp(int({self.ref(index, home)}), 0, {shape[i] - 1})"
+            else:
+                c = self.value_coord(home, r.type.shape, i, "e")
+            terms.append(c if stride == 1 else f"{c} * {stride}")
+            stride *= shape[i]
+        var = self.declare_tile(r, home)
+        self.loop(home, f"{var}[e] = {self._read(buf, ' + '.join(reversed(terms)), msl_type(r.type.element))};")
+
+    def emit_histogram(self, op: ir.Op) -> None:
+        x = op.operands[0]
+        mask = op.operands[1] if len(op.operands) > 1 else None
+        r = op.result
+        home = self.plan.homes[r.id]
+        bins = op.attrs["bins"]
+        nthreads = 32 * self.num_warps
+        self.smem_begin()
+        buf = self.smem("atomic_int", bins, f"counts of histogram %{r.id}", 4)
+        self.emit(f"for (int i = int(enc_tid); i < {bins}; i += {nthreads}) "
+                  f"atomic_store_explicit(&{buf}[i], 0, memory_order_relaxed);")
+        self.barrier()
+        lx = self.plan.needs[x.id][0]
+        conds = [f"{self.ref(x, lx)} >= 0", f"{self.ref(x, lx)} < {bins}"]  # values outside the bins are ignored
+        if mask is not None:
+            conds.append(self.ref(mask, lx))
+        own = self.owner(lx, "e")
+        if own:
+            conds.append(own)
+        self.loop(lx, f"if ({' && '.join(conds)}) atomic_fetch_add_explicit(&{buf}[{self.ref(x, lx)}], 1, "
+                      "memory_order_relaxed);")
+        self.barrier()
+        var = self.declare_tile(r, home)
+        self.loop(home, f"{var}[e] = atomic_load_explicit(&{buf}[{self.value_coord(home, r.type.shape, 0, 'e')}], "
+                        "memory_order_relaxed);")
+
+    def emit_sort(self, op: ir.Op) -> None:
+        """Bitonic sort of every row (the last dimension) in threadgroup memory; one barrier per stage."""
+        x = op.operands[0]
+        r = op.result
+        home = self.plan.homes[r.id]
+        t = msl_type(x.type.element)
+        st, size = self.storage_type(x)
+        n = x.type.shape[-1]
+        rows = x.type.numel // n
+        nthreads = 32 * self.num_warps
+        self.smem_begin()
+        buf = self.smem(st, x.type.numel, f"sort of %{r.id}", size)
+        self.write_rowmajor(x, buf)
+        self.barrier()
+        desc = op.attrs["descending"]
+        pairs = rows * n // 2
+        k = 2
+        stages = 0
+        while k <= n:
+            j = k // 2
+            while j >= 1:
+                self.emit(f"for (int p = int(enc_tid); p < {pairs}; p += {nthreads}) {{")
+                self.indent += 1
+                self.emit(f"const int row = p / {n // 2}, q = p % {n // 2};")
+                self.emit(f"const int i = (q / {j}) * {2 * j} + q % {j};")
+                self.emit(f"const {t} a = {buf}[row * {n} + i], b = {buf}[row * {n} + i + {j}];")
+                up = f"((i & {k}) == 0)" if k < n else "true"
+                order = f"({up} != {'true' if desc else 'false'})"
+                self.emit(f"if ((a > b) == {order}) {{ {buf}[row * {n} + i] = b; {buf}[row * {n} + i + {j}] = a; }}")
+                self.indent -= 1
+                self.emit("}")
+                self.barrier()
+                stages += 1
+                j //= 2
+            k *= 2
+        var = self.declare_tile(r, home)
+        keep = op.attrs["k"]
+        idx = self.flat_index(home, r.type.shape, "e")
+        if keep != n:  # topk: the first k of each row, rows still n apart in the buffer
+            rc = [self.value_coord(home, r.type.shape, i, "e") for i in range(len(r.type.shape))]
+            idx = f"({rc[0]}) * {n} + {rc[-1]}" if len(rc) == 2 else rc[-1]
+        self.loop(home, f"{var}[e] = {self._read(buf, idx, t)};")
+        self.notes.append(f"sort %{r.id}: bitonic, {stages} stages with a barrier each")

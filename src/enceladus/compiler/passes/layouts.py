@@ -168,7 +168,7 @@ def default_blocked(shape: tuple[int, ...], itemsize: int, num_warps: int, min_l
 _TRANSPARENT = ir.ELEMENTWISE | {"splat", "broadcast", "expand_dims", "squeeze", "permute", "join", "multiple_of",
                                  "max_contiguous", "arange", "const"}
 # Ops that move data through threadgroup memory: any operand layout works, the result has a home.
-_VIA_SMEM = {"reshape", "cat", "flip", "convert"}
+_VIA_SMEM = {"reshape", "cat", "flip", "convert", "histogram", "sort"}
 
 
 @dataclass
@@ -345,6 +345,12 @@ class _Assigner:
             if plan.pure[r.id]:
                 return  # dead index arithmetic
             layouts = [self.anchor(r.type.shape)]  # e.g. a load whose value is unused still happens
+        if name == "gather":
+            home = self.home(r, layouts[0] if isinstance(layouts[0].parent, BlockedLayout) else
+                             self.anchor(r.type.shape))
+            plan.demand(op.operands[0], self.anchor(op.operands[0].type.shape))
+            plan.demand(op.operands[1], home)
+            return
         if name in _VIA_SMEM:
             self.home(r, layouts[0])
             for o in op.operands:
