@@ -467,15 +467,16 @@ def atomic_max_half(x_ptr):
 
 @enceladus.jit
 def sort_tile(x_ptr):
-    tl.store(x_ptr + tl.arange(0, 4), tl.sort(tl.arange(0, 4)))  # <- here
+    t = tl.reshape(tl.arange(0, 8), (2, 2, 2))
+    tl.store(x_ptr + tl.arange(0, 8), tl.ravel(tl.sort(t)))  # <- here
 
 
 @enceladus.jit
 def histogram_tile(x_ptr):
-    tl.store(x_ptr + tl.arange(0, 4), tl.histogram(tl.arange(0, 8), 4))  # <- here
+    tl.store(x_ptr + tl.arange(0, 4), tl.histogram(tl.arange(0, 8).to(tl.float32), 4))  # <- here
 
 
 @enceladus.jit
 def gather_tile(x_ptr):
     x = tl.arange(0, 8)
-    tl.store(x_ptr + x, tl.gather(x, x, 0))  # <- here
+    tl.store(x_ptr + x, tl.gather(x, x[:, None], 0))  # <- here

@@ -114,12 +114,9 @@ CASES: dict[str, tuple] = {
                           "tl.atomic_add"),
     "atomic_max_half": ("*fp16", {}, "tl.atomic_max on fp16 is not supported", "float32 or int32 buffer",
                         "tl.atomic_max"),
-    "sort_tile": ("*fp32", {}, "tl.sort is not supported by the compiler yet", "ENCELADUS_INTERPRET=1",
-                  "tl.sort"),
-    "histogram_tile": ("*fp32", {}, "tl.histogram is not supported by the compiler yet",
-                       "ENCELADUS_INTERPRET=1", "tl.histogram"),
-    "gather_tile": ("*fp32", {}, "tl.gather is not supported by the compiler yet", "ENCELADUS_INTERPRET=1",
-                    "tl.gather"),
+    "sort_tile": ("*i32", {}, "tl.sort supports 1-D and 2-D tiles", "reshape to 2-D", "tl.sort"),
+    "histogram_tile": ("*i32", {}, "tl.histogram needs a 1-D integer tile", "tl.ravel", "tl.histogram"),
+    "gather_tile": ("*i32", {}, "must have the rank of the source", "x[:, None]", "tl.gather"),
 }
 
 

@@ -160,6 +160,13 @@ class _Return(Exception):
         self.node = node
 
 
+class _AggregateMethod:
+    """A bound method of a tensor descriptor (``desc.load``)."""
+
+    def __init__(self, method: Any):
+        self.method = method
+
+
 class _TensorMethod:
     """A bound method of a tile value (``x.to``)."""
 
@@ -388,16 +395,15 @@ class Lowering(ast.NodeVisitor):
                      cond_node: ast.expr | None = None) -> None:
         """A ``for`` over a runtime range or a ``while``: names the body reassigns are carried across iterations."""
         assigned = _assigned_names(body)
-        carried = [n for n in assigned if n in self.scope and n != iv_name]
-        inits = []
-        for n in carried:
-            v = self.scope[n]
-            if not is_value(v):
-                if not semantic.is_python_scalar(v):
-                    raise self.error(node, f"'{n}' ({self.describe(v)}) cannot change inside a loop",
-                                     "only scalars and tiles can be updated in loops")
-                v = self.apply(node, lambda v=v: self.b.const(v, semantic.D.literal_dtype(v)))
-            inits.append(v)
+        names = [n for n in assigned if n in self.scope and n != iv_name]
+        # aggregates (block pointers, tuples) are carried by their parts: one loop value per part
+        carried, inits, structure = [], [], {}
+        for n in names:
+            parts, rebuild = self.flatten_value(node, n, self.scope[n])
+            structure[n] = (len(inits), len(parts), rebuild)
+            for i in range(len(parts)):
+                carried.append(f"{n}[{i}]" if rebuild else n)
+            inits.extend(parts)
         before = dict(self.scope)
         outer_loc = self.b.loc
         regions = []
@@ -405,8 +411,7 @@ class Lowering(ast.NodeVisitor):
         if kind == "while":
             cond_block = ir.Block([self.b.fn.new_value(v.type) for v in inits])
             self.scope = dict(before)
-            for n, a in zip(carried, cond_block.args):
-                self.scope[n] = a
+            self.bind_parts(structure, cond_block.args)
             self.b.fn.push_block(cond_block)
             try:
                 cond = self.eval(cond_node)
@@ -433,8 +438,7 @@ class Lowering(ast.NodeVisitor):
         self.scope = dict(before)
         if kind == "for":
             self.scope[iv_name] = block_args[0]
-        for n, a in zip(carried, block_args[1:] if kind == "for" else block_args):
-            self.scope[n] = a
+        self.bind_parts(structure, block_args[1:] if kind == "for" else block_args)
         self.b.fn.push_block(block)
         try:
             self.run_body(body)
@@ -442,15 +446,20 @@ class Lowering(ast.NodeVisitor):
             raise self.error(r.node, "'return' inside a loop is not supported", "return after the loop") from None
         finally:
             self.b.fn.pop_block()
-        yields = []
-        for n, init in zip(carried, inits):
-            v = self.scope.get(n)
-            if not is_value(v):
-                if not semantic.is_python_scalar(v):
-                    raise self.error(node, f"'{n}' becomes {self.describe(v)} inside the loop")
-                self.b.fn.push_block(block)
-                v = self.apply(node, lambda v=v, init=init: self.b.to_value(v, init.type.element))
+        finals = []
+        for n in names:
+            start, count, _ = structure[n]
+            self.b.fn.push_block(block)
+            try:
+                parts, _ = self.flatten_value(node, n, self.scope.get(n), like=inits[start:start + count])
+            finally:
                 self.b.fn.pop_block()
+            if len(parts) != count:
+                raise self.error(node, f"'{n}' changes structure inside the loop",
+                                 "keep tuples and block pointers the same shape in every iteration")
+            finals.extend(parts)
+        yields = []
+        for n, init, v in zip(carried, inits, finals):
             if v.type != init.type:
                 if v.type.shape == init.type.shape or not init.type.is_tile and v.type.is_tile:
                     raise self.error(node, f"loop-carried '{n}' starts as {init.type} but becomes {v.type} in the loop",
@@ -468,8 +477,52 @@ class Lowering(ast.NodeVisitor):
         attrs = {"step_sign": (1 if step_const > 0 else -1)} if step_const is not None else {}
         op = self.b.fn.append_op(kind, bounds + inits, [v.type for v in inits], attrs, loc=self.b.loc)
         op.regions = regions
-        for n, r in zip(carried, op.results):
-            self.scope[n] = r
+        self.bind_parts(structure, op.results)
+
+    def flatten_value(self, node: ast.AST, name: str, v: Any, like: list | None = None) -> tuple[list, Any]:
+        """The IR values a loop carries for ``v`` and how to rebuild it (None: ``v`` is a single value).
+
+        ``like`` gives the types the parts must take (Python scalars become constants of those types)."""
+        from .aggregates import Aggregate
+
+        def part(x: Any, i: int) -> ir.Value:
+            if is_value(x):
+                return x
+            if semantic.is_python_scalar(x):
+                ty = like[i].type.element if like is not None and i < len(like) else semantic.D.literal_dtype(x)
+                v = self.apply(node, lambda: self.b.to_value(x, ty))
+                if like is not None and i < len(like) and like[i].type.is_tile:
+                    v = self.b.splat(v, like[i].type.shape)
+                return v
+            raise self.error(node, f"'{name}' ({self.describe(x)}) cannot change inside a loop or branch",
+                             "only scalars, tiles, tuples of them and block pointers can be updated there")
+
+        if isinstance(v, Aggregate):
+            raw = v.flatten()
+            return [part(x, i) for i, x in enumerate(raw)], v.unflatten
+        if isinstance(v, tuple):
+            parts, rebuilds, sizes = [], [], []
+            for item in v:
+                sub, rebuild = self.flatten_value(node, name, item, like[len(parts):] if like else None)
+                parts.extend(sub)
+                rebuilds.append(rebuild)
+                sizes.append(len(sub))
+
+            def rebuild_tuple(values: list) -> tuple:
+                out, i = [], 0
+                for rb, size in zip(rebuilds, sizes):
+                    chunk = list(values[i:i + size])
+                    out.append(rb(chunk) if rb else chunk[0])
+                    i += size
+                return tuple(out)
+
+            return parts, rebuild_tuple
+        return [part(v, 0)], None
+
+    def bind_parts(self, structure: dict, values: list) -> None:
+        for n, (start, count, rebuild) in structure.items():
+            chunk = list(values[start:start + count])
+            self.scope[n] = rebuild(chunk) if rebuild else chunk[0]
 
     # --- expressions --------------------------------------------------------------------------------
     def eval(self, node: ast.expr) -> Any:
@@ -518,6 +571,16 @@ class Lowering(ast.NodeVisitor):
                              "supported: x.dtype, x.shape, x.T, x.to(dtype) and tl.* builtins as methods (x.sum(0))")
         if isinstance(base, pointer_type) and attr == "element_ty":
             return base.element_ty
+        from .aggregates import Aggregate
+
+        if isinstance(base, Aggregate):
+            method = getattr(base, attr, None)
+            if attr in ("load", "store") and method is not None:
+                return _AggregateMethod(method)
+            if attr in ("block_shape", "shape", "strides", "dtype"):
+                return getattr(base, attr) if attr != "dtype" else base.base.type.element.element_ty
+            raise self.error(node, f"{type(base).__name__} has no attribute '{attr}'",
+                             "descriptors support .load(offsets) and .store(offsets, value)")
         try:
             value = getattr(base, attr)
         except AttributeError:
@@ -530,9 +593,9 @@ class Lowering(ast.NodeVisitor):
         return tuple(self.eval(e) for e in node.elts)
 
     def eval_List(self, node: ast.List) -> tuple:
-        # Triton accepts list literals for shapes: allow them when every element is a constexpr.
+        # Triton accepts list literals for shapes and offsets: they are tuples of constexprs or scalars
         values = tuple(self.eval(e) for e in node.elts)
-        if any(is_value(v) for v in values):
+        if any(is_value(v) and v.type.is_tile for v in values):
             raise self.error(node, "lists are not supported in kernels", _UNSUPPORTED_EXPR_FIX[ast.List])
         return values
 
@@ -652,6 +715,8 @@ class Lowering(ast.NodeVisitor):
         return self.call(node, fn, args, kwargs)
 
     def call(self, node: ast.AST, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if isinstance(fn, _AggregateMethod):
+            return self.apply(node, lambda: fn.method(self.b, *args, **kwargs))
         if isinstance(fn, _TensorMethod):
             if fn.name in ("reduce", "associative_scan"):
                 return self.reduce_with(node, fn.name, fn.value, *args, **kwargs)

@@ -356,11 +356,19 @@ def _mask(b: Builder, mask: Any, shape: tuple[int, ...], what: str) -> Value | N
 def load(b: Builder, pointer: Any, mask: Any = None, other: Any = None, *, cache_modifier: Any = "",
          eviction_policy: Any = "", volatile: Any = False, boundary_check: Any = None,
          padding_option: Any = None) -> Value:
+    from .aggregates import BlockPointer, padding_value
+
+    if isinstance(pointer, BlockPointer):
+        if mask is not None or other is not None:
+            raise SemanticError("tl.load of a block pointer takes boundary_check and padding_option, not mask/other")
+        check = tuple(boundary_check or ())
+        ptr, m = pointer.tiles(b, check)
+        return load(b, ptr, m, padding_value(padding_option, pointer.element_ty) if m is not None else None)
     if not is_value(pointer) or not pointer.type.is_ptr:
         raise SemanticError("tl.load expects a pointer or a tile of pointers",
                             "pass a pointer argument plus offsets, e.g. tl.load(x_ptr + offs)")
     if boundary_check is not None or padding_option is not None:
-        raise SemanticError("boundary_check/padding_option belong to block pointers, which are not supported yet",
+        raise SemanticError("boundary_check/padding_option apply to block pointers (tl.make_block_ptr)",
                             "use a mask, e.g. mask=offs < n")
     shape = b.broadcast_shapes(pointer.type.shape, shape_of(mask), shape_of(other))
     pointer = b.broadcast_to(pointer, shape)
@@ -378,11 +386,18 @@ def load(b: Builder, pointer: Any, mask: Any = None, other: Any = None, *, cache
 @rule("store")
 def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modifier: Any = "",
           eviction_policy: Any = "", boundary_check: Any = None) -> None:
+    from .aggregates import BlockPointer
+
+    if isinstance(pointer, BlockPointer):
+        if mask is not None:
+            raise SemanticError("tl.store through a block pointer takes boundary_check, not mask")
+        ptr, m = pointer.tiles(b, tuple(boundary_check or ()))
+        return store(b, ptr, value, m)
     if not is_value(pointer) or not pointer.type.is_ptr:
         raise SemanticError("tl.store expects a pointer or a tile of pointers as its first argument",
                             "pass a pointer argument plus offsets, e.g. tl.store(out_ptr + offs, y)")
     if boundary_check is not None:
-        raise SemanticError("boundary_check belongs to block pointers, which are not supported yet",
+        raise SemanticError("boundary_check applies to block pointers (tl.make_block_ptr)",
                             "use a mask, e.g. mask=offs < n")
     if not pointer.type.is_tile and shape_of(value):
         raise SemanticError(
@@ -1089,3 +1104,30 @@ def topk(b: Builder, x: Any, k: Any, dim: Any = None) -> Value:
     if not is_pow2(k) or k > t.type.shape[axis]:
         raise SemanticError(f"tl.topk: k={k} must be a power of two no larger than {t.type.shape[axis]}")
     return _sorted(b, t, dim, True, k, "tl.topk")
+
+
+# --- block pointers and tensor descriptors ------------------------------------------------------------------
+
+@rule("make_block_ptr")
+def make_block_ptr(b: Builder, base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any,
+                   order: Any) -> Any:
+    from . import aggregates
+
+    return aggregates.make_block_ptr(b, base, shape, strides, offsets, block_shape, order)
+
+
+@rule("advance")
+def advance(b: Builder, base: Any, offsets: Any) -> Any:
+    from . import aggregates
+
+    return aggregates.advance(b, base, offsets)
+
+
+@rule("make_tensor_descriptor")
+def make_tensor_descriptor(b: Builder, base: Any, shape: Any, strides: Any, block_shape: Any,
+                           padding_option: Any = "zero") -> Any:
+    from . import aggregates
+
+    if padding_option not in ("zero", None, ""):
+        raise SemanticError(f"tensor descriptors pad with zeros; padding_option={padding_option!r} is not supported")
+    return aggregates.make_tensor_descriptor(b, base, shape, strides, block_shape)

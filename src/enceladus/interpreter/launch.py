@@ -24,7 +24,7 @@ from ..language.builtins import range as tl_range_cls
 from ..language.builtins import static_range as tl_static_range_cls
 from ..language.core import builtin_name, constexpr
 from ..runtime import arguments
-from . import ops, random, shape_ops  # noqa: F401  (registration)
+from . import descriptors, ops, random, shape_ops  # noqa: F401  (registration)
 from .context import Launch, activate, current, env_flag, rollback
 from .memory import Buffer
 from .ops import OPS, PropagateNan, kernel_print

@@ -10,6 +10,7 @@ from . import math
 from .builtins import (  # ops the interpreter implements ahead of the compiler
     PropagateNan,
     abs,
+    advance,
     arange,
     argmax,
     argmin,
@@ -51,6 +52,8 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     interleave,
     join,
     load,
+    make_block_ptr,
+    make_tensor_descriptor,
     log,
     log2,
     max,
@@ -124,4 +127,4 @@ __all__ = [
     "sigmoid", "sin", "sqrt", "static_assert", "static_print", "static_range", "store", "tensor",
     "uint8", "uint16", "uint32", "uint64", "umulhi", "where", "zeros", "zeros_like",
 ]
-__all__ += ["PropagateNan", "argmax", "argmin", "associative_scan", "assume", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast", "broadcast_to", "cat", "cumprod", "cumsum", "debug_barrier", "device_assert", "device_print", "dot", "expand_dims", "flip", "gather", "histogram", "interleave", "join", "max", "max_constancy", "min", "permute", "philox", "rand", "randint", "randint4x", "randn", "ravel", "reduce", "reshape", "sort", "split", "squeeze", "sum", "swizzle2d", "topk", "trans", "unsqueeze", "view", "xor_sum"]
+__all__ += ["advance", "make_block_ptr", "make_tensor_descriptor", "PropagateNan", "argmax", "argmin", "associative_scan", "assume", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast", "broadcast_to", "cat", "cumprod", "cumsum", "debug_barrier", "device_assert", "device_print", "dot", "expand_dims", "flip", "gather", "histogram", "interleave", "join", "max", "max_constancy", "min", "permute", "philox", "rand", "randint", "randint4x", "randn", "ravel", "reduce", "reshape", "sort", "split", "squeeze", "sum", "swizzle2d", "topk", "trans", "unsqueeze", "view", "xor_sum"]

@@ -52,7 +52,8 @@ def zeros_like(input):
 
 # --- memory --------------------------------------------------------------------------------------
 @builtin
-def load(pointer, mask=None, other=None, *, cache_modifier="", eviction_policy="", volatile=False):
+def load(pointer, mask=None, other=None, *, cache_modifier="", eviction_policy="", volatile=False,
+         boundary_check=None, padding_option=None):
     """Load a tile (or scalar) from the pointer tile ``pointer``.
 
     Lanes where ``mask`` is false do not touch memory and take ``other`` (default: undefined in
@@ -66,7 +67,27 @@ def load(pointer, mask=None, other=None, *, cache_modifier="", eviction_policy="
 
 
 @builtin
-def store(pointer, value, mask=None, *, cache_modifier="", eviction_policy=""):
+def make_block_ptr(base, shape, strides, offsets, block_shape, order):
+    """A block pointer: the ``block_shape`` block at ``offsets`` of a tensor with ``shape`` and ``strides``.
+
+    Removed from Triton 3.9 but common in existing kernels; Enceladus keeps it. Load and store with
+    ``tl.load(bp, boundary_check=(0, 1), padding_option="zero")``; move with ``tl.advance``.
+    """
+
+
+@builtin
+def advance(base, offsets):
+    """The block pointer ``base`` moved by ``offsets`` (one per dimension)."""
+
+
+@builtin
+def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero"):
+    """A tensor descriptor: ``desc.load([i, j])`` reads the ``block_shape`` block at (i, j), zero outside the
+    tensor; ``desc.store([i, j], value)`` writes only inside it."""
+
+
+@builtin
+def store(pointer, value, mask=None, *, cache_modifier="", eviction_policy="", boundary_check=None):
     """Store ``value`` (converted to the pointee type) through ``pointer`` where ``mask`` is true."""
 
 

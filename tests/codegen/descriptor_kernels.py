@@ -1,0 +1,34 @@
+"""Kernels using block pointers and tensor descriptors."""
+
+import enceladus
+import enceladus.language as tl
+
+
+@enceladus.jit
+def descriptor_copy_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    tile = src.load([pid_m * BM, pid_n * BN])
+    dst.store([pid_m * BM, pid_n * BN], tile * 2)
+
+
+@enceladus.jit
+def block_ptr_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    a_bp = tl.make_block_ptr(a_ptr, shape=(M, K), strides=(K, 1), offsets=(pid_m * BM, 0), block_shape=(BM, BK),
+                             order=(1, 0))
+    b_bp = tl.make_block_ptr(b_ptr, shape=(K, N), strides=(N, 1), offsets=(0, pid_n * BN), block_shape=(BK, BN),
+                             order=(1, 0))
+    acc = tl.zeros((BM, BN), tl.float32)
+    for _ in range(0, K, BK):
+        a = tl.load(a_bp, boundary_check=(0, 1), padding_option="zero")
+        b = tl.load(b_bp, boundary_check=(0, 1), padding_option="zero")
+        acc += tl.dot(a, b)
+        a_bp = tl.advance(a_bp, (0, BK))
+        b_bp = tl.advance(b_bp, (BK, 0))
+    c_bp = tl.make_block_ptr(c_ptr, shape=(M, N), strides=(N, 1), offsets=(pid_m * BM, pid_n * BN),
+                             block_shape=(BM, BN), order=(1, 0))
+    tl.store(c_bp, acc, boundary_check=(0, 1))
