@@ -109,6 +109,7 @@ class Program:
     stmts: list[tuple[str, list[str]]] = field(default_factory=list)  # (name defined, its lines)
     outputs: list[Val] = field(default_factory=list)
     features: set[str] = field(default_factory=set)
+    floats: set[str] = field(default_factory=set)  # float dtypes of any value: they set the tolerance
     n_iter: int = 2
     flag: int = 1
     seed: int = 0
@@ -167,6 +168,7 @@ class Program:
             "inputs": [(i, inp["dtype"], inp["layout"]) for i, inp in enumerate(self.inputs) if i in used],
             "outputs": [("int8" if v.dtype == "int1" else v.dtype, list(v.shape)) for v in self.outputs],
             "features": sorted(self.features),
+            "floats": sorted(self.floats),
         }
         return "\n".join([
             '"""A program from the differential fuzzer (tests/fuzz/generator.py)."""',
@@ -198,6 +200,8 @@ class Builder:
     def new(self, expr: str, dtype: str, shape: tuple) -> Val:
         v = Val(f"v{self.count}", dtype, shape)
         self.count += 1
+        if is_float(dtype):
+            self.p.floats.add(dtype)
         self.p.stmts.append((v.name, [f"{v.name} = {expr}"]))
         self.vals.append(v)
         return v
@@ -275,6 +279,10 @@ class Builder:
             if "int1" in (ta, tb):
                 return
             self.p.features.add("div")
+            if not b.name.startswith("x"):
+                # a computed denominator near 0 turns its last-bit differences (scan order, an ulp of exp)
+                # into unbounded quotient differences; loaded denominators are exact on both paths
+                eb = f"(tl.abs({eb}) + 1)"
             self.new(f"{ea} / {eb}", "float32" if not (is_float(ta) or is_float(tb)) else promote(ta, tb, True),
                      shape)
         elif op in COMPARE:
@@ -473,7 +481,33 @@ class Builder:
         self.vals.append(Val(name, t, shape))
 
 
-STEPS = ("binary", "binary", "literal", "unary", "cast", "where", "reduce", "scan", "shape_op", "loop", "branch")
+    def dot(self) -> None:
+        a = self.pick(lambda v: len(v.shape) == 2 and v.dtype != "int1")
+        if a is None:
+            return
+        P, Q = a.shape
+        b = self.pick(lambda v: len(v.shape) == 2 and v.dtype != "int1" and v.shape[0] == Q)
+        t = self.draw(st.sampled_from(("float16", "bfloat16", "float32", "int8")))
+        ea = a.name if a.dtype == t else f"{self.castable(a)}.to(tl.{t})"
+        if b is None:  # a @ a^T
+            eb, R = f"tl.trans({ea})", P
+        else:
+            eb, R = (b.name if b.dtype == t else f"{self.castable(b)}.to(tl.{t})"), b.shape[1]
+        self.p.features.add("dot")
+        if is_float(t):
+            self.p.features.add("float_reduction")
+            self.p.floats.add(t)
+        self.new(f"tl.dot({ea}, {eb})", "int32" if t == "int8" else "float32", (P, R))
+
+    def castable(self, v: Val) -> str:
+        """``v`` ready for .to(any dtype): floats clamped into int8's range (the dot casts to int8 at most)."""
+        if is_float(v.dtype):
+            return f"tl.minimum(tl.maximum(tl.where({v.name} == {v.name}, {v.name}, 0.0), -128.0), 127.0)"
+        return v.name
+
+
+STEPS = ("binary", "binary", "literal", "unary", "cast", "where", "reduce", "scan", "shape_op", "loop", "branch",
+         "dot")
 
 
 @st.composite
@@ -493,6 +527,8 @@ def programs(draw, max_steps: int = 8) -> Program:
         p.inputs.append({"dtype": t, "layout": layout, "other": other, "masked": masked})
         shape = {"2d": (M, N), "t": (M, N), "row": (M,), "col": (N,)}[layout]
         b.vals.append(Val(f"x{i}", t, shape))
+        if is_float(t):
+            p.floats.add(t)
     if draw(st.booleans()):
         b.vals.append(Val("pid", "int32", ()))
     for _ in range(draw(st.integers(1, max_steps))):
