@@ -21,9 +21,9 @@ from .toolchain import (
     build_shared_library,
     find_compiler,
 )
-from .translate import needs_fibers, translation_unit
+from .translate import needs_fibers, translation_unit, uses_tensor_ops
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 MAX_BUFFERS = 31
 MAX_THREADS_PER_THREADGROUP = 1024
 THREADGROUP_MEMORY_LIMIT = 32 * 1024
@@ -294,9 +294,10 @@ class CpuLibrary:
         self.compiler = compiler
         self._runtime = _Runtime.get(compiler)
         names = ", ".join(self.kernels)
-        self.path, self.built = build_shared_library(
-            self.cpp, compiler, KERNEL_FLAGS + compiler.warning_flags, "kernel", f"MSL library ({names})"
-        )
+        flags = KERNEL_FLAGS + compiler.warning_flags
+        if uses_tensor_ops(msl):  # matmul2d<descriptor, ...>: a class-type template argument
+            flags = tuple("-std=c++20" if f == "-std=c++17" else f for f in flags)
+        self.path, self.built = build_shared_library(self.cpp, compiler, flags, "kernel", f"MSL library ({names})")
         self._lib = self._load(self.path)
         self._functions: dict[str, CpuFunction] = {}
 

@@ -125,6 +125,7 @@ struct Worker {
   unsigned long fault_addr = 0;
   int fault_write = -1;  // 1 write, 0 read, -1 unknown
   unsigned loop_tid = 0;  // thread index in the plain-loop path
+  const EncThread* loop_thread = nullptr;  // its builtins
   unsigned epoch = 0;     // advances at every threadgroup barrier and group start
   unsigned sepoch[kMaxThreads / ENC_SIMD_WIDTH];  // advances at every simdgroup_barrier of that group
   struct Shadow { unsigned epoch, sepoch; unsigned short tid; }* shadow = nullptr;
@@ -263,7 +264,8 @@ bool resolve_simd(Worker* w, unsigned s, unsigned n) {
       record_error(w->launch,
                    "kernel '%s': %s (line %u) executed by lanes 0x%08x of simdgroup %u in threadgroup "
                    "(%u,%u,%u), but lanes 0x%08x are alive (others returned or never existed): simdgroup_matrix "
-                   "operations must be reached by all 32 lanes of the SIMD group (uniform control flow)",
+                   "operations and execution_simdgroup tensor operations must be reached by all 32 lanes of the "
+                   "SIMD group (uniform control flow)",
                    w->launch->kernel_name, lead.what, lead.line, snap->active, s, w->group[0], w->group[1],
                    w->group[2], live);
       return false;
@@ -357,6 +359,18 @@ bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
       }
     }
     if (!ok) break;
+    if (fs[first].kind == ENC_BARRIER_SCOPE && waiting != n) {
+      unsigned gone = 0;
+      while (gone < n && fs[gone].state != DONE) ++gone;
+      record_error(L,
+                   "kernel '%s': %s at line %u is reached by %u of the %u threads of threadgroup (%u,%u,%u) "
+                   "(thread %u returned without calling it): all threads of the execution scope must call run "
+                   "(undefined behaviour on a GPU)",
+                   L->kernel_name, blocked_desc(fs[first]), fs[first].line, waiting, n, w->group[0], w->group[1],
+                   w->group[2], gone);
+      ok = false;
+      break;
+    }
     w->epoch++;  // a threadgroup barrier orders every earlier threadgroup-memory access
     for (unsigned i = 0; i < n; ++i) {
       if (fs[i].state == AT_BARRIER) {
@@ -399,6 +413,7 @@ bool run_group(Worker* w, const EncLaunch* L, unsigned long gi) {
         for (unsigned x = 0; x < sz[0]; ++x) {
           fill_thread(&t, L, g, sz, x, y, z, w->tg_ptrs);
           w->loop_tid = t.tiitg;
+          w->loop_thread = &t;
           L->fn(&t);
         }
     return !g_failed.load(std::memory_order_relaxed);
@@ -614,6 +629,7 @@ void api_barrier(unsigned kind, unsigned /*flags*/, const char* what, unsigned l
   f->state = AT_BARRIER;
   f->what = what;
   f->line = line;
+  f->kind = kind;
   block_current();
 }
 
@@ -700,7 +716,13 @@ void api_tg_access(const void* base, const void* addr, unsigned long n, int is_w
   }
 }
 
-const EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier, api_simd, api_tg_static, api_fail, api_tg_access};
+const EncThread* api_current_thread() {
+  Worker* w = tls_worker;
+  return w->cur ? &w->cur->t : w->loop_thread;
+}
+
+const EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier,   api_simd,          api_tg_static,
+                             api_fail,        api_tg_access, api_current_thread};
 
 }  // namespace
 

@@ -7,7 +7,11 @@ The rewrite keeps every line where it was (``#line`` maps compiler errors back t
    binds parameters by the parsed attributes instead;
 3. a function-scope ``threadgroup T name[N]...;`` becomes a reference to one instance per running
    threadgroup: ``T (&name)[N] = metal::__enc::threadgroup_static<T[N]>(slot, "name");``;
-4. half and bfloat literals (``1.5h``, ``2bf``) become ``half(1.5f)`` / ``bfloat(2.0f)``.
+4. half and bfloat literals (``1.5h``, ``2bf``) become ``half(1.5f)`` / ``bfloat(2.0f)``;
+5. ``#pragma unroll full`` becomes ``#pragma unroll`` (clang has no ``full`` form).
+
+Files that include ``<metal_tensor>`` or ``<MetalPerformancePrimitives/...>`` are compiled as C++20:
+``matmul2d<descriptor, scope>`` takes its descriptor (a struct) as a template argument.
 """
 
 from __future__ import annotations
@@ -29,8 +33,15 @@ _LITERAL = re.compile(
 # Calls that need the fiber scheduler; kernels without them run as a plain loop per threadgroup.
 _NEEDS_FIBERS = re.compile(
     r"\b(threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|simdgroup_load|simdgroup_store|"
-    r"simdgroup_multiply\w*)\s*\("
+    r"simdgroup_multiply\w*)\s*\(|\bmatmul2d\b"
 )
+_UNROLL_FULL = re.compile(r"^(\s*#\s*pragma\s+unroll)\s+full\b", re.MULTILINE)
+_TENSOR_INCLUDE = re.compile(r"^\s*#\s*include\s*<(?:metal_tensor|MetalPerformancePrimitives/)", re.MULTILINE)
+
+
+def uses_tensor_ops(msl: str) -> bool:
+    """Whether the file includes Metal 4 tensor headers (compiled as C++20, see the module docstring)."""
+    return _TENSOR_INCLUDE.search(strip_comments(msl)) is not None
 
 
 def needs_fibers(msl: str) -> bool:
@@ -79,6 +90,7 @@ def rewrite_msl(msl: str, race_check: bool = False) -> str:
         text = _CONST_TG_POINTER.sub(lambda m: f"::metal::__enc::tg_ptr<const {m.group(1)}> ", text)
         text = _TG_POINTER.sub(lambda m: f"::metal::__enc::tg_ptr<{m.group(1) or ''}{m.group(2)}> ", text)
     text = _LITERAL.sub(_literal, text)
+    text = _UNROLL_FULL.sub(r"\1     ", text)
     return text
 
 

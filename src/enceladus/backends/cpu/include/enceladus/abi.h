@@ -3,7 +3,7 @@
  * Bump ENC_ABI_VERSION on any change: both sides check it when a kernel library is bound. */
 #ifndef ENCELADUS_ABI_H
 #define ENCELADUS_ABI_H
-#define ENC_ABI_VERSION 4u
+#define ENC_ABI_VERSION 5u
 #define ENC_MAX_BUFFERS 31
 #define ENC_SIMD_WIDTH 32
 #define ENC_SIMD_SLOT 32 /* bytes a lane may contribute to one SIMD-group exchange */
@@ -48,6 +48,8 @@ typedef struct EncRuntimeApi {
   void (*fail)(const char* message, unsigned line);
   /* Debug mode: a read (is_write = 0) or write of n bytes of threadgroup memory through variable `name`. */
   void (*tg_access)(const void* base, const void* addr, unsigned long n, int is_write, const char* name);
+  /* The calling thread's builtins (tensor operations need their index within the execution scope). */
+  const EncThread* (*current_thread)(void);
 } EncRuntimeApi;
 
 /* Debug mode: one buffer copied into a region with PROT_NONE guard pages on both sides. */
@@ -82,7 +84,9 @@ typedef struct EncLaunch {
   void* buffers[ENC_MAX_BUFFERS];
 } EncLaunch;
 
-enum { ENC_BARRIER_THREADGROUP = 0, ENC_BARRIER_SIMDGROUP = 1 };
+/* ENC_BARRIER_SCOPE: a tensor operation with execution_simdgroups<N>: every thread of the
+ * threadgroup must arrive (threads that returned make it an error, unlike threadgroup_barrier). */
+enum { ENC_BARRIER_THREADGROUP = 0, ENC_BARRIER_SIMDGROUP = 1, ENC_BARRIER_SCOPE = 2 };
 #ifdef __cplusplus
 }
 #endif
