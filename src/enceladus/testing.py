@@ -6,7 +6,8 @@
 
 Timing is wall clock around each call, after waiting for the device (``enceladus.synchronize()``, when the
 backend is asynchronous); launches on NumPy arrays are synchronous, so on the ``cpu`` backend the time
-is the kernel's run time plus the launch overhead. Plots need matplotlib (``pip install matplotlib``),
+is the kernel's run time plus the launch overhead. On ``metal``, ``do_bench`` reads GPU timestamps
+instead (several launches per command buffer, ``GPUEndTime - GPUStartTime`` divided by their number). Plots need matplotlib (``pip install matplotlib``),
 imported only when a plot is asked for.
 """
 
@@ -31,6 +32,29 @@ def _synchronize() -> None:
     sync = getattr(enceladus, "synchronize", None)
     if sync is not None:
         sync()
+
+
+def _gpu_times(fn: Callable[[], Any], n_repeat: int) -> list[float] | None:
+    """Per-launch GPU times (ms) from command-buffer timestamps, when the current stream's queue offers
+    ``timed()`` (metal): up to 10 samples, each the average over one command buffer holding several
+    calls (Apple GPUs sample timestamps only at command-buffer boundaries). None when unavailable or
+    when ``fn`` launched nothing on the stream (e.g. it used another framework's queue)."""
+    from .runtime.stream import current_stream
+
+    timed = getattr(current_stream().queue, "timed", None)
+    if timed is None:
+        return None
+    samples = max(1, min(n_repeat, 10))
+    per = max(1, n_repeat // samples)
+    times = []
+    for _ in range(samples):
+        with timed() as t:
+            for _ in range(per):
+                fn()
+        if t.dispatches == 0 and t.command_buffers == 0:
+            return None
+        times.append(t.seconds * 1e3 / per)
+    return times
 
 
 def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100, grad_to_none: Any = None,
@@ -68,8 +92,9 @@ def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100, grad_t
     for _ in range(n_warmup):
         fn()
     _synchronize()
-    times = []
-    for _ in range(n_repeat):
+    gpu = _gpu_times(fn, n_repeat)  # metal: GPU timestamps; None elsewhere (wall clock below)
+    times = gpu if gpu is not None else []
+    for _ in range(n_repeat if gpu is None else 0):
         start = time.perf_counter()
         fn()
         _synchronize()

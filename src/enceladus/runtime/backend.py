@@ -1,19 +1,25 @@
 """Which backend runs kernels: ``metal`` on a Mac with a Metal device, else ``cpu``; ENCELADUS_BACKEND forces one.
 
-Both backends offer the same interface: ``compile(msl) -> library``, ``library.function(name)``,
-``function.launch(threadgroups, threads_per_threadgroup, buffers, threadgroup_memory=...)``, and
-``name``. The metal backend adds ``alloc``, ``synchronize``, streams and GPU timing.
-Importing this module never loads Objective-C; only ``get_backend()`` on macOS does.
+Both backends offer the same interface: ``name``; ``compile(msl) -> library``; ``library.function(name)
+-> program`` with ``program.launcher(slots, threads_per_threadgroup, args_slot, args_format,
+threadgroup_memory) -> fast`` (``fast.pack(groups, gsize, *addresses, *scalars)``, ``fast.run(packet)``,
+and on metal ``fast.run_host(packet, arrays, queue)`` for host memory); ``alloc(nbytes)`` (Tensor
+storage: ``address``, ``handle``, ``nbytes``, ``host_view()``); ``new_queue()`` (``submit``,
+``synchronize``, ``idle``, ``error``, ``take_error``). Importing this module never loads Objective-C;
+only ``get_backend()`` on macOS does.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
 _notes: list[str] = []
+_active: Any = None  # set by use_backend (tests, tools): overrides the selection below
 
 
 def backend_notes() -> list[str]:
@@ -36,9 +42,34 @@ def _cpu() -> Any:
     return CpuBackend()
 
 
-@cache
 def get_backend(name: str | None = None) -> Any:
     """The backend for ``name`` ('cpu' or 'metal'), else ENCELADUS_BACKEND, else metal on macOS when it works."""
+    if _active is not None and name is None:
+        return _active
+    return _select(name)
+
+
+@contextmanager
+def use_backend(backend: Any) -> Iterator[Any]:
+    """Run the block with ``backend`` as the current backend (e.g. the metal backend on a recording stand-in
+    in tests). Streams and kernel programs are per backend: the default stream is replaced for the
+    block, and kernels are rebuilt for ``backend`` on their next slow-path launch (use fresh ``@jit``
+    functions for launches that must not reuse another backend's fast-path plans)."""
+    global _active
+    from . import stream
+
+    previous, previous_default = _active, stream._default
+    stream.wait_all_idle()
+    _active, stream._default = backend, None
+    try:
+        yield backend
+    finally:
+        stream.wait_all_idle()
+        _active, stream._default = previous, previous_default
+
+
+@cache
+def _select(name: str | None) -> Any:
     name = name or os.environ.get("ENCELADUS_BACKEND", "").strip().lower() or None
     if name == "cpu":
         return _cpu()

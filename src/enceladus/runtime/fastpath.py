@@ -106,8 +106,8 @@ class LaunchPlan:
                                  "stores through it; pass a writeable array (e.g. arr.copy())")
         if self.asynchronous:
             addresses = [vals[i]._address for i in self.buffer_index]
+            self.launcher.submit(grid3, addresses, [vals[i] for i in self.scalar_index], (args, kwargs), True)
         else:
-            addresses = [a._address if type(a) is Tensor else int(a.__array_interface__["data"][0])
-                         for a in (vals[i] for i in self.buffer_index)]
-        self.launcher.submit(grid3, addresses, [vals[i] for i in self.scalar_index], (args, kwargs),
-                             self.asynchronous)
+            arrays = [vals[i] for i in self.buffer_index]
+            addresses = [a._address if type(a) is Tensor else int(a.__array_interface__["data"][0]) for a in arrays]
+            self.launcher.submit(grid3, addresses, [vals[i] for i in self.scalar_index], arrays, False)

@@ -65,12 +65,15 @@ def _scalar_format(kernel: CompiledKernel) -> str:
 class KernelLauncher:
     """Everything about launching one compiled kernel that does not change between launches."""
 
-    __slots__ = ("kernel", "program", "buffer_names", "buffer_writes", "scalar_names", "tptg", "fast", "name")
+    __slots__ = ("kernel", "program", "buffer_names", "buffer_writes", "scalar_names", "tptg", "fast", "name",
+                 "backend", "run_host")
 
     def __init__(self, kernel: CompiledKernel) -> None:
         backend = get_backend()
-        if kernel.program is None:
+        if kernel.program is None or kernel.__dict__.get("_enceladus_backend", backend) is not backend:
             kernel.program = backend.compile(kernel.asm["msl"]).function(kernel.abi.kernel_name)
+            kernel.__dict__["_enceladus_backend"] = backend
+        self.backend = backend
         abi = kernel.abi
         self.kernel = kernel
         self.name = kernel.name
@@ -82,6 +85,8 @@ class KernelLauncher:
         self.tptg = abi.threads_per_threadgroup
         self.fast = self.program.launcher([p.slot for p in params], (self.tptg, 1, 1), abi.args_slot,
                                           _scalar_format(kernel) if abi.args_slot is not None else "")
+        # Backends that bind host memory themselves (metal) take the arrays of synchronous launches.
+        self.run_host = getattr(self.fast, "run_host", None)
 
     def packet(self, grid: tuple[int, int, int], addresses: list[int], scalars: list[Any]) -> Any:
         """The backend packet for one launch (raises LaunchError for grids the hardware cannot run)."""
@@ -99,7 +104,9 @@ class KernelLauncher:
 
     def submit(self, grid: tuple[int, int, int], addresses: list[int], scalars: list[Any], keepalive: Any,
                asynchronous: bool) -> None:
-        """Queue the launch on the current stream, or run it now (after waiting for every stream)."""
+        """Queue the launch on the current stream, or run it now (after waiting for every stream).
+
+        For synchronous launches ``keepalive`` is the list of array arguments in slot order."""
         packet = self.packet(grid, addresses, scalars)
         if asynchronous:
             queue = current_stream()._queue
@@ -111,7 +118,10 @@ class KernelLauncher:
         queue = current_stream()._queue
         if queue.error is not None:
             raise queue.take_error()  # type: ignore[misc]
-        self.fast.run(packet)
+        if self.run_host is not None:
+            self.run_host(packet, keepalive, queue)
+        else:
+            self.fast.run(packet)
 
     def debug_launch(self, grid: tuple[int, int, int], arrays: list[Any], scalars: list[Any]) -> None:
         """Run synchronously with out-of-bounds and race checks (buffers copied into guarded memory)."""
@@ -145,7 +155,7 @@ def byte_span(arr: np.ndarray) -> tuple[int, int]:
 def launcher_for(kernel: CompiledKernel) -> KernelLauncher:
     """The cached KernelLauncher of a compiled kernel (built, with its backend program, on first use)."""
     kl = kernel.__dict__.get("_enceladus_launcher")
-    if kl is None:
+    if kl is None or kl.backend is not get_backend():
         kl = kernel.__dict__["_enceladus_launcher"] = KernelLauncher(kernel)
     return kl
 

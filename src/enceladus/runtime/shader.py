@@ -196,15 +196,20 @@ class ShaderKernel:
         except Exception as exc:  # struct.error: a grid past 32-bit thread ids
             raise self._fail(ValueError, f"grid {groups} x {tptg} overflows 32-bit thread ids") from exc
         queue = current_stream()._queue
+        ordered = [objects[i] for i in order]  # parallel to the packet's addresses
         if only_tensors:
             if queue.error is not None:
                 raise queue.take_error()  # type: ignore[misc]
-            queue.submit(fast.run, packet, objects)
+            queue.submit(fast.run, packet, ordered)
             return
         wait_all_idle()
         if queue.error is not None:
             raise queue.take_error()  # type: ignore[misc]
-        fast.run(packet)
+        run_host = getattr(fast, "run_host", None)
+        if run_host is not None:  # backends that bind host memory themselves (metal)
+            run_host(packet, ordered, queue)
+        else:
+            fast.run(packet)
 
 
 def _check_range(k: ShaderKernel, what: str, base: str, elem: np.dtype, v: Any) -> None:

@@ -285,9 +285,7 @@ class RecordingObjCRuntime:
 
     def _m_newBufferWithBytesNoCopy_length_options_deallocator_(self, rid: int, obj: Obj, ptr: int, n: int,
                                                                 options: int, dealloc: int | None) -> int:
-        import mmap
-
-        if ptr % mmap.PAGESIZE or n % mmap.PAGESIZE:
+        if ptr % 16384 or n % 16384:  # Apple silicon's 16 KiB pages
             raise ProtocolViolation(f"newBufferWithBytesNoCopy with unaligned range {ptr:#x}+{n}")
         return self._new("MTLBuffer", address=ptr, length=n, options=options, nocopy=True)
 
@@ -329,14 +327,18 @@ class RecordingObjCRuntime:
         obj.data.setdefault("tg", {})[index] = n
 
     def _m_dispatchThreadgroups_threadsPerThreadgroup_(self, rid: int, obj: Obj, groups: MTLSize,
-                                                       threads: MTLSize) -> None:
-        self._encoder(obj, "dispatchThreadgroups:")
+                                                       threads: MTLSize, mode: str = "threadgroups") -> None:
+        self._encoder(obj, f"dispatch{mode.capitalize()}:")
         if "pipeline" not in obj.data:
             raise ProtocolViolation("dispatch without a pipeline state")
         cb = self.objects[obj.data["cb"]]
         cb.data["dispatches"].append((obj.data["pipeline"], dict(obj.data["bound"]), dict(obj.data["bytes"]),
                                       (groups.width, groups.height, groups.depth),
-                                      (threads.width, threads.height, threads.depth), dict(obj.data.get("tg", {}))))
+                                      (threads.width, threads.height, threads.depth), dict(obj.data.get("tg", {})),
+                                      mode))
+
+    def _m_dispatchThreads_threadsPerThreadgroup_(self, rid: int, obj: Obj, grid: MTLSize, threads: MTLSize) -> None:
+        self._m_dispatchThreadgroups_threadsPerThreadgroup_(rid, obj, grid, threads, mode="threads")
 
     def _m_endEncoding(self, rid: int, obj: Obj) -> None:
         self._encoder(obj, "endEncoding")
@@ -392,7 +394,8 @@ class RecordingObjCRuntime:
         obj.data["url"] = self.objects[url].data["path"]
 
     # -- running dispatches on the cpu backend ---------------------------------------------------
-    def _execute(self, pso: int, bound: dict, data: dict, groups: tuple, threads: tuple, tg: dict) -> None:
+    def _execute(self, pso: int, bound: dict, data: dict, groups: tuple, threads: tuple, tg: dict,
+                 mode: str) -> None:
         p = self.objects[pso].data
         self.executed.append(p["name"])
         if self.cpu is None:
@@ -404,5 +407,6 @@ class RecordingObjCRuntime:
             buf = ctypes.create_string_buffer(raw, max(len(raw), 1))
             self._keep.append(buf)
             addresses[slot] = ctypes.addressof(buf)
-        self.cpu.compile(p["source"]).function(p["name"]).launch(groups, threads, addresses,
-                                                                 threadgroup_memory=tg or None)
+        fn = self.cpu.compile(p["source"]).function(p["name"])
+        run = fn.dispatch_threads if mode == "threads" else fn.launch  # groups is the grid in threads then
+        run(groups, threads, addresses, threadgroup_memory=tg or None)

@@ -5,14 +5,13 @@ A check of our call sequence, not of Metal: see objc_recorder.py.
 
 from __future__ import annotations
 
-import mmap
-
 import numpy as np
 import pytest
 
 import enceladus
 from enceladus.backends.metal import MetalBackend, MetalCompileError
 from enceladus.backends.metal.device import MTLLanguageVersion3_2, MTLLanguageVersion4_0
+from enceladus.backends.metal.memory import PAGE_SIZE
 from enceladus.errors import LaunchError, OutOfResources
 from enceladus.runtime.launch import pack_scalars
 
@@ -96,7 +95,7 @@ def test_numpy_wrapped_without_copy_and_bound_with_offset(metal: MetalBackend,
     assert len(nocopy) == 3
     bound = recorder.bound_history[-1]
     assert sorted(bound) == [0, 1, 2]
-    assert bound[0][1] == x.ctypes.data % mmap.PAGESIZE  # bound at an offset into whole pages
+    assert bound[0][1] == x.ctypes.data % PAGE_SIZE  # bound at an offset into whole 16 KiB pages
 
 
 def test_numpy_copy_path(metal: MetalBackend, recorder: RecordingObjCRuntime, monkeypatch) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,9 +12,10 @@ import numpy as np
 from ...errors import LaunchError, OutOfResources
 from ..cpu.signature import KernelSignature, parse_kernels
 from .device import MetalDevice, Pipeline
+from .launcher import MetalLauncher
 from .memory import AllocationRegistry, HostBinding, MetalBuffer, bind_host_array
 from .objc import ObjCBridge, ObjCRuntime
-from .stream import GPUTimer, Stream, buffer_runs
+from .stream import GPUTimer, MetalQueue, Stream, buffer_runs
 
 _U32 = (1 << 32) - 1
 Binding = Any  # np.ndarray | MetalBuffer | tuple[MetalBuffer, int] | int (address in a MetalBuffer) | bytes
@@ -28,9 +30,46 @@ class MetalFunction:
         self.library = library
         self.pipeline = pipeline
         self._backend = library.backend
-        self._writes = {p.index: "const" not in p.msl_type.split() for p in signature.buffer_params}
+        self._writes = {p.index: "const" not in p.msl_type.split() and p.address_space == "device"
+                        for p in signature.buffer_params}
         self._constant_slots = {p.index for p in signature.buffer_params if p.address_space == "constant"}
         self._tg_slots = {p.index for p in signature.threadgroup_params}
+        self._cpu_twin: Any = None
+
+    @property
+    def slot_writes(self) -> dict[int, bool]:
+        """``[[buffer(i)]]`` slot -> whether the kernel may store through it (``device`` without ``const``)."""
+        return self._writes
+
+    @property
+    def threadgroup_slots(self) -> set[int]:
+        """The ``[[threadgroup(i)]]`` slots whose length the host sets."""
+        return self._tg_slots
+
+    def launcher(self, buffer_slots: Sequence[int], threads_per_threadgroup: Sequence[int],
+                 args_slot: int | None = None, args_format: str = "",
+                 threadgroup_memory: Mapping[int, int] | None = None) -> MetalLauncher:
+        """The launch protocol shared with the cpu backend (see launcher.py): ``pack`` / ``run`` / ``run_host``."""
+        return MetalLauncher(self, buffer_slots, threads_per_threadgroup, args_slot, args_format, threadgroup_memory)
+
+    def cpu_twin(self) -> Any:
+        """The same MSL kernel on the cpu backend: debug mode (``ENCELADUS_DEBUG=1``) runs there, with its
+        out-of-bounds and race checks, on the Tensors' shared memory."""
+        if self._cpu_twin is None:
+            from ..cpu import CpuBackend
+
+            self._cpu_twin = CpuBackend().compile(self.library.msl).function(self.name)
+        return self._cpu_twin
+
+    def dispatch_threads(self, threads: Sequence[int], threads_per_threadgroup: Sequence[int],
+                         buffers: Mapping[int, int], *, threadgroup_memory: Mapping[int, int] | None = None,
+                         debug: bool = False, buffer_sizes: Mapping[int, int] | None = None) -> None:
+        """Debug-mode ``dispatchThreads`` (on the cpu twin; the normal path is ``launcher``)."""
+        if not debug:
+            raise LaunchError(f"kernel '{self.name}': use launcher(...) for dispatchThreads launches on Metal")
+        self._backend.synchronize_all()
+        self.cpu_twin().dispatch_threads(threads, threads_per_threadgroup, buffers,
+                                         threadgroup_memory=threadgroup_memory, debug=True, buffer_sizes=buffer_sizes)
 
     @property
     def max_threads_per_threadgroup(self) -> int:
@@ -57,7 +96,8 @@ class MetalFunction:
                 f"{self._backend.device.max_threadgroup_memory}", kernel=self.name,
                 fix="use smaller tiles (BLOCK sizes) or fewer stages")
 
-    def _triple(self, what: str, value: Sequence[int], low: int) -> tuple[int, int, int]:
+    def triple(self, what: str, value: Sequence[int], low: int) -> tuple[int, int, int]:
+        """Validate 1 to 3 ints in [low, 2^32) and pad with ones."""
         vals = tuple(int(v) for v in value)
         if not 1 <= len(vals) <= 3:
             raise LaunchError(f"kernel '{self.name}': {what} must have 1 to 3 entries, got {value!r}")
@@ -68,16 +108,25 @@ class MetalFunction:
 
     def launch(self, threadgroups: Sequence[int], threads_per_threadgroup: Sequence[int],
                buffers: Mapping[int, Binding], *, threadgroup_memory: Mapping[int, int] | None = None,
-               stream: Stream | None = None) -> None:
+               stream: Stream | None = None, debug: bool = False,
+               buffer_sizes: Mapping[int, int] | None = None) -> None:
         """Run the kernel like ``dispatchThreadgroups``.
 
         ``buffers`` maps each ``[[buffer(i)]]`` slot to a NumPy array (bound without a copy when
         possible; the launch is then synchronous), a MetalBuffer or ``(MetalBuffer, byte_offset)``
         (asynchronous), an int address inside a live MetalBuffer, or ``bytes`` for a ``constant``
         parameter (the packed scalar struct, sent with ``setBytes``).
+
+        ``debug=True`` (host addresses in ``buffers``, sizes in ``buffer_sizes``) runs the same MSL on the cpu
+        backend with its out-of-bounds and race checks, after waiting for the GPU.
         """
-        groups = self._triple("threadgroups", threadgroups, 0)
-        threads = self._triple("threads_per_threadgroup", threads_per_threadgroup, 1)
+        if debug:
+            self._backend.synchronize_all()
+            self.cpu_twin().launch(threadgroups, threads_per_threadgroup, buffers, threadgroup_memory=threadgroup_memory,
+                                   debug=True, buffer_sizes=buffer_sizes)
+            return
+        groups = self.triple("threadgroups", threadgroups, 0)
+        threads = self.triple("threads_per_threadgroup", threads_per_threadgroup, 1)
         if 0 in groups:
             return
         if any(g * t > _U32 for g, t in zip(groups, threads)):
@@ -148,8 +197,11 @@ class MetalLibrary:
         if fn is None:
             if name not in self.kernels:
                 raise KeyError(f"no kernel named '{name}' in this library; available: {', '.join(self.kernels)}")
-            pipeline = self.backend.device.new_pipeline(self.handle, name)
-            fn = self._functions[name] = MetalFunction(self, self.kernels[name], pipeline)
+            with self.backend.lock:
+                fn = self._functions.get(name)
+                if fn is None:
+                    pipeline = self.backend.device.new_pipeline(self.handle, name)
+                    fn = self._functions[name] = MetalFunction(self, self.kernels[name], pipeline)
         return fn
 
     def release(self) -> None:
@@ -175,8 +227,11 @@ class MetalBackend:
         self.device = MetalDevice(self.bridge, macos=macos)
         self.registry = AllocationRegistry()
         self.default_stream = Stream(self.device)
+        self.lock = threading.RLock()  # compiles may come from the autotuner's threads
         self._libraries: dict[tuple[str, bool], MetalLibrary] = {}
+        self._queues: list[MetalQueue] = []
         self._capture_path = os.environ.get("ENCELADUS_CAPTURE") or None
+        self.capture_requested = self._capture_path is not None
 
     @property
     def device_name(self) -> str:
@@ -188,12 +243,31 @@ class MetalBackend:
         key = (msl, fast_math)
         lib = self._libraries.get(key)
         if lib is None:
-            lib = self._libraries[key] = MetalLibrary(self, msl, fast_math)
+            with self.lock:
+                lib = self._libraries.get(key)
+                if lib is None:
+                    lib = self._libraries[key] = MetalLibrary(self, msl, fast_math)
         return lib
 
     def alloc(self, nbytes: int) -> MetalBuffer:
-        """Shared-storage device memory for ``enceladus.Tensor``: ``.address``, ``.handle``, ``.nbytes``."""
-        return MetalBuffer.allocate(self.device, nbytes, self.registry)
+        """Shared-storage device memory for ``enceladus.Tensor``: ``.address``, ``.handle``, ``.nbytes``,
+        ``host_view()``, ``dlpack()``; registered so its addresses can be bound."""
+        if nbytes < 0:
+            raise ValueError(f"cannot allocate {nbytes} bytes")
+        with self.lock:
+            return MetalBuffer.allocate(self.device, nbytes, self.registry)
+
+    def new_queue(self) -> MetalQueue:
+        """A new in-order queue (its own MTLCommandQueue): the backend half of ``enceladus.Stream``."""
+        q = MetalQueue(Stream(self.device))
+        self._queues.append(q)
+        return q
+
+    def synchronize_all(self) -> None:
+        """Wait for the default stream and every queue (errors of queues stay pending in ``queue.error``)."""
+        self.default_stream.synchronize()
+        for q in self._queues:
+            q.synchronize()
 
     def new_stream(self) -> Stream:
         """Another in-order queue of launches (its own MTLCommandQueue)."""
@@ -226,6 +300,7 @@ class MetalBackend:
     def take_capture_request(self) -> str | None:
         """ENCELADUS_CAPTURE=path.gputrace: the path, once (the next launch is captured)."""
         path, self._capture_path = self._capture_path, None
+        self.capture_requested = False
         return path
 
     def timed(self, stream: Stream | None = None) -> Any:
@@ -235,9 +310,12 @@ class MetalBackend:
     def close(self) -> None:
         """Wait for all work and release every Metal object this backend created (except the device)."""
         self.default_stream.close()
+        for q in self._queues:
+            q.stream.close()
+        self._queues.clear()
         for lib in self._libraries.values():
             lib.release()
         self._libraries.clear()
 
 
-__all__ = ["GPUTimer", "MetalBackend", "MetalFunction", "MetalLibrary"]
+__all__ = ["GPUTimer", "MetalBackend", "MetalFunction", "MetalLibrary", "MetalQueue"]

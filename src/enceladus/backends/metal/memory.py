@@ -9,17 +9,17 @@ from __future__ import annotations
 import bisect
 import contextlib
 import ctypes
-import mmap
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
     from .device import MetalDevice
 
-PAGE_SIZE = mmap.PAGESIZE  # 16 KiB on Apple silicon
+PAGE_SIZE = 16 * 1024  # Apple silicon's page size (a multiple of 4 KiB pages elsewhere)
+KDL_METAL = 8
 
 
 @dataclass(frozen=True)
@@ -49,17 +49,30 @@ def byte_extent(arr: np.ndarray) -> tuple[int, int]:
     return arr.ctypes.data, last + arr.itemsize
 
 
+class _HostMemory:
+    """Exposes a buffer's contents to NumPy (``__array_interface__``) and keeps the buffer alive."""
+
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, owner: MetalBuffer) -> None:
+        self.owner = owner
+        self.__array_interface__ = {"data": (owner.address, False), "shape": (owner.nbytes,), "typestr": "|u1",
+                                    "version": 3}
+
+
 class MetalBuffer:
     """A shared-storage MTLBuffer we own: ``address`` (its ``contents()``), ``handle``, ``nbytes``.
 
-    This is the object ``MetalBackend.alloc`` returns for ``enceladus.Tensor`` storage. Its memory is
-    CPU-visible (Apple silicon unified memory); reading it while a kernel may still write it needs
-    ``synchronize()`` first.
+    This is the object ``MetalBackend.alloc`` returns for ``enceladus.Tensor`` storage (``host_view``,
+    ``device``, ``dlpack_device``, ``dlpack``). Its memory is CPU-visible (Apple silicon unified
+    memory); reading it while a kernel may still write it needs ``synchronize()`` first.
     """
 
-    def __init__(self, device: MetalDevice, handle: int, nbytes: int, address: int,
+    device = "metal"  # what enceladus.Tensor.device reports
+
+    def __init__(self, metal: MetalDevice, handle: int, nbytes: int, address: int,
                  registry: AllocationRegistry | None = None, owner: object = None) -> None:
-        self.device = device
+        self.metal = metal
         self.handle = handle
         self.nbytes = nbytes
         self.address = address
@@ -69,24 +82,38 @@ class MetalBuffer:
             registry.add(self)
 
     @classmethod
-    def allocate(cls, device: MetalDevice, nbytes: int, registry: AllocationRegistry | None = None) -> MetalBuffer:
+    def allocate(cls, metal: MetalDevice, nbytes: int, registry: AllocationRegistry | None = None) -> MetalBuffer:
         """A new zero-length-safe shared buffer of ``nbytes``."""
-        handle = device.new_buffer(nbytes)
-        address = int(device.bridge.send(handle, "contents") or 0)
-        return cls(device, handle, int(nbytes), address, registry)
+        handle = metal.new_buffer(nbytes)
+        address = int(metal.bridge.send(handle, "contents") or 0)
+        return cls(metal, handle, int(nbytes), address, registry)
+
+    def host_view(self) -> np.ndarray:
+        """The whole buffer as a writable uint8 NumPy array (zero-copy; the array keeps the buffer alive)."""
+        return np.asarray(_HostMemory(self))
 
     def numpy(self, dtype: np.dtype | str = np.uint8) -> np.ndarray:
-        """A zero-copy NumPy view of the whole buffer (valid while this object lives)."""
-        raw = (ctypes.c_uint8 * max(self.nbytes, 1)).from_address(self.address)
-        view = np.frombuffer(raw, dtype=np.uint8, count=self.nbytes)
-        return view.view(dtype)
+        """A zero-copy NumPy view of the whole buffer as ``dtype``."""
+        return self.host_view().view(dtype)
+
+    def dlpack_device(self) -> tuple[int, int]:
+        """``(kDLMetal, 0)``: the native DLPack device of Metal memory."""
+        return (KDL_METAL, 0)
+
+    def dlpack(self, tensor: Any, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+               dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """``tensor.__dlpack__``: kDLMetal (buffer handle + byte offset) natively, kDLCPU (the contents
+        pointer) when asked for ``dl_device=(1, 0)``; both after synchronizing every stream."""
+        from .dlpack import export_tensor
+
+        return export_tensor(self, tensor, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def release(self) -> None:
         """Give the MTLBuffer back (idempotent). Do not call while a kernel still uses it."""
         if self.handle:
             if self._registry is not None:
                 self._registry.remove(self)
-            self.device.bridge.release(self.handle)
+            self.metal.bridge.release(self.handle)
             self.handle = 0
             self._owner = None
 
@@ -104,17 +131,26 @@ class AllocationRegistry:
     def __init__(self) -> None:
         self._starts: list[int] = []
         self._buffers: list[MetalBuffer] = []
+        self.exact: dict[int, MetalBuffer] = {}  # start address -> buffer: the launch path's one dict lookup
 
     def add(self, buf: MetalBuffer) -> None:
+        """Register a live buffer."""
         i = bisect.bisect_left(self._starts, buf.address)
         self._starts.insert(i, buf.address)
         self._buffers.insert(i, buf)
+        self.exact.setdefault(buf.address, buf)
 
     def remove(self, buf: MetalBuffer) -> None:
+        """Forget a buffer (it is being released)."""
         for i in range(bisect.bisect_left(self._starts, buf.address), len(self._starts)):
             if self._buffers[i] is buf:
                 del self._starts[i], self._buffers[i]
-                return
+                break
+        if self.exact.get(buf.address) is buf:
+            del self.exact[buf.address]
+            j = bisect.bisect_left(self._starts, buf.address)
+            if j < len(self._starts) and self._starts[j] == buf.address:
+                self.exact[buf.address] = self._buffers[j]
 
     def find(self, address: int) -> tuple[MetalBuffer, int] | None:
         """(buffer, offset) of the live buffer containing ``address``, or None."""

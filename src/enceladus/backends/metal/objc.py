@@ -121,6 +121,8 @@ SELECTORS: dict[str, Selector] = {s.name: s for s in [
     _s("MTLComputeCommandEncoder", "setThreadgroupMemoryLength:atIndex:", "v", "Q", "Q"),
     _s("MTLComputeCommandEncoder", "dispatchThreadgroups:threadsPerThreadgroup:", "v", "{MTLSize=QQQ}",
        "{MTLSize=QQQ}"),
+    _s("MTLComputeCommandEncoder", "dispatchThreads:threadsPerThreadgroup:", "v", "{MTLSize=QQQ}",
+       "{MTLSize=QQQ}"),
     _s("MTLComputeCommandEncoder", "endEncoding", "v"),
     # MTLBuffer
     _s("MTLBuffer", "contents", "^v"),

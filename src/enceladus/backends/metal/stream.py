@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from ...errors import LaunchError
 from .device import MetalDevice
 from .objc import MTLSize, NSRange
 
+MTLCommandBufferStatusCompleted = 4
 MTLCommandBufferStatusError = 5
 MTLCaptureDestinationGPUTraceDocument = 2
 MAX_SET_BYTES = 4096  # setBytes:length:atIndex: is documented for data below 4 KB
@@ -49,6 +51,11 @@ class GPUTimer:
 
     seconds: float = 0.0
     dispatches: int = 0
+    command_buffers: int = 0
+    _handles: list[int] = field(default_factory=list)
+
+# A prepared run of consecutive buffer slots: (handles array, offsets array, NSRange) for one setBuffers call.
+PreparedRun = tuple[Any, Any, NSRange]
 
 
 class Stream:
@@ -72,13 +79,15 @@ class Stream:
         self._kernels: list[str] = []
         self._keep: list[Any] = []
         self._submitted: list[_Submitted] = []
-        self._timing = False
+        self._failures: list[str] = []
+        self._timer: GPUTimer | None = None
         b = self.bridge
         # Hot-path senders bound once: a launch is these few calls and nothing else.
         self._set_pipeline = b.method("setComputePipelineState:")
         self._set_buffers = b.method("setBuffers:offsets:withRange:")
         self._set_bytes = b.method("setBytes:length:atIndex:")
         self._dispatch = b.method("dispatchThreadgroups:threadsPerThreadgroup:")
+        self._dispatch_threads = b.method("dispatchThreads:threadsPerThreadgroup:")
 
     # -- encoding --------------------------------------------------------------------------------
     def _open(self) -> int:
@@ -101,30 +110,46 @@ class Stream:
                threads: tuple[int, int, int], keep_alive: Sequence[Any] = ()) -> None:
         """Encode one ``dispatchThreadgroups``: one ``setBuffers`` per run of consecutive slots (one in
         generated kernels), one ``setBytes`` for the packed scalars."""
+        runs = [((ctypes.c_void_p * len(h))(*h), (ctypes.c_uint64 * len(h))(*o), NSRange(first, len(h)))
+                for first, h, o in buffer_runs]
+        if scalars is not None and scalar_slot is not None and len(scalars) >= MAX_SET_BYTES:
+            raise LaunchError(f"kernel '{kernel}': {len(scalars)} bytes of scalar arguments exceed setBytes' "
+                              f"{MAX_SET_BYTES}-byte limit")
+        tg = tuple(((nbytes + 15) // 16 * 16, slot) for slot, nbytes in threadgroup_memory.items())
+        self.encode_prepared(pipeline, kernel, runs, scalars, scalar_slot if scalars is not None else None, tg,
+                             MTLSize(*groups), MTLSize(*threads), False, keep_alive)
+
+    def encode_prepared(self, pipeline: int, kernel: str, runs: Sequence[PreparedRun], scalars: bytes | None,
+                        scalar_slot: int | None, threadgroup_memory: Sequence[tuple[int, int]], size: MTLSize,
+                        threads: MTLSize, dispatch_threads: bool, keep_alive: Any = None) -> None:
+        """The hot path: ``setBuffers`` per prepared run, ``setBytes`` for scalars, one dispatch (``size`` is
+        threadgroups, or threads with ``dispatch_threads``); ``keep_alive`` lives until the GPU is done."""
         enc = self._encoder or self._open()
         if pipeline != self._pipeline:
             fn, sel = self._set_pipeline
             fn(enc, sel, pipeline)
             self._pipeline = pipeline
-        for first_slot, handles, offsets in buffer_runs:
-            n = len(handles)
-            fn, sel = self._set_buffers
-            fn(enc, sel, (ctypes.c_void_p * n)(*handles), (ctypes.c_uint64 * n)(*offsets), NSRange(first_slot, n))
-        if scalars is not None and scalar_slot is not None:
-            if len(scalars) >= MAX_SET_BYTES:
-                raise LaunchError(f"kernel '{kernel}': {len(scalars)} bytes of scalar arguments exceed setBytes' "
-                                  f"{MAX_SET_BYTES}-byte limit")
+        fn, sel = self._set_buffers
+        for handles, offsets, rng in runs:
+            fn(enc, sel, handles, offsets, rng)
+        if scalar_slot is not None:
             fn, sel = self._set_bytes
-            fn(enc, sel, scalars, len(scalars), scalar_slot)
-        for slot, nbytes in threadgroup_memory.items():
-            self.bridge.send(enc, "setThreadgroupMemoryLength:atIndex:", (nbytes + 15) // 16 * 16, slot)
-        fn, sel = self._dispatch
-        fn(enc, sel, MTLSize(*groups), MTLSize(*threads))
+            fn(enc, sel, scalars, len(scalars), scalar_slot)  # type: ignore[arg-type]
+        for nbytes, slot in threadgroup_memory:
+            self.bridge.send(enc, "setThreadgroupMemoryLength:atIndex:", nbytes, slot)
+        fn, sel = self._dispatch_threads if dispatch_threads else self._dispatch
+        fn(enc, sel, size, threads)
         self._kernels.append(kernel)
-        if keep_alive:
-            self._keep.extend(keep_alive)
-        if not self._timing and len(self._kernels) >= self.batch:
+        if keep_alive is not None:
+            self._keep.append(keep_alive)
+        if self._timer is not None:
+            self._timer.dispatches += 1
+        elif len(self._kernels) >= self.batch:
             self.flush()
+
+    def hold(self, obj: Any) -> None:
+        """Keep ``obj`` alive until the work encoded so far has completed."""
+        self._keep.append(obj)
 
     def flush(self) -> None:
         """End the open encoder and commit its command buffer (does not wait)."""
@@ -134,53 +159,78 @@ class Stream:
         b.send(self._encoder, "endEncoding")
         b.release(self._encoder)
         b.send(self._cb, "commit")
+        if self._timer is not None:
+            self._timer._handles.append(b.retain(self._cb))  # read its timestamps when the block ends
         self._submitted.append(_Submitted(self._cb, self._kernels, self._keep))
         self._cb = self._encoder = self._pipeline = 0
         self._kernels, self._keep = [], []
+        self._retire(wait=False)
+
+    def _retire(self, wait: bool) -> None:
+        """Release finished command buffers (oldest first), recording failures; ``wait`` waits for all."""
+        b = self.bridge
+        while self._submitted:
+            item = self._submitted[0]
+            if wait:
+                b.send(item.handle, "waitUntilCompleted")
+            status = int(b.send(item.handle, "status"))
+            if status < MTLCommandBufferStatusCompleted:
+                if not wait:
+                    return
+                raise LaunchError(f"a Metal command buffer ended waitUntilCompleted with status {status}")
+            if status == MTLCommandBufferStatusError:
+                with b.autorelease_pool():
+                    text = b.error_text(b.send(item.handle, "error"))
+                self._failures.append(f"kernel(s) {', '.join(dict.fromkeys(item.kernels))}: {text}")
+            self._submitted.pop(0)
+            b.release(item.handle)
+            item.keep_alive.clear()
+
+    @property
+    def idle(self) -> bool:
+        """True when nothing is encoded or in flight (finished command buffers are retired)."""
+        if self._kernels:
+            return False
+        self._retire(wait=False)
+        return not self._submitted
 
     def synchronize(self) -> None:
         """Commit pending work and wait for all of it; raise LaunchError naming the kernels if the GPU failed."""
         self.flush()
-        failures = []
-        b = self.bridge
-        submitted, self._submitted = self._submitted, []
-        for item in submitted:
-            b.send(item.handle, "waitUntilCompleted")
-            if int(b.send(item.handle, "status")) == MTLCommandBufferStatusError:
-                with b.autorelease_pool():
-                    text = b.error_text(b.send(item.handle, "error"))
-                failures.append(f"kernel(s) {', '.join(dict.fromkeys(item.kernels))}: {text}")
-            b.release(item.handle)
-            item.keep_alive.clear()
-        if failures:
+        self._retire(wait=True)
+        if self._failures:
+            failures, self._failures = self._failures, []
             raise LaunchError("a Metal command buffer failed:\n" + "\n".join(failures))
 
     # -- timing and capture ----------------------------------------------------------------------
     @contextmanager
     def timed(self) -> Iterator[GPUTimer]:
-        """Everything launched inside the block goes into one command buffer, timed with GPUStartTime/EndTime.
+        """Time the launches of the block with GPU timestamps (``GPUEndTime - GPUStartTime``).
 
-        On exit the buffer is committed and waited for; ``timer.seconds`` is the GPU time of the whole
-        block (divide by the number of launches for a per-launch time: Apple GPUs sample timestamps
-        only at command-buffer boundaries).
+        Asynchronous launches inside the block go into one command buffer (no intermediate commits);
+        synchronous ones (NumPy arguments) commit their own. On exit everything is committed and
+        waited for; ``timer.seconds`` is the sum over the block's command buffers (divide by the
+        number of launches for a per-launch time: Apple GPUs sample timestamps only at command-buffer
+        boundaries).
         """
         self.synchronize()
         timer = GPUTimer()
-        self._timing = True
+        self._timer = timer
         try:
             yield timer
+            self.flush()
         finally:
-            self._timing = False
-        if not self._encoder:
-            return
-        cb = self._cb
-        timer.dispatches = len(self._kernels)
-        self.bridge.retain(cb)  # keep it past synchronize() to read its timestamps
-        try:
-            self.synchronize()
-            timer.seconds = float(self.bridge.send(cb, "GPUEndTime")) - float(self.bridge.send(cb, "GPUStartTime"))
-        finally:
-            self.bridge.release(cb)
+            self._timer = None
+            b = self.bridge
+            try:
+                self.synchronize()
+                for cb in timer._handles:
+                    timer.seconds += float(b.send(cb, "GPUEndTime")) - float(b.send(cb, "GPUStartTime"))
+                timer.command_buffers = len(timer._handles)
+            finally:
+                for cb in timer._handles:
+                    b.release(cb)
+                timer._handles.clear()
 
     def capture(self, path: str, body: Callable[[], None]) -> None:
         """Record a GPU capture (``.gputrace``) of the work ``body`` encodes; needs MTL_CAPTURE_ENABLED=1."""
@@ -217,3 +267,47 @@ class Stream:
             self.synchronize()
             self.bridge.release(self.queue)
             self.queue = 0
+
+
+class MetalQueue:
+    """A ``Stream`` behind the backend-neutral queue interface of ``enceladus.Stream``.
+
+    ``submit(run, packet, keepalive)`` encodes at once (``run(packet, stream, keepalive)``) into the
+    open encoder; ``synchronize`` commits and waits, keeping a GPU failure in ``error`` for
+    ``take_error`` (as the cpu backend's queue does).
+    """
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.error: BaseException | None = None
+        self.lock = threading.RLock()  # several threads may launch on one stream
+
+    def submit(self, run: Callable[..., None], packet: Any, keepalive: Any = None) -> None:
+        """Encode ``packet`` now; ``keepalive`` lives until its command buffer has completed."""
+        with self.lock:
+            run(packet, self.stream, keepalive)
+
+    @property
+    def idle(self) -> bool:
+        """True when every launch submitted so far has finished."""
+        with self.lock:
+            return self.stream.idle
+
+    def synchronize(self) -> None:
+        """Commit and wait; a failure stays in ``error``."""
+        with self.lock:
+            try:
+                self.stream.synchronize()
+            except LaunchError as exc:
+                if self.error is None:
+                    self.error = exc
+
+    def take_error(self) -> BaseException | None:
+        """The first error since the last call, cleared."""
+        with self.lock:
+            err, self.error = self.error, None
+        return err
+
+    def timed(self) -> Any:
+        """``Stream.timed()`` of this queue's stream (used by ``enceladus.testing.do_bench``)."""
+        return self.stream.timed()
