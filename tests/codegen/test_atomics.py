@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from paths import on_path
 
 from . import atomic_kernels as ak

@@ -4,10 +4,10 @@ import inspect
 
 import numpy as np
 import pytest
-from paths import run_on_all_paths
 
 import enceladus
 from enceladus import CompilationError
+from paths import run_on_all_paths
 
 from . import dot_kernels as dk
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from paths import on_path
 
 from . import random_kernels as rk
@@ -23,7 +24,7 @@ def test_same_numbers_on_every_path_and_block_size(seed):
         np.testing.assert_array_equal(i, ref_i)
         np.testing.assert_array_equal(u, ref_u)
         np.testing.assert_allclose(z, ref_n, rtol=1e-5, atol=1e-5)  # log/cos/sqrt may differ by an ulp
-    assert 0 <= ref_u.min() and ref_u.max() < 1
+    assert ref_u.min() >= 0 and ref_u.max() < 1
     assert abs(ref_u.mean() - 0.5) < 0.05 and abs(ref_n.mean()) < 0.1 and abs(ref_n.std() - 1) < 0.1
     assert len(np.unique(ref_i)) == n
 

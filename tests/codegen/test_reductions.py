@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from paths import run_on_all_paths
 
 import enceladus
+from paths import run_on_all_paths
 
 from . import reduce_kernels as rk
 

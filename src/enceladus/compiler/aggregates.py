@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..language import dtypes as D
-from .ir import Type, Value
+from .ir import Value
 from .semantic import Builder, SemanticError, binary, compare, is_value, shape_of
 
 

@@ -96,9 +96,7 @@ def _assigned_names(body: list[ast.stmt]) -> list[str]:
             if isinstance(node, ast.Assign):
                 for t in node.targets:
                     target(t)
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                target(node.target)
-            elif isinstance(node, ast.For):
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
                 target(node.target)
     return list(names)
 

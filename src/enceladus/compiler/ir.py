@@ -6,7 +6,7 @@ Types are small frozen dataclasses; values and ops are plain objects that passes
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..language.dtypes import dtype, pointer_type
@@ -118,10 +118,12 @@ def walk(ops: list[Op]):
 
 # Ops by family, for passes and the verifier. Each name here has one MSL rule in codegen_msl.
 ELEMENTWISE_BINARY = {"add", "sub", "mul", "fdiv", "idiv", "mod", "and", "or", "xor", "shl", "shr",
-                      "max", "min", "umulhi", "fmod"}
+                      "max", "min", "umulhi", "fmod", "pow", "atan2", "copysign", "hypot", "fmin", "fmax"}
 COMPARE = {"lt", "le", "gt", "ge", "eq", "ne"}
 ELEMENTWISE_UNARY = {"neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
-                     "floor", "ceil", "erf", "sigmoid"}
+                     "floor", "ceil", "erf", "sigmoid", "tanh", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+                     "acosh", "atanh", "log10", "log1p", "expm1", "exp10", "cbrt", "erfc", "trunc", "round", "rint",
+                     "nearbyint", "fabs", "isnan", "isinf", "isfinite", "signbit"}
 ELEMENTWISE_OTHER = {"select", "fma", "cast", "bitcast", "addptr"}
 ELEMENTWISE = ELEMENTWISE_BINARY | COMPARE | ELEMENTWISE_UNARY | ELEMENTWISE_OTHER
 MEMORY = {"load", "store", "atomic"}
@@ -236,7 +238,7 @@ class VerificationError(Exception):
 
 def verify(fn: Function) -> None:
     """Check SSA dominance, known op names, region terminators and shape agreement of elementwise ops."""
-    _verify_block(fn.body, set(id(a) for a in fn.args))
+    _verify_block(fn.body, {id(a) for a in fn.args})
 
 
 def _verify_block(block: Block, defined: set[int]) -> None:

@@ -467,8 +467,65 @@ def _float_unary(name: str):
     return rule_fn
 
 
-for _name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "sigmoid"):
+FLOAT_UNARY = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "erf", "sigmoid",
+               # enceladus.language.extra.libdevice
+               "tanh", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log10", "log1p",
+               "expm1", "exp10", "cbrt", "erfc", "trunc", "round", "rint", "nearbyint", "fabs")
+for _name in FLOAT_UNARY:
     _float_unary(_name)
+
+
+def _float_binary(name: str):
+    def rule_fn(b: Builder, x: Any, y: Any) -> Value:
+        xv, yv = _common(b, x if is_value(x) or not isinstance(x, int) else float(x),
+                         y if is_value(y) or not isinstance(y, int) else float(y))
+        ty = xv.type.element
+        if not ty.is_floating():
+            raise SemanticError(f"{name} expects floating-point inputs, got {ty}", "convert with .to(tl.float32)")
+        if ty.is_fp32():
+            return b.emit(name, [xv, yv], xv.type)
+        r = b.emit(name, [b.cast(xv, D.float32), b.cast(yv, D.float32)], xv.type.with_element(D.float32))
+        return b.cast(r, ty)
+
+    RULES[name] = rule_fn
+
+
+for _name in ("pow", "atan2", "copysign", "hypot", "fmin", "fmax"):
+    _float_binary(_name)
+
+
+def _float_predicate(name: str):
+    def rule_fn(b: Builder, x: Any) -> Value:
+        if not is_value(x):
+            x = b.const(x, D.float32)
+        ty = x.type.element
+        if not ty.is_floating():
+            raise SemanticError(f"{name} expects a floating-point input, got {ty}")
+        return b.emit(name, [b.cast(x, D.float32)], x.type.with_element(D.int1))
+
+    RULES[name] = rule_fn
+
+
+for _name in ("isnan", "isinf", "isfinite", "signbit"):
+    _float_predicate(_name)
+
+
+@rule("fmod")
+def fmod_(b: Builder, x: Any, y: Any) -> Value:
+    xv, yv = _common(b, x, y)
+    if not xv.type.element.is_floating():
+        raise SemanticError("fmod expects floating-point inputs", "use % for integers")
+    return b.emit("fmod", [xv, yv], xv.type)
+
+
+@rule("div_rn")
+def div_rn(b: Builder, x: Any, y: Any) -> Value:
+    return fdiv(b, x, y)
+
+
+@rule("sqrt_rn")
+def sqrt_rn(b: Builder, x: Any) -> Value:
+    return RULES["sqrt"](b, x)
 
 
 @rule("abs")
@@ -496,11 +553,20 @@ def fma(b: Builder, x: Any, y: Any, z: Any) -> Value:
 
 def _minmax(name: str):
     def rule_fn(b: Builder, x: Any, y: Any, propagate_nan: Any = None) -> Value:
-        if propagate_nan not in (None, 0, "NONE") and str(propagate_nan) not in ("PropagateNan.NONE",):
-            raise SemanticError(f"tl.{name}(..., propagate_nan={propagate_nan}) is not supported yet",
-                                "drop propagate_nan (NaN handling follows the hardware, as Triton's default)")
+        from ..language.builtins import PropagateNan
+
+        mode = {None: "NONE", PropagateNan.NONE: "NONE", PropagateNan.ALL: "ALL"}.get(propagate_nan,
+                                                                                   str(propagate_nan).upper())
+        if mode not in ("NONE", "ALL"):
+            raise SemanticError(f"tl.{name}: unknown propagate_nan={propagate_nan!r}", "use tl.PropagateNan.ALL or NONE")
         xv, yv = _common(b, x, y)
-        return b.emit(name[:3], [xv, yv], xv.type)
+        r = b.emit(name[:3], [xv, yv], xv.type)
+        if mode.endswith("ALL") and xv.type.element.is_floating():
+            # a NaN in either input gives NaN (x + y is NaN exactly when one of them is)
+            either = binary(b, "|", RULES["isnan"](b, xv), RULES["isnan"](b, yv))
+            nan = b.broadcast_to(b.const(float("nan"), xv.type.element), xv.type.shape)
+            r = b.emit("select", [either, nan, r], r.type)
+        return r
 
     RULES[name] = rule_fn
     return rule_fn

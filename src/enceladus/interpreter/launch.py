@@ -24,7 +24,7 @@ from ..language.builtins import range as tl_range_cls
 from ..language.builtins import static_range as tl_static_range_cls
 from ..language.core import builtin_name, constexpr
 from ..runtime import arguments
-from . import descriptors, ops, random, shape_ops  # noqa: F401  (registration)
+from . import descriptors, extra, ops, random, shape_ops  # noqa: F401  (registration)
 from .context import Launch, activate, current, env_flag, rollback
 from .memory import Buffer
 from .ops import OPS, PropagateNan, kernel_print
@@ -134,6 +134,22 @@ def namespace() -> types.ModuleType:
     return tl
 
 
+def _extra_namespace(module: types.ModuleType) -> types.ModuleType:
+    """``enceladus.language.extra`` (and ``.libdevice``) with builtins bound to the interpreter."""
+    key = "extra:" + module.__name__
+    if key not in _NAMESPACE:
+        ns = types.ModuleType("enceladus.interpreter." + module.__name__.split(".", 2)[-1])
+        for name in dir(module):
+            value = getattr(module, name)
+            if isinstance(value, types.ModuleType) and value.__name__.startswith("enceladus.language.extra"):
+                value = _extra_namespace(value)
+            elif builtin_name(value) is not None:
+                value = OPS.get(builtin_name(value), _not_implemented(builtin_name(value)))
+            setattr(ns, name, value)
+        _NAMESPACE[key] = ns
+    return _NAMESPACE[key]
+
+
 def _not_implemented(name: str) -> Callable[..., Any]:
     def fail(*args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"tl.{name} is not implemented by the interpreter yet")
@@ -159,6 +175,8 @@ class Rebinder:
         tl = namespace()
         if v is language:
             return tl
+        if isinstance(v, types.ModuleType) and v.__name__.startswith("enceladus.language.extra"):
+            return _extra_namespace(v)
         if v is tl_math:
             return tl.math
         if v is tl_range_cls:

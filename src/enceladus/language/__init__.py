@@ -6,7 +6,7 @@ import. Builtins run only inside ``@enceladus.jit`` kernels.
 
 from __future__ import annotations
 
-from . import math
+from . import extra, math
 from .builtins import (  # ops the interpreter implements ahead of the compiler
     PropagateNan,
     abs,
@@ -52,10 +52,10 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     interleave,
     join,
     load,
-    make_block_ptr,
-    make_tensor_descriptor,
     log,
     log2,
+    make_block_ptr,
+    make_tensor_descriptor,
     max,
     max_constancy,
     max_contiguous,
@@ -80,9 +80,8 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     sin,
     sort,
     split,
-    squeeze,
-    unsqueeze,
     sqrt,
+    squeeze,
     static_assert,
     static_print,
     static_range,
@@ -92,6 +91,7 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     topk,
     trans,
     umulhi,
+    unsqueeze,
     view,
     where,
     xor_sum,
@@ -127,4 +127,4 @@ __all__ = [
     "sigmoid", "sin", "sqrt", "static_assert", "static_print", "static_range", "store", "tensor",
     "uint8", "uint16", "uint32", "uint64", "umulhi", "where", "zeros", "zeros_like",
 ]
-__all__ += ["advance", "make_block_ptr", "make_tensor_descriptor", "PropagateNan", "argmax", "argmin", "associative_scan", "assume", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast", "broadcast_to", "cat", "cumprod", "cumsum", "debug_barrier", "device_assert", "device_print", "dot", "expand_dims", "flip", "gather", "histogram", "interleave", "join", "max", "max_constancy", "min", "permute", "philox", "rand", "randint", "randint4x", "randn", "ravel", "reduce", "reshape", "sort", "split", "squeeze", "sum", "swizzle2d", "topk", "trans", "unsqueeze", "view", "xor_sum"]
+__all__ += ["extra", "advance", "make_block_ptr", "make_tensor_descriptor", "PropagateNan", "argmax", "argmin", "associative_scan", "assume", "atomic_add", "atomic_and", "atomic_cas", "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast", "broadcast_to", "cat", "cumprod", "cumsum", "debug_barrier", "device_assert", "device_print", "dot", "expand_dims", "flip", "gather", "histogram", "interleave", "join", "max", "max_constancy", "min", "permute", "philox", "rand", "randint", "randint4x", "randn", "ravel", "reduce", "reshape", "sort", "split", "squeeze", "sum", "swizzle2d", "topk", "trans", "unsqueeze", "view", "xor_sum"]

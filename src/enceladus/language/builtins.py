@@ -162,6 +162,16 @@ def fdiv(x, y, ieee_rounding=False):
 
 
 @builtin
+def div_rn(x, y):
+    """Float division rounded to nearest (Metal's division in safe math mode is correctly rounded)."""
+
+
+@builtin
+def sqrt_rn(x):
+    """Square root rounded to nearest (``metal::precise::sqrt``)."""
+
+
+@builtin
 def umulhi(x, y):
     """The high 32 bits of the 64-bit product of two 32-bit integer tiles."""
 

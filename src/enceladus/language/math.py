@@ -5,6 +5,7 @@ from .builtins import (  # noqa: F401
     cdiv,
     ceil,
     cos,
+    div_rn,
     erf,
     exp,
     exp2,
@@ -19,5 +20,6 @@ from .builtins import (  # noqa: F401
     sigmoid,
     sin,
     sqrt,
+    sqrt_rn,
     umulhi,
 )

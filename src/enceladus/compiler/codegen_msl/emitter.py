@@ -21,7 +21,7 @@ from ..passes.layouts import WARP_SIZE, BlockedLayout, LayoutPlan, MmaLayout, Ti
 from .matmul import DotMixin
 from .memory import Access, MemoryMixin
 from .movement import MovementMixin
-from .tables import BINARY_INFIX, FLOAT_CALL, HELPERS
+from .tables import BINARY_INFIX, FLOAT_CALL, FLOAT_CALL2, HELPERS, NEEDS
 
 VIEW_OPS = {"splat", "broadcast", "expand_dims", "squeeze", "permute", "multiple_of", "max_contiguous"}
 
@@ -434,10 +434,12 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
             return f"fabs({a[0]})" if float_type else f"abs({a[0]})"
         if name == "fma":
             return f"fma({a[0]}, {a[1]}, {a[2]})"
+        if name in NEEDS:
+            self.helpers.add(NEEDS[name])
         if name in FLOAT_CALL:
-            if name == "erf":
-                self.helpers.add("enc_erf")
             return FLOAT_CALL[name].format(a[0])
+        if name in FLOAT_CALL2:
+            return FLOAT_CALL2[name].format(a[0], a[1])
         raise NotImplementedError(f"no MSL rule for op '{name}'")
 
     def _cast(self, src: dtype, dst: dtype, x: str) -> str:

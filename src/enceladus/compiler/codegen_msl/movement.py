@@ -214,7 +214,7 @@ class MovementMixin:
             row = self.row_index(p, pd, "e")
             bufs = []
             self.smem_begin()
-            for x, t in zip(xs, types):
+            for x in xs:
                 st, size = self.storage_type(x)
                 bufs.append(self.smem(st, warps * rows, f"reduction of %{op.results[0].id} across SIMD groups", size))
             wc = self.warp_coord(p, pd)
@@ -300,7 +300,7 @@ class MovementMixin:
             self.emit(f"{y}[e] = {self.ref(x, home, 'e')};")
         if spt > 1:
             self.emit(f"if ({digit} % {spt} != 0) {{")
-            for i, (y, x, t) in enumerate(zip(ys, xs, types)):
+            for i, (y, t) in enumerate(zip(ys, types)):
                 self.emit(f"    {t} a{i} = {y}[e - {stride}];")
             self.emit(f"    {combine}({', '.join(f'a{i}' for i in range(k))}, {', '.join(f'{y}[e]' for y in ys)});")
             for i, y in enumerate(ys):

@@ -7,7 +7,20 @@ BINARY_INFIX = {"add": "+", "sub": "-", "mul": "*", "fdiv": "/", "and": "&", "or
 FLOAT_CALL = {"exp": "precise::exp({0})", "exp2": "precise::exp2({0})", "log": "precise::log({0})",
               "log2": "precise::log2({0})", "sqrt": "precise::sqrt({0})", "rsqrt": "precise::rsqrt({0})",
               "sin": "precise::sin({0})", "cos": "precise::cos({0})", "floor": "floor({0})", "ceil": "ceil({0})",
-              "erf": "enc_erf({0})", "sigmoid": "(1.0f / (1.0f + precise::exp(-({0}))))"}
+              "erf": "enc_erf({0})", "sigmoid": "(1.0f / (1.0f + precise::exp(-({0}))))",
+              "tanh": "precise::tanh({0})", "tan": "precise::tan({0})", "asin": "precise::asin({0})",
+              "acos": "precise::acos({0})", "atan": "precise::atan({0})", "sinh": "precise::sinh({0})",
+              "cosh": "precise::cosh({0})", "asinh": "precise::asinh({0})", "acosh": "precise::acosh({0})",
+              "atanh": "precise::atanh({0})", "log10": "precise::log10({0})", "exp10": "precise::exp10({0})",
+              "log1p": "enc_log1p({0})", "expm1": "enc_expm1({0})", "cbrt": "enc_cbrt({0})", "erfc": "enc_erfc({0})",
+              "trunc": "trunc({0})", "round": "round({0})", "rint": "rint({0})", "nearbyint": "rint({0})",
+              "fabs": "fabs({0})", "isnan": "isnan({0})", "isinf": "isinf({0})", "isfinite": "isfinite({0})",
+              "signbit": "signbit({0})"}
+FLOAT_CALL2 = {"pow": "precise::pow({0}, {1})", "atan2": "precise::atan2({0}, {1})", "copysign": "copysign({0}, {1})",
+               "hypot": "enc_hypot({0}, {1})", "fmin": "fmin({0}, {1})", "fmax": "fmax({0}, {1})"}
+# helpers a table entry needs (emitted once into kernels that use them)
+NEEDS = {"erf": "enc_erf", "erfc": "enc_erf", "log1p": "enc_extra", "expm1": "enc_extra", "cbrt": "enc_extra",
+         "hypot": "enc_extra"}
 
 HELPERS = {
     "enc_atomic": """// Atomics on device memory, relaxed order (the only order Metal has). Floats other than add go through
@@ -57,6 +70,40 @@ template <typename T> static inline T enc_urem(T a, T b) { return b == T(0) ? T(
               t * (-0.82215223f + t * 0.17087277f))))))));
     float r = 1.0f - t * precise::exp(p);
     return x < 0.0f ? -r : r;
+}
+static inline float enc_erfc(float x) {
+    // for x > 1 the rational fit gives erfc directly (no cancellation); below, 1 - erf(x)
+    if (x <= 1.0f) return 1.0f - enc_erf(x);
+    float t = 1.0f / (1.0f + 0.5f * x);
+    float p = -x * x - 1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
+              t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
+              t * (-0.82215223f + t * 0.17087277f))))))));
+    return t * precise::exp(p);
+}""",
+    "enc_extra": """// Functions Metal's library does not have, in float32.
+static inline float enc_log1p(float x) {
+    const float u = 1.0f + x;  // log(u) * x / (u - 1) cancels the rounding error of 1 + x
+    return u == 1.0f ? x : precise::log(u) * (x / (u - 1.0f));
+}
+static inline float enc_expm1(float x) {
+    const float u = precise::exp(x);
+    if (u == 1.0f) return x;
+    const float um1 = u - 1.0f;
+    if (um1 == -1.0f) return -1.0f;
+    return isinf(u) ? u : um1 * (x / precise::log(u));  // corrects the rounding error of exp(x) - 1
+}
+static inline float enc_cbrt(float x) {
+    if (x == 0.0f || isinf(x) || isnan(x)) return x;
+    float y = copysign(precise::pow(fabs(x), 1.0f / 3.0f), x);
+    return y - (y * y * y - x) / (3.0f * y * y);  // one Newton step
+}
+static inline float enc_hypot(float x, float y) {
+    const float a = fabs(x), b = fabs(y);
+    if (isinf(a) || isinf(b)) return INFINITY;
+    const float m = fmax(a, b), n = fmin(a, b);
+    if (m == 0.0f) return 0.0f;
+    const float r = n / m;
+    return m * precise::sqrt(1.0f + r * r);
 }""",
     "enc_shfl": """// simd_shuffle_xor for every element type (Metal has none for bool, long, ulong and bfloat)
 template <typename T> static inline T enc_shfl_xor(T v, ushort m) { return simd_shuffle_xor(v, m); }

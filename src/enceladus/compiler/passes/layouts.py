@@ -246,7 +246,6 @@ class _Assigner:
                     pref[op.result.id] = TileLayout(mma, (0, 1))
             elif name in ("for", "while"):
                 body = op.regions[-1]
-                carried = body.args[1:] if name == "for" else body.args
                 for _ in range(2):  # the second pass sees the preferences of the values the body yields
                     for region in op.regions:
                         args = region.args[1:] if (name == "for") else region.args
@@ -254,7 +253,7 @@ class _Assigner:
                             if r.id in pref:
                                 pref[a.id] = pref[r.id]
                         self.prefer_block(region)
-                    for y, r, a in zip(body.terminator.operands, op.results, carried):
+                    for y, r in zip(body.terminator.operands, op.results):
                         if y.id in pref and y.type == r.type:
                             pref[r.id] = pref[y.id]
             elif name == "if":
@@ -290,7 +289,7 @@ class _Assigner:
     def dot_layout(self, op: ir.Op) -> MmaLayout | None:
         """The simdgroup_matrix accumulator layout of a dot, or None for the FMA path."""
         if "_mma" not in op.attrs:
-            a, b = op.operands[0], op.operands[1]
+            a, _b = op.operands[0], op.operands[1]
             r = op.result
             ok = (len(r.type.shape) == 2 and a.type.element.is_floating()
                   and all(s % 8 == 0 for s in (*r.type.shape, a.type.shape[-1])))
