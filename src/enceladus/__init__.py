@@ -19,9 +19,7 @@ from typing import Any
 from . import language
 from .compiler.driver import CompiledKernel, KernelABI
 from .errors import CompilationError, LaunchError, OutOfResources
-from .runtime.autotune import Autotuner, Config, Heuristics, autotune, heuristics
 from .runtime.jit import JITFunction
-from .runtime.shader import ShaderLibrary, compile_shader
 from .runtime.stream import Stream, current_stream, default_stream, synchronize
 from .runtime.tensor import (
     Tensor,
@@ -74,7 +72,8 @@ def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[s
     """Compile a kernel to MSL without any backend work (the counterpart of ``triton.compile``).
 
     ``signature`` maps each runtime parameter to a Triton type string (``"*fp32"``, ``"i32"``...),
-    or is a comma-separated string of them in parameter order. The result has ``.asm["ir"]``,
+    or is a comma-separated string of them in parameter order; append ``:16`` to a pointer aligned to
+    16 bytes or an integer divisible by 16 (``"*fp32:16"``), as launches specialize them. The result has ``.asm["ir"]``,
     ``.asm["msl"]`` and ``.abi``.
     """
     from .compiler.driver import compile_kernel
@@ -101,7 +100,16 @@ def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[s
     missing = [n for n in runtime if n not in signature and n not in constexprs]
     if missing:
         raise TypeError(f"signature is missing parameter(s) {', '.join(missing)}")
-    return compile_kernel(fn.source, fn.__name__, fn.param_names, signature, constexprs, {}, num_warps=num_warps)
+    # ':16' marks a pointer aligned to 16 bytes or an integer divisible by 16, as launches specialize them
+    facts: dict[str, tuple[bool, bool]] = {}
+    signature = dict(signature)  # never modify the caller's dict
+    for name, t in list(signature.items()):
+        base, _, hint = str(t).partition(":")
+        if hint not in ("", "16"):
+            raise TypeError(f"signature of '{name}': '{t}': the only specialization hint is ':16'")
+        signature[name] = base
+        facts[name] = (hint == "16", False)
+    return compile_kernel(fn.source, fn.__name__, fn.param_names, signature, constexprs, facts, num_warps=num_warps)
 
 
 __all__ = ["Autotuner", "CompilationError", "CompiledKernel", "Config", "Heuristics", "JITFunction", "KernelABI",
@@ -112,13 +120,26 @@ __all__ += ["ShaderLibrary", "Stream", "Tensor", "compile_shader", "current_stre
             "empty_like", "from_dlpack", "from_numpy", "full", "ones", "synchronize", "tensor", "zeros", "zeros_like"]
 
 
+# Imported on first use: not needed to launch a kernel (autotune pulls in concurrent.futures and logging).
+_LAZY = {"testing": (".testing", None)}
+_LAZY.update({n: (".runtime.autotune", n) for n in ("Autotuner", "Config", "Heuristics", "autotune", "heuristics")})
+_LAZY.update({n: (".runtime.shader", n) for n in ("ShaderLibrary", "compile_shader")})
+
+
 def __getattr__(name: str) -> Any:
-    # enceladus.testing is imported on first use (it is not needed to run kernels)
-    if name == "testing":
+    if name in _LAZY:
         import importlib
 
-        return importlib.import_module(".testing", __name__)
+        module, attr = _LAZY[name]
+        value = importlib.import_module(module, __name__)
+        value = value if attr is None else getattr(value, attr)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'enceladus' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def backend_name() -> str:

@@ -118,3 +118,30 @@ def test_vectorized_kernels_compute_correctly(n):
     out = np.zeros_like(x)
     vk.copy_kernel[(enceladus.cdiv(n, 512),)](x, out, n, BLOCK=512)
     np.testing.assert_array_equal(out, x)
+
+
+def test_compile_accepts_alignment_hints_in_the_signature():
+    ck = enceladus.compile(vk.copy_kernel, signature="*fp32:16, *fp32:16, i32:16", constexprs={"BLOCK": 1024})
+    assert widths(ck) == [("load", 4, 16), ("store", 4, 16)]
+    sig = {"x_ptr": "*fp32:16", "out_ptr": "*fp32", "n": "i32"}
+    ck = enceladus.compile(vk.copy_kernel, signature=sig, constexprs={"BLOCK": 1024})
+    assert sig["x_ptr"] == "*fp32:16"  # the caller's dict is left alone
+    assert widths(ck) == [("load", 1, 4), ("store", 1, 4)]  # n not divisible: masks break the vectors
+    with pytest.raises(TypeError, match="only specialization hint"):
+        enceladus.compile(vk.copy_kernel, signature="*fp32:8, *fp32, i32", constexprs={"BLOCK": 1024})
+
+
+def test_loops_keep_alignment_of_induction_variables_and_carried_pointers():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parent.parent.parent / "examples" / "05_layer_norm.py"
+    spec = importlib.util.spec_from_file_location("layer_norm_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = np.zeros((4, 1024), np.float32)
+    w = np.zeros(1024, np.float32)
+    ck = mod.layer_norm_fwd.warmup(x, x.copy(), w, w.copy(), np.zeros(4, np.float32), np.zeros(4, np.float32), 1024,
+                                   1024, 1e-5, BLOCK_SIZE=1024, num_warps=4)
+    tile_accesses = [a for a in ck.accesses if a.shape]
+    assert tile_accesses and all(a.vector == 4 for a in tile_accesses), [str(a) for a in tile_accesses]

@@ -1,21 +1,6 @@
 #include <metal_stdlib>
 using namespace metal;
 
-// simd_shuffle_xor for every element type (Metal has none for bool, long, ulong and bfloat)
-template <typename T> static inline T enc_shfl_xor(T v, ushort m) { return simd_shuffle_xor(v, m); }
-static inline bool enc_shfl_xor(bool v, ushort m) { return simd_shuffle_xor(ushort(v), m) != 0; }
-static inline long enc_shfl_xor(long v, ushort m) {
-    const uint2 u = as_type<uint2>(v);
-    return as_type<long>(uint2(simd_shuffle_xor(u.x, m), simd_shuffle_xor(u.y, m)));
-}
-static inline ulong enc_shfl_xor(ulong v, ushort m) {
-    const uint2 u = as_type<uint2>(v);
-    return as_type<ulong>(uint2(simd_shuffle_xor(u.x, m), simd_shuffle_xor(u.y, m)));
-}
-static inline bfloat enc_shfl_xor(bfloat v, ushort m) {
-    return as_type<bfloat>(simd_shuffle_xor(as_type<ushort>(v), m));
-}
-
 static inline void enc_combine1(thread float& enc_a0, float enc_b0) {
     const float v18 = fmax(enc_a0, enc_b0);
     const auto enc_y0 = v18;
@@ -65,56 +50,7 @@ kernel void softmax_kernel(
         r2[e] = v15[e];
         for (int k = 1; k < 8; ++k) enc_combine1(r2[e], v15[e + k * 1]);
     }
-    for (int e = 0; e < 8; ++e) {
-        if (!((e) == 0)) continue;
-        const float o0 = enc_shfl_xor(r2[e], ushort(1));
-        if ((enc_lane & 1u) != 0) {  // combine in coordinate order on both lanes
-            const float s0 = r2[e]; r2[e] = o0;
-            enc_combine1(r2[e], s0);
-        } else {
-            enc_combine1(r2[e], o0);
-        }
-    }
-    for (int e = 0; e < 8; ++e) {
-        if (!((e) == 0)) continue;
-        const float o0 = enc_shfl_xor(r2[e], ushort(2));
-        if ((enc_lane & 2u) != 0) {  // combine in coordinate order on both lanes
-            const float s0 = r2[e]; r2[e] = o0;
-            enc_combine1(r2[e], s0);
-        } else {
-            enc_combine1(r2[e], o0);
-        }
-    }
-    for (int e = 0; e < 8; ++e) {
-        if (!((e) == 0)) continue;
-        const float o0 = enc_shfl_xor(r2[e], ushort(4));
-        if ((enc_lane & 4u) != 0) {  // combine in coordinate order on both lanes
-            const float s0 = r2[e]; r2[e] = o0;
-            enc_combine1(r2[e], s0);
-        } else {
-            enc_combine1(r2[e], o0);
-        }
-    }
-    for (int e = 0; e < 8; ++e) {
-        if (!((e) == 0)) continue;
-        const float o0 = enc_shfl_xor(r2[e], ushort(8));
-        if ((enc_lane & 8u) != 0) {  // combine in coordinate order on both lanes
-            const float s0 = r2[e]; r2[e] = o0;
-            enc_combine1(r2[e], s0);
-        } else {
-            enc_combine1(r2[e], o0);
-        }
-    }
-    for (int e = 0; e < 8; ++e) {
-        if (!((e) == 0)) continue;
-        const float o0 = enc_shfl_xor(r2[e], ushort(16));
-        if ((enc_lane & 16u) != 0) {  // combine in coordinate order on both lanes
-            const float s0 = r2[e]; r2[e] = o0;
-            enc_combine1(r2[e], s0);
-        } else {
-            enc_combine1(r2[e], o0);
-        }
-    }
+    for (int e = 0; e < 8; ++e) { if (!((e) == 0)) continue; r2[e] = simd_max(r2[e]); }
     if (((int(enc_lane) / 1) % 32) == 0 && ((int(enc_warp) / 1) % 4) < 4) for (int e = 0; e < 8; ++e) if ((e) == 0) {
         enc_smem3[((int(enc_warp) / 1) % 4) * 1 + 0] = r2[e];
     }
@@ -137,56 +73,7 @@ kernel void softmax_kernel(
         r5[e] = v22[e];
         for (int k = 1; k < 8; ++k) enc_combine4(r5[e], v22[e + k * 1]);
     }
-    for (int e = 0; e < 8; ++e) {
-        if (!((e) == 0)) continue;
-        const float o0 = enc_shfl_xor(r5[e], ushort(1));
-        if ((enc_lane & 1u) != 0) {  // combine in coordinate order on both lanes
-            const float s0 = r5[e]; r5[e] = o0;
-            enc_combine4(r5[e], s0);
-        } else {
-            enc_combine4(r5[e], o0);
-        }
-    }
-    for (int e = 0; e < 8; ++e) {
-        if (!((e) == 0)) continue;
-        const float o0 = enc_shfl_xor(r5[e], ushort(2));
-        if ((enc_lane & 2u) != 0) {  // combine in coordinate order on both lanes
-            const float s0 = r5[e]; r5[e] = o0;
-            enc_combine4(r5[e], s0);
-        } else {
-            enc_combine4(r5[e], o0);
-        }
-    }
-    for (int e = 0; e < 8; ++e) {
-        if (!((e) == 0)) continue;
-        const float o0 = enc_shfl_xor(r5[e], ushort(4));
-        if ((enc_lane & 4u) != 0) {  // combine in coordinate order on both lanes
-            const float s0 = r5[e]; r5[e] = o0;
-            enc_combine4(r5[e], s0);
-        } else {
-            enc_combine4(r5[e], o0);
-        }
-    }
-    for (int e = 0; e < 8; ++e) {
-        if (!((e) == 0)) continue;
-        const float o0 = enc_shfl_xor(r5[e], ushort(8));
-        if ((enc_lane & 8u) != 0) {  // combine in coordinate order on both lanes
-            const float s0 = r5[e]; r5[e] = o0;
-            enc_combine4(r5[e], s0);
-        } else {
-            enc_combine4(r5[e], o0);
-        }
-    }
-    for (int e = 0; e < 8; ++e) {
-        if (!((e) == 0)) continue;
-        const float o0 = enc_shfl_xor(r5[e], ushort(16));
-        if ((enc_lane & 16u) != 0) {  // combine in coordinate order on both lanes
-            const float s0 = r5[e]; r5[e] = o0;
-            enc_combine4(r5[e], s0);
-        } else {
-            enc_combine4(r5[e], o0);
-        }
-    }
+    for (int e = 0; e < 8; ++e) { if (!((e) == 0)) continue; r5[e] = simd_sum(r5[e]); }
     if (((int(enc_lane) / 1) % 32) == 0 && ((int(enc_warp) / 1) % 4) < 4) for (int e = 0; e < 8; ++e) if ((e) == 0) {
         enc_smem6[((int(enc_warp) / 1) % 4) * 1 + 0] = r5[e];
     }

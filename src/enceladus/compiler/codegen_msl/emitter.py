@@ -291,8 +291,9 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
             self.emit_histogram(op)
         elif name == "sort":
             self.emit_sort(op)
-        elif name == "barrier":
-            self.barrier()
+        elif name == "barrier":  # tl.debug_barrier orders device memory too, like CUDA's __syncthreads
+            self.barriers += 1
+            self.emit("threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);")
             return
         elif not op.results:
             return

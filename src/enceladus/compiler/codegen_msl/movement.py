@@ -187,6 +187,11 @@ class MovementMixin:
         self.emit("}")
         # 2. across the lanes of a SIMD group that hold other parts of the row
         masks, warps = self.spread(p, pd)
+        simd_fn = self.simd_reduction(op)
+        if simd_fn and sorted(masks) == [1, 2, 4, 8, 16]:
+            # the row spans the whole SIMD group: one hardware reduction instead of a shuffle butterfly
+            self.emit(f"for (int e = 0; e < {n}; ++e) {{ {skip}{accs[0]}[e] = {simd_fn}({accs[0]}[e]); }}")
+            masks = []
         if masks:
             self.helpers.add("enc_shfl")
         for mask in masks:  # butterfly: one step per lane bit that changes the coordinate along pd
@@ -248,6 +253,22 @@ class MovementMixin:
             else:
                 self.emit(f"const {msl_type(r.type.element)} v{r.id} = {a}[0];")
                 self.refs[(r.id, None)] = f"v{r.id}"
+
+    def simd_reduction(self, op: ir.Op) -> str | None:
+        """The simd_* function equal to a reduce whose combine function is one add/max/min/and/or/xor."""
+        region = op.regions[0]
+        if len(op.operands) != 1 or len(region.ops) != 2:
+            return None
+        first = region.ops[0]
+        a, b = region.args
+        elem = op.operands[0].type.element
+        if elem.name in ("int1", "int64", "uint64", "bf16") or first.operands not in ([a, b], [b, a]):
+            return None
+        if region.terminator.operands != [first.result]:
+            return None
+        return {"add": "simd_sum", "max": "simd_max", "min": "simd_min", "and": "simd_and", "or": "simd_or",
+                "xor": "simd_xor"}.get(first.name) if not (elem.is_floating() and first.name in ("and", "or", "xor")) \
+            else None
 
     def spread(self, p, pd: int) -> tuple[list[int], int]:
         """How the distinct elements along ``pd`` spread over lanes (XOR masks) and SIMD groups (count)."""

@@ -61,20 +61,70 @@ def _unknown(v: ir.Value) -> AxisInfo:
     return AxisInfo((1,) * n, (1,) * n, (1,) * n)
 
 
+def _meet(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """What holds for both: the facts of a value that is ``a`` on some path and ``b`` on another."""
+    return AxisInfo(tuple(min(x, y) for x, y in zip(a.contiguity, b.contiguity)),
+                    tuple(gcd(x, y) for x, y in zip(a.divisibility, b.divisibility)),
+                    tuple(min(x, y) for x, y in zip(a.constancy, b.constancy)))
+
+
 def _analyze_block(block: ir.Block, info: dict[int, AxisInfo]) -> None:
-    for a in block.args:
-        info[a.id] = _unknown(a)  # loop-carried values: nothing is known across iterations
     for op in block.ops:
+        if op.name in ("for", "while"):
+            _analyze_loop(op, info)
+            continue
         for region in op.regions:
+            for a in region.args:
+                info[a.id] = _unknown(a)
             _analyze_block(region, info)
         if not op.results:
             continue
+        if op.name == "if":
+            for i, r in enumerate(op.results):
+                ys = [region.terminator.operands[i] for region in op.regions]
+                info[r.id] = _meet(info[ys[0].id], info[ys[1].id])
+            continue
         if len(op.results) > 1 or op.regions or op.name in ("reduce", "scan", "split", "reshape", "cat", "flip",
-                                                             "permute", "join", "convert"):
+                                                             "permute", "join", "convert", "gather", "sort",
+                                                             "histogram", "dot", "atomic"):
             for r in op.results:
                 info[r.id] = _unknown(r)
             continue
         info[op.result.id] = _rule(op, [info[o.id] for o in op.operands], op.result)
+
+
+def _analyze_loop(op: ir.Op, info: dict[int, AxisInfo]) -> None:
+    """Loop-carried values keep the facts that hold for their initial value and after every iteration
+    (a fixpoint: e.g. a pointer tile advanced by a multiple of 16 stays contiguous and aligned)."""
+    is_for = op.name == "for"
+    inits = op.operands[3:] if is_for else op.operands
+    body = op.regions[-1]
+    carried = body.args[1:] if is_for else body.args
+    if is_for:
+        lb, _, step = op.operands[:3]
+        iv = body.args[0]
+        # every value of the induction variable is lb + k * step
+        info[iv.id] = _uniform(iv, gcd(info[lb.id].divisibility[0], info[step.id].divisibility[0]))
+    state = [info[i.id] for i in inits]
+    for _ in range(4):
+        for region in op.regions:
+            args = region.args[1:] if (is_for and region is body) else region.args
+            for a, st in zip(args, state):
+                info[a.id] = st
+            _analyze_block(region, info)
+        new = [_meet(st, info[y.id]) for st, y in zip(state, body.terminator.operands)]
+        if new == state:
+            break
+        state = new
+    else:  # no fixpoint in a few rounds: assume nothing
+        state = [_unknown(a) for a in carried]
+        for region in op.regions:
+            args = region.args[1:] if (is_for and region is body) else region.args
+            for a, st in zip(args, state):
+                info[a.id] = st
+            _analyze_block(region, info)
+    for r, st in zip(op.results, state):
+        info[r.id] = st
 
 
 def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
