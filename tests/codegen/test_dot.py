@@ -129,3 +129,18 @@ def test_values_moving_between_fragment_layouts(M, N, K):
     run_on_all_paths(dk.two_dot_layouts_kernel, (1,), lambda: (a, b, np.zeros((M, N), np.float32)),
                      lambda a, b, c: {2: (a @ b) / (a @ a.T).sum(1)[:, None]}, constexprs={"M": M, "N": N, "K": K},
                      rtol=1e-4, atol=1e-5)
+
+
+def test_explain_shows_and_draws_the_fragment_layout(tmp_path):
+    pytest.importorskip("matplotlib")
+    from enceladus.compiler.passes.layouts import MmaLayout
+    from enceladus.tools.layout_svg import element_owners
+
+    a = np.zeros((64, 64), np.float16)
+    text = dk.matmul_kernel.explain(a, a, np.zeros((64, 64), np.float32), 64, 64, 64, 64, 1, 64, 1, 64, 1, BM=64,
+                                    BN=64, BK=32, EPILOGUE="none", save=str(tmp_path / "layouts.svg"))
+    assert "mma<shape=[64, 64], warps=[2, 2]" in text and "simdgroup_matrix" in text
+    assert (tmp_path / "layouts.svg").stat().st_size > 1000
+    owners = element_owners(MmaLayout((32, 16), (2, 1)))
+    assert (owners["copies"] == 1).all()  # every element held by exactly one (SIMD group, lane, register)
+    assert owners["lane"][0, 0] == 0 and owners["lane"][0, 1] == 0 and owners["lane"][1, 0] == 2

@@ -218,10 +218,19 @@ class JITFunction:
         values, options = self.bind(args, dict(kwargs))
         return self.compile_for(values, options)
 
-    def explain(self, *args: Any, **kwargs: Any) -> str:
-        """The IR with layouts, threads per threadgroup and vectorization decisions for these arguments."""
+    def explain(self, *args: Any, save: str | None = None, **kwargs: Any) -> str:
+        """The IR with layouts, threads per threadgroup and vectorization decisions for these arguments.
+
+        With ``save="layout.svg"`` (or .png/.pdf; needs matplotlib) also draws which SIMD group, lane and
+        register holds each element of every layout.
+        """
         kwargs.pop("grid", None)
-        return self.warmup(*args, **kwargs).explain()
+        kernel = self.warmup(*args, **kwargs)
+        if save is not None:
+            from ..tools.layout_svg import save_kernel_layouts
+
+            save_kernel_layouts(kernel, save)
+        return kernel.explain()
 
 
 def _annotated_type(p: KernelParam, value: Any) -> str:

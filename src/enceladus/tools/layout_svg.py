@@ -22,17 +22,46 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.passes.layouts import WARP_SIZE, BlockedLayout
+from ..compiler.passes.layouts import WARP_SIZE, BlockedLayout, MmaLayout
 
 MAX_CELLS = 128  # per side: larger tiles show their top-left corner
 LABEL_CELLS = 48  # per side: above this cells are too small to label
 
 
-def element_owners(layout: BlockedLayout) -> dict[str, np.ndarray]:
+def _num_warps(layout: BlockedLayout | MmaLayout) -> int:
+    return math.prod(layout.warps) if isinstance(layout, MmaLayout) else math.prod(layout.warps_per_cta)
+
+
+def _mma_owners(layout: MmaLayout) -> dict[str, np.ndarray]:
+    """simdgroup_matrix fragments: SIMD group w owns block (w // wn, w % wn); in each 8x8 fragment lane l holds
+    row 4*((l>>4)&1) + 2*((l>>2)&1) + ((l>>1)&1), columns 4*((l>>3)&1) + 2*(l&1) + {0, 1} (see MmaLayout)."""
+    m, n = layout.shape
+    wm, wn = layout.warps
+    fm, fn = layout.frags
+    out = {k: np.full((m, n), -1, dtype=np.int64) for k in ("warp", "lane", "register")}
+    out["copies"] = np.zeros((m, n), dtype=np.int64)
+    for w in range(wm * wn):
+        for lane in range(WARP_SIZE):
+            row = 4 * ((lane >> 4) & 1) + 2 * ((lane >> 2) & 1) + ((lane >> 1) & 1)
+            col = 4 * ((lane >> 3) & 1) + 2 * (lane & 1)
+            for e in range(fm * fn * 2):
+                f, j = divmod(e, 2)
+                i, k = divmod(f, fn)
+                r = (w // wn) * (m // wm) + i * 8 + row
+                c = (w % wn) * (n // wn) + k * 8 + col + j
+                if out["copies"][r, c] == 0:
+                    out["warp"][r, c], out["lane"][r, c], out["register"][r, c] = w, lane, e
+                out["copies"][r, c] += 1
+    return out
+
+
+def element_owners(layout: BlockedLayout | MmaLayout) -> dict[str, np.ndarray]:
     """For every element of the tile: ``warp``, ``lane``, ``register`` of its first owner and ``copies``.
 
     Each array has the tile's shape.
     """
+    if isinstance(layout, MmaLayout):
+        return _mma_owners(layout)
     shape = layout.shape
     rank = len(shape)
     nwarps = math.prod(layout.warps_per_cta)
@@ -116,9 +145,9 @@ def render_layouts(layouts: Sequence[BlockedLayout], path: str | os.PathLike, ti
     fig_h = sum(h * cell + 1.4 for h in heights) + 0.3 * len(notes) + 0.5
     fig = figure_cls(figsize=(fig_w, fig_h))
     axes = fig.subplots(len(layouts), 1, squeeze=False, height_ratios=[h + 4 for h in heights])[:, 0]
-    base = colormaps["tab20" if max(math.prod(lay.warps_per_cta) for lay in layouts) > 10 else "tab10"]
+    base = colormaps["tab20" if max(_num_warps(lay) for lay in layouts) > 10 else "tab10"]
     for i, (lay, g, ax) in enumerate(zip(layouts, grids, axes)):
-        nw = math.prod(lay.warps_per_cta)
+        nw = _num_warps(lay)
         cmap = ListedColormap(["#ffffff"] + [base(k % base.N) for k in range(nw)])
         h, w = min(g["warp"].shape[0], MAX_CELLS), min(g["warp"].shape[1], MAX_CELLS)
         warp = g["warp"][:h, :w]
@@ -161,10 +190,8 @@ def render_layouts(layouts: Sequence[BlockedLayout], path: str | os.PathLike, ti
 
 def save_kernel_layouts(kernel: Any, path: str | os.PathLike) -> str:
     """Draw every layout of a compiled kernel (``kernel.metadata["layouts"]``), with its memory accesses as notes."""
-    layouts = [lay for lay in kernel.metadata.get("layouts", []) if isinstance(lay, BlockedLayout)]
+    layouts = [lay for lay in kernel.metadata.get("layouts", []) if isinstance(lay, (BlockedLayout, MmaLayout))]
     notes = [str(a) for a in getattr(kernel, "accesses", [])][:12]
-    notes += [f"not drawn (not a blocked layout): {lay}" for lay in kernel.metadata.get("layouts", [])
-              if not isinstance(lay, BlockedLayout)]
     title = (f"kernel {kernel.name}: {kernel.metadata.get('threads_per_threadgroup')} threads per threadgroup; "
              "colour = SIMD group, label = lane / register")
     return render_layouts(layouts, path, title=title, notes=notes)

@@ -43,6 +43,7 @@ class DotMixin:
         m, n = r.type.shape
         k = a.type.shape[-1]
         fm, fn = mma.frags
+        self.layout_id(mma)  # listed by explain() and drawn by explain(save=...)
         frag_in = _FRAGMENT[a.type.element.name]
         c = self.fresh("enc_c")
         self.notes.append(f"dot %{r.id}: simdgroup_matrix, {mma.warps[0]}x{mma.warps[1]} SIMD groups, "
