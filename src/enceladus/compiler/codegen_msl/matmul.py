@@ -82,8 +82,9 @@ class DotMixin:
         m, n = shape[-2], shape[-1]
         batched = len(shape) == 3
         acc_t = "int" if a.type.element.is_int() else "float"
+        why = op.attrs.get("_why_fma") or "the result layout is not a fragment layout"
         self.notes.append(f"dot %{r.id}: multiply-add loop per output element (shape {list(shape)} x K={k}, "
-                          f"{a.type.element}); A and B staged in threadgroup memory")
+                          f"{a.type.element}) because {why}; A and B staged in threadgroup memory")
         var = self.declare_tile(r, home)
         self.emit(f"for (int e = 0; e < {home.parent.elems_per_thread}; ++e) {{")
         self.indent += 1

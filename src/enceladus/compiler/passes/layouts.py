@@ -289,11 +289,20 @@ class _Assigner:
     def dot_layout(self, op: ir.Op) -> MmaLayout | None:
         """The simdgroup_matrix accumulator layout of a dot, or None for the FMA path."""
         if "_mma" not in op.attrs:
-            a, _b = op.operands[0], op.operands[1]
+            a = op.operands[0]
             r = op.result
-            ok = (len(r.type.shape) == 2 and a.type.element.is_floating()
-                  and all(s % 8 == 0 for s in (*r.type.shape, a.type.shape[-1])))
-            op.attrs["_mma"] = mma_layout(r.type.shape, self.num_warps) if ok else None
+            why = None
+            if len(r.type.shape) != 2:
+                why = "batched (3-D) dots use the multiply-add loop"
+            elif not a.type.element.is_floating():
+                why = f"simdgroup_matrix has no {a.type.element} type"
+            elif not all(s % 8 == 0 for s in (*r.type.shape, a.type.shape[-1])):
+                why = f"M, N and K must be multiples of 8 (got {list(r.type.shape)} x K={a.type.shape[-1]})"
+            mma = mma_layout(r.type.shape, self.num_warps) if why is None else None
+            if why is None and mma is None:
+                why = f"a {list(r.type.shape)} tile does not split into 8x8 fragments over {self.num_warps} SIMD groups"
+            op.attrs["_mma"] = mma
+            op.attrs["_why_fma"] = why
         return op.attrs["_mma"]
 
     def run(self) -> LayoutPlan:
