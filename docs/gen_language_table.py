@@ -20,6 +20,8 @@ BEGIN = "<!-- BEGIN GENERATED: builtins (python docs/gen_language_table.py) -->"
 END = "<!-- END GENERATED: builtins -->"
 
 # Builtins the compiler's frontend implements directly rather than through a typing rule in RULES.
+from enceladus.compiler.library import LIBRARY  # noqa: E402  (builtins written in the tile language)
+
 FRONTEND_BUILTINS = {"reduce", "associative_scan", "static_assert", "static_print", "static_range", "range"}
 
 GROUPS = [
@@ -62,7 +64,8 @@ def support() -> tuple[list[str], dict[str, tuple[bool, bool]]]:
         if builtin_name(obj) is None and name not in ("range", "static_range"):
             continue
         names.append(name)
-        table[name] = (name in semantic.RULES or name in FRONTEND_BUILTINS, name in OPS or name in FRONTEND_BUILTINS)
+        table[name] = (name in semantic.RULES or name in FRONTEND_BUILTINS or name in LIBRARY,
+                       name in OPS or name in FRONTEND_BUILTINS)
     return names, table
 
 
