@@ -8,6 +8,7 @@ packed scalars.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -95,10 +96,37 @@ def spec_of(value: object, name: str, specialize: bool) -> ArgSpec:
         return array_spec(value, name, specialize)
     if hasattr(value, "__enceladus_array__"):
         return array_spec(value.__enceladus_array__(), name, specialize)
+    if is_torch_mps(value):
+        return _torch_mps_spec(value, name, specialize)
+    if type(value).__module__.startswith("mlx"):
+        return array_spec(as_numpy(value), name, specialize)
     torch_array = _torch_cpu_array(value, name)
     if torch_array is not None:
         return array_spec(torch_array, name, specialize)
     return scalar_spec(value, name, specialize)
+
+
+def is_torch_mps(value: object) -> bool:
+    """A PyTorch tensor on the ``mps`` device (launched through torch.mps.compile_shader, see
+    backends/metal/interop.py)."""
+    return type(value).__module__.startswith("torch") and getattr(getattr(value, "device", None), "type", "") == "mps"
+
+
+def _torch_mps_spec(value: Any, name: str, specialize: bool) -> ArgSpec:
+    """The ArgSpec of an mps tensor, from its metadata (its memory is not host-addressable)."""
+    dtype_name = str(value.dtype).removeprefix("torch.")
+    try:
+        np_dtype = dtypes.bfloat16_numpy() if dtype_name == "bfloat16" else np.dtype(dtype_name)
+    except TypeError:
+        raise TypeError(f"argument '{name}': torch dtype {value.dtype} cannot be passed to a kernel") from None
+    ty = _from_numpy(np_dtype)
+    if ty is None or ty.is_fp64():
+        raise TypeError(f"argument '{name}': mps tensors of dtype {value.dtype} cannot be passed to a kernel")
+    if value.numel() > MAX_ELEMENTS:
+        raise ValueError(f"argument '{name}' has {value.numel()} elements; kernels index with int32 offsets "
+                         f"(at most {MAX_ELEMENTS})")
+    aligned = specialize and (value.storage_offset() * value.element_size()) % 16 == 0  # MTLBuffers start aligned
+    return ArgSpec("*" + ty.name, divisible_by_16=aligned)
 
 
 def _torch_cpu_array(value: object, name: str) -> np.ndarray | None:
@@ -120,6 +148,10 @@ def as_numpy(value: object) -> np.ndarray:
         return value
     if hasattr(value, "__enceladus_array__"):
         return value.__enceladus_array__()
+    if type(value).__module__.startswith("mlx"):  # evaluated, then its shared memory (zero-copy)
+        from ..backends.metal.interop import mlx_host_view
+
+        return mlx_host_view(value)
     if type(value).__module__.startswith("torch"):
         import torch
 

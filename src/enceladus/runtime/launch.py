@@ -166,6 +166,9 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
     ``enceladus.Tensor``, else synchronously (NumPy arguments hold the results on return)."""
     if 0 in grid:
         return
+    if any(arguments.is_torch_mps(values[p.name]) for p in kernel.abi.buffer_params):
+        _launch_torch_mps(kernel, grid, values)
+        return
     kl = launcher_for(kernel)
     arrays = [values[name] for name in kl.buffer_names]
     addresses = []
@@ -182,3 +185,13 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
         kl.debug_launch(grid, arrays, scalars)
         return
     kl.submit(grid, addresses, scalars, arrays, all(type(a) is Tensor for a in arrays))
+
+
+def _launch_torch_mps(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str, Any]) -> None:
+    """PyTorch mps tensors: launched by PyTorch itself (torch.mps.compile_shader), on its own stream."""
+    from ..backends.metal.interop import launch_torch_mps
+
+    abi = kernel.abi
+    tensors = [values[p.name] for p in sorted(abi.buffer_params, key=lambda p: p.slot)]
+    scalars = [values[name] for name, _, _ in sorted(abi.args_format, key=lambda f: f[1])]
+    launch_torch_mps(kernel.asm["msl"], abi.kernel_name, grid, abi.threads_per_threadgroup, tensors, scalars)

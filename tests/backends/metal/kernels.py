@@ -16,3 +16,11 @@ def axpy_kernel(x_ptr, out_ptr, a, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(out_ptr + offs, a * tl.load(x_ptr + offs, mask=mask) + tl.load(out_ptr + offs, mask=mask), mask=mask)
+
+
+@enceladus.jit
+def mixed_scalars_kernel(out_ptr, a, n, big, flag, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = a * offs.to(tl.float32) + (big % 1000).to(tl.float32)
+    v = tl.where(flag, v, -v)
+    tl.store(out_ptr + offs, v, mask=offs < n)

@@ -1,26 +1,28 @@
 """PyTorch ``mps`` tensors and MLX arrays as kernel arguments. UNVERIFIED: written from the frameworks'
-documentation and source (METAL_FACTS.md), never run; docs/metal.md describes the binding rules.
+documentation and source (METAL_FACTS.md) and tested here only against stand-ins; docs/metal.md
+describes the binding rules, costs and limits.
 
-- PyTorch: ``torch.mps.compile_shader`` compiles our MSL and encodes the dispatch on PyTorch's own
-  MPS stream, so launches are zero-copy and ordered with torch ops. Argument i is ``[[buffer(i)]]``;
-  tensors bind as buffer + storage offset (views work); ``threads`` is the TOTAL thread count
-  (``dispatchThreads``), so we pass ``groups * threads_per_threadgroup``, which gives exactly our
-  grid because every threadgroup is full. The packed scalar struct travels as a small uint8 mps
-  tensor (one host-to-device copy per launch, ordered on the same stream).
-- MLX: evaluate the arrays (``mx.eval``), take their shared memory through the buffer protocol
-  (zero copy) and launch on our own queue, synchronously, like NumPy arrays. ``mx.fast.metal_kernel``
-  is not used: it takes only a kernel body and always allocates its outputs, so in-place stores
-  into inputs -- which Triton-style kernels do -- are impossible through it.
+- PyTorch ``mps``: ``torch.mps.compile_shader`` compiles the kernel's MSL -- with the scalar struct
+  split into one ``constant long&``/``constant float&`` parameter per scalar
+  (compiler/codegen_msl/signatures.py), because compile_shader binds argument i to ``[[buffer(i)]]``
+  and passes Python ints as int64 and floats as float -- and encodes the dispatch on PyTorch's own
+  current MPS stream: zero-copy, asynchronous, ordered with torch ops. Tensors bind as buffer +
+  storage offset, so views work. ``threads`` is the TOTAL thread count (``dispatchThreads``): we pass
+  ``groups * threads_per_threadgroup``, exactly our grid since every threadgroup is full.
+- MLX: ``mx.eval`` the array, take its shared memory through the buffer protocol (zero copy) and
+  launch it like a NumPy array (wrapped, our queue, synchronous). ``mx.fast.metal_kernel`` is not
+  used: it takes only a kernel body and always allocates its outputs, so in-place stores into inputs
+  -- which Triton-style kernels do -- are impossible through it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-_torch_libraries: dict[str, Any] = {}
+_torch_libraries: dict[str, tuple[Any, list[Any]]] = {}
 
 
 def is_torch_mps(value: object) -> bool:
@@ -33,32 +35,37 @@ def is_mlx_array(value: object) -> bool:
     return type(value).__module__.startswith("mlx")
 
 
-def launch_torch_mps(msl: str, kernel: str, groups: Sequence[int], threads_per_threadgroup: int,
-                     buffers: Mapping[int, Any], scalars: bytes | None, scalar_slot: int | None) -> None:
-    """Launch ``kernel`` through ``torch.mps.compile_shader`` on PyTorch's current MPS stream (asynchronous).
+def _int64(value: Any) -> int:
+    v = int(value)
+    return v - (1 << 64) if v >= 1 << 63 else v  # ulong values travel as their int64 bit pattern
 
-    ``buffers`` maps each ``[[buffer(i)]]`` slot to an mps tensor. The kernel must use only 1-D
-    threadgroups (``threads_per_threadgroup`` x 1 x 1), as generated kernels do.
-    """
+
+def launch_torch_mps(msl: str, kernel: str, groups: Sequence[int], threads_per_threadgroup: int,
+                     tensors: Sequence[Any], scalars: Sequence[Any]) -> None:
+    """Launch generated ``kernel`` through ``torch.mps.compile_shader`` on PyTorch's current MPS stream.
+
+    ``tensors`` are the mps tensors for buffer slots 0..k-1 (slot order), ``scalars`` the scalar values
+    in the kernel's packed order. Asynchronous, like any torch op; ``torch.mps.synchronize()`` waits.
+    Generated kernels use 1-D threadgroups (``threads_per_threadgroup`` x 1 x 1)."""
     import torch
 
-    slots = dict(buffers)
-    for slot, t in slots.items():
+    from ...compiler.codegen_msl.signatures import scalars_as_parameters
+    for i, t in enumerate(tensors):
         if not is_torch_mps(t):
-            raise TypeError(f"kernel '{kernel}': buffer({slot}) must be an mps tensor to launch through PyTorch")
-    if scalar_slot is not None and scalars is not None:
-        slots[scalar_slot] = None  # filled below, after the checks
-    if sorted(slots) != list(range(len(slots))):
-        raise ValueError(f"kernel '{kernel}': compile_shader binds argument i to buffer(i), so slots must be "
-                         f"0..{len(slots) - 1}; got {sorted(slots)}")
-    if scalar_slot is not None and scalars is not None:
-        slots[scalar_slot] = torch.frombuffer(bytearray(scalars), dtype=torch.uint8).to("mps")
-    lib = _torch_libraries.get(msl)
-    if lib is None:
-        lib = _torch_libraries[msl] = torch.mps.compile_shader(msl)
+            raise TypeError(f"kernel '{kernel}': buffer({i}) is a {type(t).__name__} on "
+                            f"{getattr(t, 'device', 'the host')}; a launch with mps tensors needs every array "
+                            "argument on mps (move it with .to('mps'))")
+    entry = _torch_libraries.get(msl)
+    if entry is None:
+        source, params = scalars_as_parameters(msl, kernel)
+        if params and params[0].slot != len(tensors):
+            raise ValueError(f"kernel '{kernel}': compile_shader binds argument i to buffer(i); the scalars start "
+                             f"at buffer({params[0].slot}) after {len(tensors)} tensors")
+        entry = _torch_libraries[msl] = (torch.mps.compile_shader(source), params)
+    lib, params = entry
+    values = [float(v) if p.is_float else _int64(v) for p, v in zip(params, scalars)]
     g = tuple(int(v) for v in groups) + (1,) * (3 - len(groups))
-    getattr(lib, kernel)(*[slots[i] for i in range(len(slots))],
-                         threads=[g[0] * threads_per_threadgroup, g[1], g[2]],
+    getattr(lib, kernel)(*tensors, *values, threads=[g[0] * threads_per_threadgroup, g[1], g[2]],
                          group_size=[threads_per_threadgroup, 1, 1])
 
 
