@@ -77,8 +77,8 @@ def test_binary_ops_over_dtype_pairs(a, b):
                 np.testing.assert_array_equal(got, want, err_msg=f"{path}: {a} {n} {b}")
 
     run_on_all_paths(K.binary_ops, (1,), make_args, lambda *args: {}, check=check,
-                     constexprs=dict(BLOCK=BLOCK, RES=tld(res), IS_INT=is_int, DIVIDE=divides(a, b),
-                                     SHIFT_MASK=BITS[res] - 1))
+                     constexprs={"BLOCK": BLOCK, "RES": tld(res), "IS_INT": is_int, "DIVIDE": divides(a, b),
+                                     "SHIFT_MASK": BITS[res] - 1})
 
 
 TOL = {"float32": (4e-6, 1e-6), "float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2)}

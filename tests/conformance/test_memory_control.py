@@ -77,7 +77,7 @@ def test_constexpr_rules(mode, flag):
     v = v + 6 + 16 if flag else v.astype(np.float32).view(np.int32) & 0xFFFF
     want = np.concatenate([v, np.arange(BLOCK // 2) + 5 + 3]).astype(np.int32)
     run_on_all_paths(K.constexpr_rules, (1,), lambda: [np.zeros(BLOCK + BLOCK // 2, np.int32)],
-                     lambda *a: {0: want}, constexprs=dict(BLOCK=BLOCK, SCALE=SCALE, MODE=mode, FLAG=flag))
+                     lambda *a: {0: want}, constexprs={"BLOCK": BLOCK, "SCALE": SCALE, "MODE": mode, "FLAG": flag})
 
 
 @pytest.mark.parametrize("n", [1, 16, 7, -3])

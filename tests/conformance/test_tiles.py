@@ -61,7 +61,7 @@ def test_reductions_on_every_axis(t, axis):
 
     # integer inputs are small integers: float sums are exact in every order
     run_on_all_paths(K.reductions3d, (1,), lambda: [0, *make_args()][1:], lambda *a: {i - 1: w for i, w in want.items()},
-                     constexprs=dict(A=A, B=B, C=C, AXIS=axis, IS_INT=is_int, OUT=out_n), rtol=0, atol=0)
+                     constexprs={"A": A, "B": B, "C": C, "AXIS": axis, "IS_INT": is_int, "OUT": out_n}, rtol=0, atol=0)
 
 
 @pytest.mark.skip(reason="compiler bug: tl.sum(x, axis=0, keep_dims=True) on a 3-D tile raises an internal "
@@ -153,5 +153,5 @@ def test_dot_shapes(M, N, K_, t, acc):
         want = want + c
     # fp16/bf16 products are exact in fp32 and accumulate in fp32; fp32 multiplies exactly in fp32 (no tf32)
     run_on_all_paths(K.dot_kernel, (1,), lambda: [a.copy(), b.copy(), c.copy(), np.zeros((M, N), out_t)],
-                     lambda *args: {3: want.astype(out_t)}, constexprs=dict(M=M, N=N, K=K_, USE_ACC=acc),
+                     lambda *args: {3: want.astype(out_t)}, constexprs={"M": M, "N": N, "K": K_, "USE_ACC": acc},
                      rtol=1e-5, atol=1e-5)
