@@ -119,17 +119,12 @@ def test_interpreter_only_builtins_and_the_compilers_refusal(op, capsys):
     assert info.value.lineno and info.value.fix and "ENCELADUS_INTERPRET=1" in info.value.fix
 
 
-@pytest.mark.skip(reason="compiler bug: `y = 1.5` in one branch and `y = tl.arange(0, 4)` in the other is accepted "
-                         "(should be refused like two tiles of different dtypes) and stores 1.0 for n > 0, where "
-                         "the interpreter stores 1.5; reported")
-def test_branch_merging_a_scalar_and_a_tile():
-    run_on_all_paths(K.branch_scalar_or_tile, (1,), lambda: [np.zeros(4, np.float32), 1],
-                     lambda *a: {0: np.full(4, 1.5, np.float32)})
+def test_branch_merging_a_scalar_and_a_tile_is_refused():
+    # as in Triton: `y = 1.5` (fp32) in one branch and an int32 tile in the other do not merge
+    with pytest.raises(CompilationError, match="in one branch and"):
+        on_path(K.branch_scalar_or_tile, "cpu")[(1,)](np.zeros(4, np.float32), 1)
 
 
-@pytest.mark.skip(reason="compiler bug: tl.rand(seed, 1) with a Python int offset fails inside "
-                         "compiler/library.py:47 (\"'int' has no attribute 'dtype'\", located in library.py, not the "
-                         "kernel); the interpreter returns a value; reported")
 def test_rand_with_a_literal_offset():
     res = run_on_all_paths(K.rand_int_offset, (1,), lambda: [np.zeros(1, np.float32)], lambda *a: {},
                            check=lambda args, e, path: None)

@@ -64,9 +64,6 @@ def test_reductions_on_every_axis(t, axis):
                      constexprs={"A": A, "B": B, "C": C, "AXIS": axis, "IS_INT": is_int, "OUT": out_n}, rtol=0, atol=0)
 
 
-@pytest.mark.skip(reason="compiler bug: tl.sum(x, axis=0, keep_dims=True) on a 3-D tile raises an internal "
-                         "VerificationError (%N of shape [2, 4, 8] cannot be held in blocked<shape=[1, 4, 8]...>) "
-                         "instead of compiling; 2-D keep_dims works; reported")
 def test_keep_dims_on_a_3d_tile():
     x = np.arange(64, dtype=np.float32)
     run_on_all_paths(K.keep_dims_3d, (1,), lambda: [x.copy(), np.zeros(32, np.float32)],

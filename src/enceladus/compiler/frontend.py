@@ -327,7 +327,8 @@ class Lowering(ast.NodeVisitor):
         def materialize(x: Any, like: Any, block: ir.Block) -> ir.Value:
             if is_value(x):
                 return x
-            ty = like.type.element if is_value(like) else semantic.element_type(x)
+            # a Python scalar becomes a value of its own type (as in Triton), then must match the other branch
+            ty = semantic.element_type(x)
             self.b.fn.push_block(block)
             try:
                 v = self.apply(node, lambda: self.b.to_value(x, ty))
@@ -374,7 +375,7 @@ class Lowering(ast.NodeVisitor):
             if is_value(x) and (x.type.is_tile or not x.type.element.is_int()):
                 raise self.error(node.iter, f"loop bounds must be integer scalars, got {x.type}")
         if not is_value(step) and step == 0:
-            raise self.error(node.iter, "the step of range() must not be zero")
+            raise self.error(node.iter, "the step of range() must not be zero", "use a positive or negative step")
         iv_ty = ir.Type(semantic.D.int64) if any(
             (is_value(x) and x.type.element.primitive_bitwidth == 64) or
             (not is_value(x) and not -(2**31) <= x < 2**31) for x in (lb, ub, step)) else ir.Type(semantic.D.int32)
@@ -551,7 +552,9 @@ class Lowering(ast.NodeVisitor):
         if name == "print":
             raise self.error(node, "print() is not supported in compiled kernels yet",
                              "use tl.static_print for compile-time values, or ENCELADUS_INTERPRET=1 to print tiles")
-        raise self.error(node, f"name '{name}' is not defined")
+        raise self.error(node, f"name '{name}' is not defined",
+                         "define it before use (a name assigned in only one branch of a runtime 'if' is not defined "
+                         "after it: assign it before the 'if' or in both branches)")
 
     def eval_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)
@@ -569,6 +572,8 @@ class Lowering(ast.NodeVisitor):
                              "supported: x.dtype, x.shape, x.T, x.to(dtype) and tl.* builtins as methods (x.sum(0))")
         if isinstance(base, pointer_type) and attr == "element_ty":
             return base.element_ty
+        if attr == "dtype" and semantic.is_python_scalar(base):
+            return semantic.D.literal_dtype(base)  # the type a literal takes when it stands alone
         from .aggregates import Aggregate
 
         if isinstance(base, Aggregate):
@@ -606,7 +611,8 @@ class Lowering(ast.NodeVisitor):
             try:
                 return _PY_BINOPS[op](lhs, rhs) if op in _PY_BINOPS else self._bad_op(node, op)
             except (TypeError, ZeroDivisionError, ValueError) as e:
-                raise self.error(node, f"cannot evaluate constexpr expression: {e}") from None
+                raise self.error(node, f"cannot evaluate constexpr expression: {e}",
+                                 "check the constexpr values (e.g. a division by zero)") from None
         if op == "**":
             raise self.error(node, "'**' is not defined on tiles",
                              "multiply explicitly (x * x) or use tl.exp2(y * tl.log2(x))")
@@ -708,7 +714,7 @@ class Lowering(ast.NodeVisitor):
         kwargs = {}
         for k in node.keywords:
             if k.arg is None:
-                raise self.error(k, "**kwargs are not supported in kernels")
+                raise self.error(k, "**kwargs are not supported in kernels", "pass the keyword arguments one by one")
             kwargs[k.arg] = self.eval(k.value)
         return self.call(node, fn, args, kwargs)
 
@@ -797,7 +803,8 @@ class Lowering(ast.NodeVisitor):
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
-            raise self.error(node, f"bad arguments for '{fn.__name__}': {e}") from None
+            raise self.error(node, f"bad arguments for '{fn.__name__}': {e}",
+                             f"pass every argument that '{fn.__name__}' takes") from None
         bound.apply_defaults()
         scope = {}
         for name, value in bound.arguments.items():
@@ -818,9 +825,23 @@ class Lowering(ast.NodeVisitor):
         try:
             return thunk()
         except SemanticError as e:
-            raise self.error(node, e.message, e.fix) from None
+            at = node
+            if e.culprit is not None and isinstance(node, ast.Call):  # point at the argument at fault
+                for arg in list(node.args) + [k.value for k in node.keywords]:
+                    if isinstance(arg, (ast.Name, ast.Constant)) and self._peek(arg) is e.culprit:
+                        at = arg
+                        break
+            raise self.error(at, e.message, e.fix) from None
         except TypeError as e:  # wrong arguments to a builtin
             raise self.error(node, str(e), "check the builtin's arguments in the language reference") from None
+        except (ValueError, OverflowError) as e:  # e.g. a literal that fits no integer type
+            raise self.error(node, str(e), "use values that fit the tile's type (integers up to 64 bits)") from None
+
+    def _peek(self, node: ast.expr) -> Any:
+        """The value of a name or constant, without side effects (for locating errors)."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        return self.scope.get(node.id, self.globals.get(node.id))
 
     def fold(self, v: ir.Value) -> Any:
         """The Python value of a scalar IR constant, or None."""

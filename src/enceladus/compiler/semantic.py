@@ -22,10 +22,11 @@ MAX_TILE_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
 class SemanticError(Exception):
     """An ill-typed program; the frontend turns it into a located CompilationError."""
 
-    def __init__(self, message: str, fix: str | None = None):
+    def __init__(self, message: str, fix: str | None = None, culprit: Any = None):
         super().__init__(message)
         self.message = message
         self.fix = fix
+        self.culprit = culprit  # the argument value at fault: the error then points at that argument
 
 
 def is_value(x: Any) -> bool:
@@ -52,6 +53,10 @@ class Builder:
 
     # --- constants and shapes --------------------------------------------------------------
     def const(self, value: Any, ty: dtype) -> Value:
+        if not isinstance(value, (bool, int, float)):
+            what = f"the string {value!r}" if isinstance(value, str) else f"{type(value).__name__} {value!r}"
+            raise SemanticError(f"expected a number of type {ty}, got {what}", "pass a number or a tile",
+                                culprit=value)
         if ty.is_floating():
             value = float(value)
         elif ty.is_bool():
@@ -139,7 +144,11 @@ def element_type(x: Any) -> dtype | pointer_type:
     if is_value(x):
         return x.type.element
     if isinstance(x, (bool, int, float)):
-        return D.literal_dtype(x)
+        try:
+            return D.literal_dtype(x)
+        except ValueError:
+            raise SemanticError(f"Scalar {x} is out of range for every integer type",
+                                "no integer type is wider than 64 bits: use a smaller constant") from None
     raise SemanticError(f"expected a tile or a scalar, got {type(x).__name__} {x!r}")
 
 
@@ -633,7 +642,8 @@ Combine = Callable[[Builder, list[Value], list[Value]], list[Any]]
 def _axis_arg(axis: Any, rank: int, what: str) -> int:
     axis = _const_int(axis, f"the axis of {what}")
     if not -rank <= axis < rank:
-        raise SemanticError(f"axis {axis} is out of range for a tile of rank {rank} in {what}")
+        raise SemanticError(f"axis {axis} is out of range for a tile of rank {rank} in {what}",
+                            f"use an axis from {-rank} to {rank - 1}")
     return axis % rank
 
 
@@ -869,7 +879,7 @@ def reshape(b: Builder, input: Any, *shape: Any, can_reorder: Any = False) -> Va
     new = _shape_varargs(shape, "tl.reshape")
     if math.prod(new) != x.type.numel:
         raise SemanticError(f"cannot reshape a tile of shape {list(x.type.shape)} ({x.type.numel} elements) "
-                            f"to {list(new)} ({math.prod(new)} elements)")
+                            f"to {list(new)} ({math.prod(new)} elements)", "keep the number of elements the same")
     if new == x.type.shape:
         return x
     if [s for s in new if s != 1] == [s for s in x.type.shape if s != 1]:

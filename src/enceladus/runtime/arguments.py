@@ -139,7 +139,11 @@ def _torch_cpu_array(value: object, name: str) -> np.ndarray | None:
             f"argument '{name}' is a torch tensor on device '{value.device}'; this backend runs on the CPU, so pass "
             "a CPU tensor (x.cpu())"
         )
-    return as_numpy(value)
+    try:
+        return as_numpy(value)
+    except (TypeError, RuntimeError) as e:  # e.g. sparse or quantized tensors have no NumPy view
+        raise TypeError(f"argument '{name}': this torch tensor cannot be passed to a kernel ({e}); pass a dense, "
+                        "strided tensor (x.to_dense().contiguous())") from None
 
 
 def as_numpy(value: object) -> np.ndarray:

@@ -151,10 +151,11 @@ class JITFunction:
     def _key(self, signature: dict[str, str], constexprs: dict[str, Any], facts: dict[str, Any],
              num_warps: int) -> Any:
         try:
-            const_key = tuple((k, v) for k, v in constexprs.items())
+            # the type is part of the key: BLOCK=128.0 is not BLOCK=128 even though they compare equal
+            const_key = tuple((k, type(v).__name__, v) for k, v in constexprs.items())
             hash(const_key)
         except TypeError:
-            const_key = tuple((k, repr(v)) for k, v in constexprs.items())
+            const_key = tuple((k, type(v).__name__, repr(v)) for k, v in constexprs.items())
         return (tuple(signature.items()), const_key, tuple(facts.items()), num_warps)
 
     def compile_for(self, values: dict[str, Any], options: dict[str, Any]) -> CompiledKernel:
@@ -179,11 +180,11 @@ class JITFunction:
         cflags = self._cflags
         if len(args) > len(cflags):
             raise SlowPath
-        key = [a if c else arg_key(a) for a, c in zip(args, cflags)]
+        key = [(a.__class__, a) if c else arg_key(a) for a, c in zip(args, cflags)]
         if kwargs:
             by_value = self._key_by_value
             for name, v in kwargs.items():
-                key.append((name, v if name in by_value else arg_key(v)))
+                key.append((name, (v.__class__, v) if name in by_value else arg_key(v)))
         return tuple(key)
 
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> CompiledKernel | None:

@@ -267,6 +267,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
                 self.emit_op(op)
 
     def emit_op(self, op: ir.Op) -> None:
+        self.current_op = op  # refusals during emission point at the op that needs the resource
         name = op.name
         if name == "store":
             self.emit_store(op)

@@ -11,6 +11,14 @@ from ..passes.layouts import MmaLayout, TileLayout
 MAX_THREADGROUP_MEMORY = 32 * 1024
 
 
+def _source_line(loc) -> str | None:
+    if loc is None:
+        return None
+    import linecache
+
+    return linecache.getline(loc.filename, loc.lineno) or None
+
+
 class MovementMixin:
     # --- threadgroup memory --------------------------------------------------------------------------
     def smem(self, elem_type: str, count: int, what: str, itemsize: int) -> str:
@@ -27,9 +35,12 @@ class MovementMixin:
             self.smem_decls.append(f"threadgroup {elem_type} {name}[{count}];  // {what}")
             self.smem_bytes += count * itemsize
         if self.smem_bytes > MAX_THREADGROUP_MEMORY:
+            loc = self.current_op.loc if getattr(self, "current_op", None) is not None else None
             raise errors.OutOfResources(
                 f"kernel '{self.fn.name}' needs {self.smem_bytes} bytes of threadgroup memory (for {what}); "
                 f"Metal allows {MAX_THREADGROUP_MEMORY}", kernel=self.fn.name,
+                filename=loc.filename if loc else None, lineno=loc.lineno if loc else None,
+                col=loc.col if loc else None, source_line=_source_line(loc),
                 fix="use smaller block sizes, or fewer tiles that change layout")
         return name
 

@@ -415,10 +415,14 @@ class _Assigner:
         else:
             want = self.first_need(r0) if r0.type.is_tile else None
             lx = self.pref.get(x0.id)
+            if lx is not None and not fits(lx, x0.type.shape):
+                lx = None
             if lx is None and want is not None and len(want.parent.shape) == len(x0.type.shape):
                 free = [d for d in range(len(want.parent.shape)) if d not in want.dims]
                 if len(free) == 1:
                     lx = TileLayout(want.parent, want.dims[:axis] + (free[0],) + want.dims[axis:])
+                    if not fits(lx, x0.type.shape):  # e.g. keep_dims: the parent has size 1 where x does not
+                        lx = None
             if lx is None:
                 lx = self.anchor(x0.type.shape)
             for r in op.results:
