@@ -5,6 +5,8 @@ Layout of ``$ENCELADUS_CACHE_DIR`` (default ``~/.cache/enceladus``), every direc
     kernels/<k[:2]>/<k>.json    one compiled kernel: IR, MSL, ABI, metadata (JSON, no pickle)
     autotune/<k[:2]>/<k>.json   one autotuning result (with cache_results=True)
     cpu/                        the cpu backend's shared libraries (content-addressed by that backend)
+                                and its compiler probes (probe-<k>.json: `CXX --version`, see toolchain.py)
+    .compiler-<stamp>           compiler_digest() of one installation (stamp: source paths, sizes, mtimes)
 
 A kernel's key hashes the kernel's source, the source of every ``@jit`` function it calls
 (transitively, found from the AST and ``fn.__globals__``), the values of the globals those functions
@@ -25,11 +27,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import logging
 import os
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,7 +38,17 @@ from typing import Any
 
 from ..compiler.driver import VERSION, CompiledKernel
 
-log = logging.getLogger("enceladus.cache")
+
+class _LazyLog:
+    """``logging.getLogger("enceladus.cache")``, imported on first message (not at startup)."""
+
+    def __getattr__(self, name: str) -> Any:
+        import logging
+
+        return getattr(logging.getLogger("enceladus.cache"), name)
+
+
+log = _LazyLog()
 
 MAGIC = b"ENCELADUS-CACHE"
 ENTRY_FORMAT = 1
@@ -108,6 +118,8 @@ def _entry_path(kind: str, key: str) -> Path:
 
 def write_entry(path: Path, payload: bytes) -> None:
     """Write ``payload`` with a checksum header, atomically (temporary file in the same directory + rename)."""
+    import tempfile  # only writers need it (and it imports shutil, bz2, lzma, random)
+
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     header = b"%s %d %s %d\n" % (MAGIC, ENTRY_FORMAT, hashlib.sha256(payload).hexdigest().encode(), len(payload))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -152,19 +164,72 @@ def _note(message: str) -> None:
 
 
 # --- keys ----------------------------------------------------------------------------------------------------
+def _compiler_sources() -> list[str]:
+    files = [os.path.join(_PACKAGE_DIR, "errors.py"), os.path.join(_PACKAGE_DIR, "runtime", "serialize.py")]
+    for sub in ("compiler", "language"):
+        found = []
+        for root, dirs, names in os.walk(os.path.join(_PACKAGE_DIR, sub)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            found.extend(os.path.join(root, n) for n in names if n.endswith(".py"))
+        files.extend(sorted(found))
+    return files
+
+
 @functools.lru_cache(maxsize=1)
 def compiler_digest() -> str:
-    """Hash of the Enceladus version and the sources that decide what a kernel compiles to."""
+    """Hash of the Enceladus version and the sources that decide what a kernel compiles to.
+
+    Hashing the sources is a content hash; a fresh process first looks it up by a stamp of the files'
+    paths, sizes and mtimes (``<cache>/.compiler-<stamp>``, written after the first full hash), so an
+    unchanged installation reads one small file instead of every compiler source.
+    """
+    files = _compiler_sources()
+    stamp = hashlib.sha256(f"{_PACKAGE_DIR}\0{VERSION}\0{sys.version_info[:2]}".encode())
+    try:
+        for p in files:
+            st = os.stat(p)
+            stamp.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    except OSError:
+        return _hash_compiler_sources(files)
+    memo = None
+    if enabled():
+        with contextlib.suppress(OSError, CacheSecurityError):
+            memo = cache_dir("kernels").parent / f".compiler-{stamp.hexdigest()[:40]}"
+            digest = memo.read_text().strip()
+            if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
+                return digest
+    digest = _hash_compiler_sources(files)
+    if memo is not None:
+        with contextlib.suppress(OSError):
+            write_memo(memo, digest)
+    return digest
+
+
+def write_memo(path: Path, text: str) -> None:
+    """Write a small text file atomically (temporary file + rename), mode 0600."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _hash_compiler_sources(files: list[str]) -> str:
     h = hashlib.sha256(f"enceladus {VERSION} python {sys.version_info[:2]}".encode())
-    files = [_PACKAGE_DIR / "errors.py", _PACKAGE_DIR / "runtime" / "serialize.py"]
-    for sub in ("compiler", "language"):
-        files.extend(sorted((_PACKAGE_DIR / sub).rglob("*.py")))
     for p in files:
         try:
-            data = p.read_bytes()
+            with open(p, "rb") as f:
+                data = f.read()
         except OSError:
             data = b"<missing>"
-        h.update(str(p.relative_to(_PACKAGE_DIR)).encode() + b"\0" + data + b"\0")
+        h.update(os.path.relpath(p, _PACKAGE_DIR).encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 

@@ -47,7 +47,7 @@ def test_no_compiler_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
     import enceladus.backends.cpu.toolchain as tc
 
     monkeypatch.delenv("ENCELADUS_CXX", raising=False)
-    monkeypatch.setattr(tc.shutil, "which", lambda name: None)
+    monkeypatch.setattr(tc, "_which", lambda name: None)
     real_import = builtins.__import__
 
     def no_zig(name: str, *args: object, **kwargs: object) -> object:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import shlex
-import shutil
 import stat
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +64,8 @@ class CompilerInfo:
 
 
 def _probe(command: tuple[str, ...]) -> CompilerInfo | None:
+    import subprocess  # not imported at startup: a cached probe and a cached library need no process
+
     try:
         out = subprocess.run([*command, "--version"], check=False, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
@@ -85,10 +85,79 @@ def _probe(command: tuple[str, ...]) -> CompilerInfo | None:
     return CompilerInfo(command=command, kind=kind, version=first)
 
 
+def _which(name: str) -> str | None:
+    """``shutil.which`` for an executable name (shutil itself imports bz2 and lzma: ~5 ms at startup)."""
+    for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        p = os.path.join(d or ".", name)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def _executable_stamp(command: tuple[str, ...]) -> str | None:
+    """What identifies the compiler a command runs: real path, size and mtime of its executable (and of
+    the ziglang package for ``python -m ziglang``), or None when it cannot be found."""
+    exe = command[0] if os.sep in command[0] else _which(command[0])
+    if not exe:
+        return None
+    paths = [os.path.realpath(exe)]
+    if "ziglang" in command:
+        import importlib.util
+
+        spec = importlib.util.find_spec("ziglang")
+        if spec is None or not spec.origin:
+            return None
+        paths.append(os.path.realpath(spec.origin))
+    parts = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            return None
+        parts.append(f"{p}:{st.st_size}:{st.st_mtime_ns}")
+    return "\n".join(parts)
+
+
+def _probe_cached(command: tuple[str, ...]) -> CompilerInfo | None:
+    """``_probe`` with its answer remembered in the cache directory (``probe-<key>.json``), keyed by the
+    command and the executable's real path, size and mtime: running ``CXX --version`` costs ~30 ms per
+    process. The directory is checked like the libraries' (private to the user); if it cannot be used,
+    the compiler is probed every time."""
+    stamp = _executable_stamp(command)
+    if stamp is None:
+        return _probe(command)
+    key = hashlib.sha256(json.dumps([list(command), stamp]).encode()).hexdigest()[:40]
+    try:
+        path = cache_dir() / f"probe-{key}.json"
+    except (OSError, CacheSecurityError):
+        return _probe(command)
+    try:
+        data = json.loads(path.read_text())
+        if data["command"] == list(command) and data["stamp"] == stamp:
+            return CompilerInfo(command=command, kind=str(data["kind"]), version=str(data["version"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    info = _probe(command)
+    if info is None:
+        return None
+    record = {"command": list(command), "stamp": stamp, "kind": info.kind, "version": info.version}
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return info
+
+
 @functools.lru_cache(maxsize=16)
 def _find_compiler_cached(override: str | None) -> CompilerInfo:
     if override:
-        info = _probe(tuple(shlex.split(override)))
+        info = _probe_cached(tuple(shlex.split(override)))
         if info is None:
             raise CompilerNotFoundError(
                 f"ENCELADUS_CXX={override!r} does not run (`{override} --version` failed); "
@@ -96,9 +165,9 @@ def _find_compiler_cached(override: str | None) -> CompilerInfo:
             )
         return info
     for name in ("clang++", "g++"):
-        path = shutil.which(name)
+        path = _which(name)
         if path:
-            info = _probe((path,))
+            info = _probe_cached((path,))
             if info is not None:
                 return info
     try:
@@ -106,7 +175,7 @@ def _find_compiler_cached(override: str | None) -> CompilerInfo:
     except ImportError:
         pass
     else:
-        info = _probe((sys.executable, "-m", "ziglang", "c++"))
+        info = _probe_cached((sys.executable, "-m", "ziglang", "c++"))
         if info is not None:
             return info
     raise CompilerNotFoundError(
@@ -170,6 +239,9 @@ def build_shared_library(
     target = directory / f"{prefix}-{cache_key(source, compiler, flags)}.so"
     if target.exists():
         return target, False
+    import subprocess
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="enceladus-build-") as tmp:
         src = Path(tmp) / "kernel.cpp"
         src.write_text(source)
