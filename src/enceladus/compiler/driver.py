@@ -145,7 +145,8 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
         abi=abi,
         metadata={"num_warps": num_warps, "layouts": module.layouts, "threads_per_threadgroup":
                   module.threads_per_threadgroup, "threadgroup_memory": module.threadgroup_memory,
-                  "barriers": module.barriers, "notes": module.notes, "read_globals": read_globals},
+                  "barriers": module.barriers, "notes": module.notes, "read_globals": read_globals,
+                  "log_sites": module.log_sites},
         accesses=module.accesses,
     )
     _dump(ck)

@@ -134,7 +134,8 @@ HINTS = {"multiple_of", "max_contiguous"}
 CONTROL = {"for", "if", "while", "yield"}
 REDUCTIONS = {"reduce", "scan"}
 MATMUL = {"dot"}
-ALL_OPS = ELEMENTWISE | MEMORY | SOURCES | SHAPE | HINTS | CONTROL | REDUCTIONS | MATMUL | {"barrier"}
+DEBUG = {"print", "assert"}
+ALL_OPS = ELEMENTWISE | MEMORY | SOURCES | SHAPE | HINTS | CONTROL | REDUCTIONS | MATMUL | DEBUG | {"barrier"}
 
 
 class Function:

@@ -1207,3 +1207,35 @@ def make_tensor_descriptor(b: Builder, base: Any, shape: Any, strides: Any, bloc
     if padding_option not in ("zero", None, ""):
         raise SemanticError(f"tensor descriptors pad with zeros; padding_option={padding_option!r} is not supported")
     return aggregates.make_tensor_descriptor(b, base, shape, strides, block_shape)
+
+
+# --- device_print / device_assert ------------------------------------------------------------------------------
+
+@rule("device_print")
+def device_print(b: Builder, prefix: Any, *args: Any, hex: Any = False) -> None:
+    if not isinstance(prefix, str):
+        raise SemanticError("tl.device_print needs a string prefix first", 'e.g. tl.device_print("x = ", x)')
+    values = []
+    for a in args:
+        v = a if is_value(a) else b.const(a, D.literal_dtype(a))
+        if v.type.element.is_ptr():
+            raise SemanticError("tl.device_print cannot print pointers", "print the offsets instead")
+        values.append(v)
+    shape = b.broadcast_shapes(*(v.type.shape for v in values)) if values else ()
+    values = [b.broadcast_to(v, shape) if shape else v for v in values]
+    b.emit("print", values, None, prefix=prefix, hex=bool(hex))
+
+
+@rule("device_assert")
+def device_assert(b: Builder, cond: Any, msg: Any = "", mask: Any = None) -> None:
+    if not is_value(cond):
+        if not cond:
+            raise SemanticError(f"device_assert of a constant false condition: {msg}",
+                                "use tl.static_assert for conditions known when compiling")
+        return None
+    c = cond if cond.type.element.is_bool() else compare(b, "!=", cond, 0)
+    operands = [c]
+    if mask is not None:
+        operands.append(_mask(b, mask, c.type.shape, "tl.device_assert"))
+    b.emit("assert", operands, None, msg=str(msg))
+    return None

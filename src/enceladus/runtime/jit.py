@@ -207,7 +207,7 @@ class JITFunction:
         debug = bool(options.pop("debug", False) or self.debug or debug_enabled())
         kernel = self.compile_for(values, options)
         launch(kernel, resolve_grid(grid, values), values, debug=debug)
-        if fkey is not None and not debug:
+        if fkey is not None and not debug and not kernel.metadata.get("log_sites"):
             spec_key = self._key(*self.specialize(values), options.get("num_warps", 4))
             if self.cache.get(spec_key) is kernel:
                 self._fast[fkey] = LaunchPlan(spec_key, launcher_for(kernel), self.param_names, self._defaults,

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..compiler.driver import CompiledKernel
 from ..errors import LaunchError
-from . import arguments
+from . import arguments, devicelog
 from .backend import get_backend
 from .stream import current_stream, wait_all_idle
 from .tensor import Tensor
@@ -166,9 +166,13 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
     ``enceladus.Tensor``, else synchronously (NumPy arguments hold the results on return)."""
     if 0 in grid:
         return
-    if any(arguments.is_torch_mps(values[p.name]) for p in kernel.abi.buffer_params):
+    if any(arguments.is_torch_mps(values[p.name]) for p in kernel.abi.buffer_params if p.name in values):
         _launch_torch_mps(kernel, grid, values)
         return
+    log = None
+    if devicelog.uses_log(kernel):  # device_print / device_assert: a log the host reads after the launch
+        log = devicelog.new_log()
+        values = {**values, devicelog.LOG_PARAM: log}
     kl = launcher_for(kernel)
     arrays = [values[name] for name in kl.buffer_names]
     addresses = []
@@ -183,8 +187,10 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
     scalars = [values[name] for name in kl.scalar_names]
     if debug or debug_enabled():
         kl.debug_launch(grid, arrays, scalars)
-        return
-    kl.submit(grid, addresses, scalars, arrays, all(type(a) is Tensor for a in arrays))
+    else:
+        kl.submit(grid, addresses, scalars, arrays, log is None and all(type(a) is Tensor for a in arrays))
+    if log is not None:
+        devicelog.report(kernel, log)
 
 
 def _launch_torch_mps(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str, Any]) -> None:

@@ -18,11 +18,13 @@ from .. import ir
 from ..msl_types import MSL_TYPE, const_literal, msl_type, safe_name
 from ..passes.axis_info import AxisInfo
 from ..passes.layouts import WARP_SIZE, BlockedLayout, LayoutPlan, MmaLayout, TileLayout
+from .debug import DebugMixin
 from .matmul import DotMixin
 from .memory import Access, MemoryMixin
 from .movement import MovementMixin
 from .tables import BINARY_INFIX, FLOAT_CALL, FLOAT_CALL2, HELPERS, NEEDS
 
+LOG_PARAM = "__enc_log"  # the hidden device-log buffer of kernels that print or assert
 VIEW_OPS = {"splat", "broadcast", "expand_dims", "squeeze", "permute", "multiple_of", "max_contiguous"}
 
 
@@ -52,13 +54,14 @@ class MSLModule:
     accesses: list[Access] = field(default_factory=list)
     layouts: list[BlockedLayout] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    log_sites: list[dict] = field(default_factory=list)
 
 
 _SCALAR_SIZE = {"int1": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4,
                 "uint64": 8, "fp16": 2, "bf16": 2, "fp32": 4}
 
 
-class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
+class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def __init__(self, fn: ir.Function, num_warps: int, axis: dict[int, AxisInfo], plan: LayoutPlan, header: str,
                  pooled: bool = False):
         self.fn = fn
@@ -84,6 +87,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
         self.depth = 0  # nesting of loops: threadgroup memory reused across iterations needs a leading barrier
         self.indent = 1
         self.written_args: set[str] = set()
+        self.log_sites: list[dict] = []  # tl.device_print / tl.device_assert call sites (see debug.py)
+        self.helpers_emitted: set[str] = set()
         self.pooled = pooled  # threadgroup memory shared by all data movements (when separate arrays exceed 32 KB)
         self.pool_offset = 0
         self.smem_uses = 0
@@ -271,6 +276,12 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
         name = op.name
         if name == "store":
             self.emit_store(op)
+            return
+        if name == "print":
+            self.emit_print(op)
+            return
+        if name == "assert":
+            self.emit_assert(op)
             return
         if name in ("for", "while"):
             self.emit_loop(op)
@@ -568,6 +579,10 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
                 params.append(Param(a.name, "scalar", str(a.type.element)))
             self.refs[(a.id, None)] = cname
         self.emit_block(fn.body)
+        if self.log_sites:  # the device log: a hidden buffer after the pointer arguments
+            params.insert(sum(1 for p in params if p.kind == "buffer"), Param(LOG_PARAM, "buffer", "*uint32", slot=slot))
+            self.fn_written.add(LOG_PARAM)
+            slot += 1
         for p in params:
             p.writes = p.name in self.fn_written
         offset = 0
@@ -588,7 +603,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
         for p in params:
             if p.kind == "buffer":
                 const = "" if p.writes else "const "
-                sig_lines.append(f"    device {const}{MSL_TYPE[p.type[1:]]}* {safe_name(p.name)} [[buffer({p.slot})]]")
+                cname = "enc_log" if p.name == LOG_PARAM else safe_name(p.name)
+                sig_lines.append(f"    device {const}{MSL_TYPE[p.type[1:]]}* {cname} [[buffer({p.slot})]]")
         args_slot = None
         unpack = []
         if struct_fields:
@@ -630,7 +646,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin):
         out.append("}")
         return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
                          WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
-                         list(self.layout_ids), self.notes)
+                         list(self.layout_ids), self.notes, self.log_sites)
 
 
 def pointer_roots(fn: ir.Function) -> dict[int, str]:

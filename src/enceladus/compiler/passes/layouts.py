@@ -329,6 +329,11 @@ class _Assigner:
             return
         if name == "yield":
             return  # handled by the op that owns the region
+        if name in ("print", "assert"):  # tiles are reported from their default layout
+            for o in op.operands:
+                if o.type.is_tile:
+                    plan.demand(o, self.anchor(o.type.shape))
+            return
         if name in ("for", "while", "if"):
             self.control_flow(op)
             return
