@@ -20,6 +20,7 @@ from . import language
 from .compiler.driver import CompiledKernel, KernelABI
 from .errors import CompilationError, LaunchError, OutOfResources
 from .runtime.jit import JITFunction
+from .runtime.structs import TensorDescriptor
 from .runtime.stream import Stream, current_stream, default_stream, synchronize
 from .runtime.tensor import (
     Tensor,

@@ -32,3 +32,14 @@ def block_ptr_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: 
     c_bp = tl.make_block_ptr(c_ptr, shape=(M, N), strides=(N, 1), offsets=(pid_m * BM, pid_n * BN),
                              block_shape=(BM, BN), order=(1, 0))
     tl.store(c_bp, acc, boundary_check=(0, 1))
+
+
+@enceladus.jit
+def host_descriptor_kernel(src_desc, dst_desc, pair, BM: tl.constexpr, BN: tl.constexpr):
+    # a host TensorDescriptor argument and a tuple argument (a pointer and a scale)
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    out_ptr, scale = pair
+    tile = src_desc.load([pid_m * BM, pid_n * BN])
+    dst_desc.store([pid_m * BM, pid_n * BN], tile * scale)
+    tl.store(out_ptr + pid_m * tl.num_programs(1) + pid_n, tl.sum(tl.sum(tile, 1), 0))

@@ -26,3 +26,33 @@ def test_block_pointer_matmul_with_advance_in_a_loop(M, N, K):
     grid = (enceladus.cdiv(M, 32), enceladus.cdiv(N, 32))
     run_on_all_paths(dk.block_ptr_matmul_kernel, grid, lambda: (a, b, np.zeros((M, N), np.float32), M, N, K),
                      lambda a, b, c, *_: {2: a @ b}, constexprs={"BM": 32, "BN": 32, "BK": 16}, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("M,N", [(64, 64), (50, 70)])
+def test_host_tensor_descriptor_and_tuple_arguments(M, N):
+    x = RNG.standard_normal((M, N)).astype(np.float32)
+    gm, gn = enceladus.cdiv(M, 16), enceladus.cdiv(N, 32)
+
+    def make_args():
+        out = np.zeros_like(x)
+        sums = np.zeros(gm * gn, np.float32)
+        return (enceladus.TensorDescriptor.from_tensor(x, [16, 32]), enceladus.TensorDescriptor(out, (M, N), (N, 1),
+                                                                                             (16, 32)), (sums, 3.0))
+
+    def check(args, expected, path):
+        out = args[1].base
+        np.testing.assert_allclose(out, 3 * x, rtol=1e-6, err_msg=path)
+        padded = np.zeros((gm * 16, gn * 32), np.float32)
+        padded[:M, :N] = x
+        want = padded.reshape(gm, 16, gn, 32).sum(axis=(1, 3)).ravel()
+        np.testing.assert_allclose(args[2][0], want, rtol=1e-5, atol=1e-5, err_msg=path)
+
+    run_on_all_paths(dk.host_descriptor_kernel, (gm, gn), make_args, lambda *a: {}, check=check,
+                     constexprs={"BM": 16, "BN": 32})
+
+
+def test_bad_descriptors_are_refused():
+    with pytest.raises(ValueError, match="powers of two"):
+        enceladus.TensorDescriptor(np.zeros(4), (4,), (1,), (3,))
+    with pytest.raises(ValueError, match="same, nonzero length"):
+        enceladus.TensorDescriptor(np.zeros(4), (4,), (1, 1), (4,))

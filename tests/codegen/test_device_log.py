@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
-from paths import on_path
 
 import enceladus
 import enceladus.language as tl
 from enceladus.runtime.devicelog import DeviceAssertionError
+from paths import on_path
 
 
 @enceladus.jit

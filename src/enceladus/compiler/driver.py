@@ -11,7 +11,7 @@ from ..language import dtypes as D
 from ..language.dtypes import pointer_type
 from . import ir
 from .codegen_msl import Access, MSLEmitter, Param
-from .frontend import KernelSource, lower_kernel, specialized_constant
+from .frontend import KernelSource, StructParam, lower_kernel, specialized_constant
 from .passes import axis_info, layouts
 
 MAX_BUFFER_SLOTS = 31
@@ -102,9 +102,32 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
     params: list[tuple[str, Any]] = []
     arg_types: dict[str, str] = {}
     arg_div: dict[str, int] = {}
+    def runtime_param(pname: str) -> Any:
+        """The frontend's view of one runtime (leaf) argument; records its type and facts."""
+        t = signature[pname]
+        ty = parse_signature_type(t, pname)
+        div16, eq1 = facts.get(pname, (False, False))
+        if ty is None:
+            return None
+        if eq1 and not ty.is_ptr:
+            return specialized_constant(1, ty.element)
+        arg_types[pname] = t
+        if ty.is_ptr:
+            arg_div[pname] = 16 if div16 else ty.element.element_ty.itemsize
+        else:
+            arg_div[pname] = 16 if div16 else 1
+        return ty
+
     for pname in param_names:
         if pname in constexprs:
             params.append((pname, constexprs[pname]))
+            continue
+        structure = constexprs.get("__struct__" + pname)
+        if structure is not None:  # a tuple or tensor-descriptor argument, passed by its leaves
+            from ..runtime.structs import leaf_names
+
+            params.append((pname, StructParam(pname, structure,
+                                              {n: runtime_param(n) for n in leaf_names(pname, structure)})))
             continue
         t = signature[pname]
         ty = parse_signature_type(t, pname)

@@ -868,7 +868,9 @@ def lower_kernel(source: KernelSource, name: str, params: list[tuple[str, Any]])
     builder = Builder(fn)
     scope: dict[str, Any] = {}
     for pname, spec in params:
-        if isinstance(spec, ir.Type):
+        if isinstance(spec, StructParam):
+            scope[pname] = spec.build(fn, builder)
+        elif isinstance(spec, ir.Type):
             scope[pname] = fn.add_arg(pname, spec)
         elif isinstance(spec, _Const):
             scope[pname] = builder.const(spec.value, spec.dtype)
@@ -883,6 +885,34 @@ def lower_kernel(source: KernelSource, name: str, params: list[tuple[str, Any]])
                                  "store results through a pointer argument with tl.store") from None
     ir.verify(fn)
     return fn, lowering.read_globals
+
+
+@dataclass
+class StructParam:
+    """A tuple or tensor-descriptor argument: its leaves become kernel arguments, the kernel sees the whole."""
+
+    name: str
+    structure: Any
+    leaves: dict[str, Any]  # leaf name -> ir.Type, _Const or None
+
+    def build(self, fn: ir.Function, builder: Builder) -> Any:
+        from ..runtime.structs import rebuild
+        from .aggregates import TensorDescriptor
+
+        def leaf(name: str) -> Any:
+            spec = self.leaves[name]
+            if isinstance(spec, ir.Type):
+                return fn.add_arg(name, spec)
+            if isinstance(spec, _Const):
+                return builder.const(spec.value, spec.dtype)
+            return spec
+
+        def descriptor(base: Any, shape: tuple, strides: tuple, block: tuple) -> Any:
+            if not is_value(base) or not base.type.is_ptr:
+                raise CompilationError(f"argument '{self.name}': a TensorDescriptor needs an array as its base")
+            return TensorDescriptor(base, shape, strides, block)
+
+        return rebuild(self.name, self.structure, leaf, descriptor)
 
 
 @dataclass(frozen=True)

@@ -269,26 +269,40 @@ def needs_sequential(fn: Any, seen: set[int] | None = None) -> bool:
 # --- arguments ----------------------------------------------------------------------------------------------------
 
 def _arguments(jitfn: Any, values: dict[str, Any]) -> dict[str, Any]:
-    signature, _, _ = jitfn.specialize(values)  # the same validation (and errors) as a compiled launch
+    signature, constexprs, _ = jitfn.specialize(values)  # the same validation (and errors) as a compiled launch
     args: dict[str, Any] = {}
     for p in jitfn.params:
         v = values[p.name]
         if p.is_constexpr:
             args[p.name] = v
             continue
-        t = signature[p.name]
-        if t.startswith("*"):
-            args[p.name] = Buffer(p.name, v, arguments.as_numpy(v), D.BY_NAME[t[1:]]).pointer()
-        elif t == "none":
-            args[p.name] = None
-        else:
-            ty = D.BY_NAME[t]
-            try:
-                data = np.array([v], dtype=ty.to_numpy())
-            except OverflowError:
-                raise ValueError(f"argument '{p.name}' = {v!r} does not fit its type {ty}") from None
-            args[p.name] = Tile(data, ty)
+        structure = constexprs.get("__struct__" + p.name)
+        if structure is not None:  # a tuple or TensorDescriptor: convert its leaves, then rebuild it
+            from ..runtime import structs
+            from .descriptors import TensorDescriptor
+
+            leaves = dict(structs.flatten(p.name, v)[0])
+            args[p.name] = structs.rebuild(p.name, structure,
+                                           lambda n: _argument(n, leaves[n], signature[n]),
+                                           lambda base, shape, strides, block: TensorDescriptor(base, shape,
+                                                                                                strides, block))
+            continue
+        args[p.name] = _argument(p.name, v, signature[p.name])
     return args
+
+
+def _argument(name: str, v: Any, t: str) -> Any:
+    """One runtime argument as the interpreter sees it: a pointer tile, a scalar tile or None."""
+    if t.startswith("*"):
+        return Buffer(name, v, arguments.as_numpy(v), D.BY_NAME[t[1:]]).pointer()
+    if t == "none":
+        return None
+    ty = D.BY_NAME[t]
+    try:
+        data = np.array([v], dtype=ty.to_numpy())
+    except OverflowError:
+        raise ValueError(f"argument '{name}' = {v!r} does not fit its type {ty}") from None
+    return Tile(data, ty)
 
 
 def _check_options(jitfn: Any, options: dict[str, Any]) -> None:

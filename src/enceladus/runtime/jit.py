@@ -16,11 +16,12 @@ from ..compiler.driver import CompiledKernel, compile_kernel
 from ..compiler.frontend import KernelSource
 from ..language.core import constexpr
 from ..language.dtypes import dtype
-from . import arguments
+from . import arguments, structs
 from .arguments import ArgSpec
 from .fastpath import LaunchPlan, SlowPath, arg_key
 from .launch import debug_enabled, launch, launcher_for
 
+STRUCT_PREFIX = "__struct__"  # constexpr entries that record the structure of tuple/descriptor arguments
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug")
 MAX_GRID = 2**32 - 1
 
@@ -139,6 +140,14 @@ class JITFunction:
             if p.is_constexpr:
                 constexprs[p.name] = v
                 continue
+            if structs.is_struct(v):  # tuples and tensor descriptors: one argument per leaf
+                leaves, structure = structs.flatten(p.name, v)
+                constexprs[STRUCT_PREFIX + p.name] = structure
+                for leaf_name, leaf_value in leaves:
+                    spec = arguments.spec_of(leaf_value, leaf_name, not p.do_not_specialize)
+                    signature[leaf_name] = spec.type
+                    facts[leaf_name] = (spec.divisible_by_16, spec.equal_to_1)
+                continue
             spec: ArgSpec = arguments.spec_of(v, p.name, not p.do_not_specialize)
             if p.name in self.do_not_specialize_on_alignment:
                 spec = ArgSpec(spec.type, False, spec.equal_to_1)
@@ -206,7 +215,13 @@ class JITFunction:
             return None
         debug = bool(options.pop("debug", False) or self.debug or debug_enabled())
         kernel = self.compile_for(values, options)
-        launch(kernel, resolve_grid(grid, values), values, debug=debug)
+        launch_values = values
+        if any(structs.is_struct(values[p.name]) for p in self.params if not p.is_constexpr):
+            launch_values = dict(values)
+            for p in self.params:
+                if not p.is_constexpr and structs.is_struct(values[p.name]):
+                    launch_values.update(structs.flatten(p.name, values[p.name])[0])
+        launch(kernel, resolve_grid(grid, values), launch_values, debug=debug)
         if fkey is not None and not debug and not kernel.metadata.get("log_sites"):
             spec_key = self._key(*self.specialize(values), options.get("num_warps", 4))
             if self.cache.get(spec_key) is kernel:
