@@ -283,7 +283,7 @@ def _arguments(jitfn: Any, values: dict[str, Any]) -> dict[str, Any]:
 
             leaves = dict(structs.flatten(p.name, v)[0])
             args[p.name] = structs.rebuild(p.name, structure,
-                                           lambda n: _argument(n, leaves[n], signature[n]),
+                                           lambda n, leaves=leaves: _argument(n, leaves[n], signature[n]),
                                            lambda base, shape, strides, block: TensorDescriptor(base, shape,
                                                                                                 strides, block))
             continue
