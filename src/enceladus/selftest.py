@@ -1,7 +1,11 @@
 """``python -m enceladus.selftest``: run the examples and a small conformance subset, print a report.
 
 For the first person with a Mac: it says which backend ran (metal or cpu), the device, each check's
-result and timing. ``--require-metal`` fails unless the kernels really ran on Metal.
+result and timing. ``--require-metal`` fails unless the kernels really ran on Metal. The checks:
+NumPy launches (wrapped host memory), an in-place update with a float scalar, the integer div/mod
+regression, Tensors on a second stream with DLPack export, compile_shader, a do_bench-timed vector
+add (GPU timestamps on metal), then examples/01..05 (vector add, softmax, autotuned matmul, flash
+attention, layer norm), each of which checks itself against NumPy.
 
     python -m enceladus.selftest                 # whatever backend is available
     python -m enceladus.selftest --require-metal # exit 1 unless every check ran on the Apple GPU
@@ -99,33 +103,60 @@ def _check_divmod(backend: Any) -> str:
     return "(idx // 65536) % 6"
 
 
+def _check_tensors(backend: Any) -> str:
+    """The asynchronous path: Tensors, a second stream, numpy() after synchronizing, DLPack to the host."""
+    n, block = 10_007, 256
+    x = enceladus.tensor(np.arange(n, dtype=np.float32))
+    out = enceladus.ones(n)
+    s = enceladus.Stream()
+    with s:
+        for _ in range(5):
+            _axpy[(enceladus.cdiv(n, block),)](x, out, 2.0, n, BLOCK=block)
+    s.synchronize()
+    np.testing.assert_array_equal(out.numpy(), 1 + 10 * np.arange(n, dtype=np.float32))
+    host = np.from_dlpack(out[3:], device="cpu")
+    np.testing.assert_array_equal(host, out.numpy()[3:])
+    return f"5 queued launches, DLPack device {out.__dlpack_device__()}"
+
+
+def _check_shader(backend: Any) -> str:
+    """enceladus.compile_shader with dispatchThreads (a partial edge threadgroup) and scalar parameters."""
+    lib = enceladus.compile_shader("""#include <metal_stdlib>
+using namespace metal;
+kernel void scale(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                  constant float& a [[buffer(2)]], constant uint& n [[buffer(3)]],
+                  uint i [[thread_position_in_grid]]) {
+    if (i < n) y[i] = a * x[i];
+}
+""")
+    x = np.arange(1001, dtype=np.float32)
+    y = np.zeros_like(x)
+    lib.scale(x, y, 3.0, x.size, threads=(x.size,))
+    np.testing.assert_array_equal(y, 3 * x)
+    return "dispatchThreads over 1001 threads"
+
+
 def _bench_add(backend: Any) -> str:
-    """GPU-timed vector add on device memory (metal only)."""
-    if backend.name != "metal":
-        return "skipped (GPU timing needs the metal backend)"
-    n, block, reps = 1 << 24, 1024, 20
-    ck = enceladus.compile(_add, "*fp32,*fp32,*fp32,i32", {"BLOCK": block})
-    fn = backend.compile(ck.asm["msl"]).function(ck.abi.kernel_name)
-    from .runtime.launch import pack_scalars
+    """Vector add on Tensors timed with enceladus.testing.do_bench (GPU timestamps on metal)."""
+    from .testing import do_bench
 
-    bufs = [backend.alloc(4 * n) for _ in range(3)]
-    packed = pack_scalars(ck, {"n": n})
-    with backend.timed() as t:
-        for _ in range(reps):
-            fn.launch((n // block, 1, 1), (ck.abi.threads_per_threadgroup, 1, 1),
-                      {0: bufs[0], 1: bufs[1], 2: bufs[2], ck.abi.args_slot: packed})
-    per = t.seconds / reps
-    for b in bufs:
-        b.release()
-    return f"{per * 1e6:.1f} us per launch, {3 * 4 * n / per / 1e9:.0f} GB/s (GPU timestamps, {reps} launches)"
+    n, block = (1 << 24, 1024) if backend.name == "metal" else (1 << 22, 1024)
+    x, y, out = enceladus.ones(n), enceladus.ones(n), enceladus.empty(n)
+    ms = do_bench(lambda: _add[(n // block,)](x, y, out, n, BLOCK=block), warmup=10, rep=50)
+    np.testing.assert_array_equal(out.numpy()[:4], 2)
+    how = "GPU timestamps" if backend.name == "metal" else "wall clock"
+    return f"{ms * 1e3:.1f} us per launch, {3 * 4 * n / (ms / 1e3) / 1e9:.1f} GB/s ({how}, {n} elements)"
 
 
-def _run_example(path: Path) -> str:
-    env = dict(os.environ)
+def _run_example(path: Path, backend: str) -> str:
+    env = {**os.environ, "ENCELADUS_BACKEND": backend}  # the backend this report is about, nothing else
     r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=600)
     if r.returncode != 0:
         raise RuntimeError((r.stdout + r.stderr).strip()[-2000:])
-    return r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "ok"
+    last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+    if f"'{backend}' backend" not in last:
+        raise RuntimeError(f"the example did not report running on the {backend} backend: {last!r}")
+    return last
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,11 +187,13 @@ def main(argv: list[str] | None = None) -> int:
         ("vector add (NumPy arrays)", lambda: _check_add(backend)),
         ("axpy in place", lambda: _check_axpy(backend)),
         ("integer div/mod regression", lambda: _check_divmod(backend)),
-        ("vector add bandwidth", lambda: _bench_add(backend)),
+        ("Tensors, streams, DLPack", lambda: _check_tensors(backend)),
+        ("compile_shader", lambda: _check_shader(backend)),
+        ("vector add bandwidth (do_bench)", lambda: _bench_add(backend)),
     ]
     if not args.no_examples:
-        for path in sorted(EXAMPLES.glob("[!_]*.py")) if EXAMPLES.is_dir() else []:
-            checks.append((f"example {path.name}", lambda p=path: _run_example(p)))
+        for path in sorted(EXAMPLES.glob("[0-9]*.py")) if EXAMPLES.is_dir() else []:
+            checks.append((f"example {path.name}", lambda p=path: _run_example(p, backend.name)))
     failed = 0
     for name, check in checks:
         t0 = time.perf_counter()

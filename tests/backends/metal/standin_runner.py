@@ -1,6 +1,7 @@
 """Run a script (e.g. examples/03_matmul.py) with the metal backend's host code on the recording stand-in.
 
     python tests/backends/metal/standin_runner.py examples/01_vector_add.py
+    python tests/backends/metal/standin_runner.py -m enceladus.selftest --no-examples --require-metal
 
 Every kernel the script launches goes through MetalBackend (launcher, queue, NumPy binding,
 Tensors, DLPack) and the recording libobjc stand-in, which executes each dispatch on the cpu backend
@@ -25,13 +26,22 @@ from enceladus.backends.metal import MetalBackend  # noqa: E402
 from enceladus.runtime.backend import use_backend  # noqa: E402
 
 
-def main(script: str) -> int:
-    """Run ``script`` as __main__ on the stand-in; print the STANDIN summary; 1 if the protocol was violated."""
+def main(script: str, *args: str) -> int:
+    """Run ``script`` as __main__ on the stand-in; print the STANDIN summary; nonzero if the script failed or
+    the protocol was violated."""
     recorder = RecordingObjCRuntime(cpu_backend=CpuBackend())
     backend = MetalBackend(runtime=recorder, macos=15)
-    sys.argv = [script]
+    module = args[0] if script == "-m" else None
+    sys.argv = [script, *args[1:]] if module else [script, *args]
+    status = 0
     with use_backend(backend):
-        runpy.run_path(script, run_name="__main__")
+        try:
+            if module:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(script, run_name="__main__")
+        except SystemExit as e:
+            status = int(e.code or 0)
         import enceladus
 
         enceladus.synchronize()
@@ -40,8 +50,8 @@ def main(script: str) -> int:
                "live_command_buffers": len(recorder.live("MTLCommandBuffer")),
                "live_encoders": len(recorder.live("MTLComputeCommandEncoder"))}
     print("STANDIN " + json.dumps(summary))
-    return 1 if recorder.violations else 0
+    return 1 if recorder.violations else status
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1]))
+    raise SystemExit(main(*sys.argv[1:]))

@@ -29,3 +29,14 @@ def test_require_metal_fails_off_metal() -> None:
     r = _selftest("--require-metal")
     assert r.returncode == 1
     assert "did NOT run on Metal" in r.stderr
+
+
+def test_selftest_through_the_metal_host_code_on_the_standin() -> None:
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    r = subprocess.run([sys.executable, os.path.join(root, "tests/backends/metal/standin_runner.py"), "-m",
+                        "enceladus.selftest", "--no-examples", "--require-metal"], capture_output=True, text=True,
+                       timeout=300, cwd=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "backend: metal   device: Recording stand-in (not a GPU)" in r.stdout
+    assert "6 passed, 0 failed (backend: metal)" in r.stdout
+    assert '"violations": []' in r.stdout
