@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import stat
 import sys
@@ -37,6 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from ..compiler.driver import VERSION, CompiledKernel
+
+try:  # the interpreter's own SHA-256: importing hashlib loads OpenSSL (~3 ms per process); same digests
+    from _sha2 import sha256  # Python 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:
+        from hashlib import sha256
 
 
 class _LazyLog:
@@ -121,7 +128,7 @@ def write_entry(path: Path, payload: bytes) -> None:
     import tempfile  # only writers need it (and it imports shutil, bz2, lzma, random)
 
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    header = b"%s %d %s %d\n" % (MAGIC, ENTRY_FORMAT, hashlib.sha256(payload).hexdigest().encode(), len(payload))
+    header = b"%s %d %s %d\n" % (MAGIC, ENTRY_FORMAT, sha256(payload).hexdigest().encode(), len(payload))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -148,7 +155,7 @@ def read_entry(path: Path) -> bytes | None:
     header, sep, payload = raw.partition(b"\n")
     parts = header.split(b" ")
     ok = (sep == b"\n" and len(parts) == 4 and parts[0] == MAGIC and parts[1] == str(ENTRY_FORMAT).encode()
-          and parts[3] == str(len(payload)).encode() and hashlib.sha256(payload).hexdigest().encode() == parts[2])
+          and parts[3] == str(len(payload)).encode() and sha256(payload).hexdigest().encode() == parts[2])
     if not ok:
         stats.corrupt += 1
         _note(f"cache entry {path} is damaged (checksum or length mismatch); it will be rebuilt")
@@ -184,7 +191,7 @@ def compiler_digest() -> str:
     unchanged installation reads one small file instead of every compiler source.
     """
     files = _compiler_sources()
-    stamp = hashlib.sha256(f"{_PACKAGE_DIR}\0{VERSION}\0{sys.version_info[:2]}".encode())
+    stamp = sha256(f"{_PACKAGE_DIR}\0{VERSION}\0{sys.version_info[:2]}".encode())
     try:
         for p in files:
             st = os.stat(p)
@@ -222,7 +229,7 @@ def write_memo(path: Path, text: str) -> None:
 
 
 def _hash_compiler_sources(files: list[str]) -> str:
-    h = hashlib.sha256(f"enceladus {VERSION} python {sys.version_info[:2]}".encode())
+    h = sha256(f"enceladus {VERSION} python {sys.version_info[:2]}".encode())
     for p in files:
         try:
             with open(p, "rb") as f:
@@ -309,7 +316,7 @@ def function_digest(fn: Any, seen: set[int] | None = None) -> str:
         return f"recursive:{fn.__name__}"
     seen.add(id(fn))
     func = fn.fn
-    h = hashlib.sha256()
+    h = sha256()
     _hash_code(func.__code__, h)
     h.update(f"{os.path.basename(func.__code__.co_filename)}\0".encode())
     for extra in (getattr(func, "__annotations__", {}), func.__defaults__, func.__kwdefaults__):
@@ -358,7 +365,7 @@ def kernel_key(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],
         stats.unkeyable += 1
         log.info("kernel %s is not cached on disk: %s", getattr(fn, "__name__", fn), e)
         return None
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:48]
+    return sha256("\0".join(parts).encode()).hexdigest()[:48]
 
 
 # --- kernels ---------------------------------------------------------------------------------------------------

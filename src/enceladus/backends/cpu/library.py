@@ -8,11 +8,11 @@ import struct
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import CpuBackendError, KernelLaunchError
 from .memory import CpuAllocation
-from .queue import CpuQueue
-from .signature import KernelSignature, parse_kernels
+from .signature import KernelParam, KernelSignature
 from .toolchain import (
     KERNEL_FLAGS,
     RUNTIME_FLAGS,
@@ -20,8 +20,13 @@ from .toolchain import (
     CompilerInfo,
     build_shared_library,
     find_compiler,
+    library_index_path,
+    read_library_index,
+    write_library_index,
 )
-from .translate import needs_fibers, translation_unit, uses_tensor_ops
+
+if TYPE_CHECKING:
+    from .queue import CpuQueue
 
 ABI_VERSION = 5
 MAX_BUFFERS = 31
@@ -284,22 +289,50 @@ class CpuLibrary:
 
     def __init__(self, msl: str, compiler: CompilerInfo, race_check: bool = False) -> None:
         self.msl = msl
-        self.kernels: dict[str, KernelSignature] = parse_kernels(msl)
-        if not self.kernels:
-            raise CpuBackendError("the MSL text declares no `kernel void NAME(...)` function")
         self.race_check = race_check
         self._race_lib: CpuLibrary | None | bool = None  # the debug build: None = not tried, False = failed
-        self.cpp = translation_unit(msl, self.kernels, race_check)
-        self.uses_fibers = needs_fibers(msl)
         self.compiler = compiler
         self._runtime = _Runtime.get(compiler)
-        names = ", ".join(self.kernels)
-        flags = KERNEL_FLAGS + compiler.warning_flags
-        if uses_tensor_ops(msl):  # matmul2d<descriptor, ...>: a class-type template argument
-            flags = tuple("-std=c++20" if f == "-std=c++17" else f for f in flags)
-        self.path, self.built = build_shared_library(self.cpp, compiler, flags, "kernel", f"MSL library ({names})")
+        self._cpp: str | None = None
+        index = library_index_path(msl, compiler, race_check)
+        entry = read_library_index(index)
+        try:  # built before: no translation (and no import of the translator)
+            self.kernels: dict[str, KernelSignature] = {
+                k[0]: KernelSignature(k[0], [KernelParam(*p) for p in k[2]], k[1]) for k in entry["kernels"]
+            }
+            self.uses_fibers = bool(entry["uses_fibers"])
+            self.path, self.built = entry["so"], False
+        except (TypeError, ValueError, IndexError, KeyError):  # no entry, or one this version cannot read
+            self._build(index)
         self._lib = self._load(self.path)
         self._functions: dict[str, CpuFunction] = {}
+
+    def _build(self, index: Path) -> None:
+        from .signature import parse_kernels
+        from .translate import needs_fibers, uses_tensor_ops
+
+        self.kernels = parse_kernels(self.msl)
+        if not self.kernels:
+            raise CpuBackendError("the MSL text declares no `kernel void NAME(...)` function")
+        self.uses_fibers = needs_fibers(self.msl)
+        names = ", ".join(self.kernels)
+        flags = KERNEL_FLAGS + self.compiler.warning_flags
+        if uses_tensor_ops(self.msl):  # matmul2d<descriptor, ...>: a class-type template argument
+            flags = tuple("-std=c++20" if f == "-std=c++17" else f for f in flags)
+        self.path, self.built = build_shared_library(
+            self.cpp, self.compiler, flags, "kernel", f"MSL library ({names})"
+        )
+        kernels = [[k.name, k.line, [list(p) for p in k.params]] for k in self.kernels.values()]
+        write_library_index(index, self.path, kernels, self.uses_fibers)
+
+    @property
+    def cpp(self) -> str:
+        """The C++ translation unit compiled for this MSL (made on first use when loaded from the cache)."""
+        if self._cpp is None:
+            from .translate import translation_unit
+
+            self._cpp = translation_unit(self.msl, self.kernels, self.race_check)
+        return self._cpp
 
     def _load(self, path: Path) -> ctypes.CDLL:
         lib = ctypes.CDLL(str(path))
@@ -363,6 +396,8 @@ class CpuBackend:
 
     def new_queue(self) -> CpuQueue:
         """A new in-order launch queue (a worker thread), the backend half of ``enceladus.Stream``."""
+        from .queue import CpuQueue  # not imported at startup (the queue module costs ~1 ms)
+
         return CpuQueue()
 
     def fiber_switch_ns(self, iterations: int = 1_000_000) -> float:

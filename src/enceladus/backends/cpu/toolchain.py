@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import shlex
@@ -13,6 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CacheSecurityError, CompilerNotFoundError, MSLCompileError
+
+try:  # the interpreter's own SHA-256: importing hashlib loads OpenSSL (~3 ms per process); same digests
+    from _sha2 import sha256  # Python 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:
+        from hashlib import sha256
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 RUNTIME_SOURCE = Path(__file__).resolve().parent / "runtime.cpp"
@@ -126,7 +133,7 @@ def _probe_cached(command: tuple[str, ...]) -> CompilerInfo | None:
     stamp = _executable_stamp(command)
     if stamp is None:
         return _probe(command)
-    key = hashlib.sha256(json.dumps([list(command), stamp]).encode()).hexdigest()[:40]
+    key = sha256(json.dumps([list(command), stamp]).encode()).hexdigest()[:40]
     try:
         path = cache_dir() / f"probe-{key}.json"
     except (OSError, CacheSecurityError):
@@ -141,16 +148,7 @@ def _probe_cached(command: tuple[str, ...]) -> CompilerInfo | None:
     if info is None:
         return None
     record = {"command": list(command), "stamp": stamp, "kind": info.kind, "version": info.version}
-    import tempfile
-
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    _write_private(path, json.dumps(record))
     return info
 
 
@@ -212,19 +210,91 @@ def cache_dir() -> Path:
     return path
 
 
+# Python sources that decide the C++ made from an MSL text (part of the library index key).
+TRANSLATOR_SOURCES = (INCLUDE_DIR.parent / "translate.py", INCLUDE_DIR.parent / "signature.py")
+
+
 @functools.lru_cache(maxsize=1)
 def headers_digest() -> str:
-    """Hash of every compatibility header and the runtime source (part of each cache key)."""
-    h = hashlib.sha256()
-    files = sorted(p for p in INCLUDE_DIR.rglob("*") if p.is_file()) + [RUNTIME_SOURCE]
+    """Hash of every compatibility header, the runtime source and the MSL -> C++ translator (part of each
+    cache key). A fresh process looks it up by a stamp of the files' paths, sizes and mtimes
+    (``digest-<stamp>`` in the cache directory) instead of reading them all."""
+    root = str(INCLUDE_DIR.parent)
+    files = [RUNTIME_SOURCE, *TRANSLATOR_SOURCES]
+    for d, dirs, names in os.walk(INCLUDE_DIR):
+        dirs.sort()
+        files.extend(Path(d) / n for n in sorted(names))
+    stamp = sha256(root.encode())
+    try:
+        for p in files:
+            st = os.stat(p)
+            stamp.update(f"\0{p}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        memo: Path | None = cache_dir() / f"digest-{stamp.hexdigest()[:40]}"
+    except (OSError, CacheSecurityError):
+        memo = None
+    if memo is not None:
+        try:
+            digest = memo.read_text().strip()
+            if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
+                return digest
+        except OSError:
+            pass
+    h = sha256()
     for p in files:
-        h.update(str(p.relative_to(INCLUDE_DIR.parent)).encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()
+        h.update(os.path.relpath(p, root).encode())
+        h.update(Path(p).read_bytes())
+    digest = h.hexdigest()
+    if memo is not None:
+        _write_private(memo, digest)
+    return digest
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a small file atomically (temporary file + rename), mode 0600; failures are ignored."""
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def library_index_path(msl: str, compiler: CompilerInfo, race_check: bool) -> Path:
+    """Where the index entry of a kernel library lives: ``lib-<key>.json``, keyed by the MSL text, the
+    headers and translator, the compiler and the flags. It names the built ``kernel-*.so`` and holds
+    the parsed signatures, so a cached library is loaded without translating the MSL again."""
+    h = sha256()
+    for part in (msl, headers_digest(), compiler.identity, " ".join(KERNEL_FLAGS + compiler.warning_flags),
+                 "race" if race_check else "plain"):
+        h.update(part.encode())
+        h.update(b"\0")
+    return cache_dir() / f"lib-{h.hexdigest()[:40]}.json"
+
+
+def read_library_index(path: Path) -> dict | None:
+    """The index entry at ``path`` if it exists and its library is still there, else None."""
+    try:
+        data = json.loads(path.read_text())
+        so = path.parent / data["so"]
+        if os.sep in data["so"] or not so.is_file():
+            return None
+        data["so"] = so
+        return data
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_library_index(path: Path, so: Path, kernels: list, uses_fibers: bool) -> None:
+    """Record a built (or found) library for :func:`read_library_index`."""
+    _write_private(path, json.dumps({"so": so.name, "kernels": kernels, "uses_fibers": uses_fibers}))
 
 
 def cache_key(source: str, compiler: CompilerInfo, flags: tuple[str, ...]) -> str:
-    h = hashlib.sha256()
+    h = sha256()
     for part in (source, headers_digest(), compiler.identity, " ".join(flags)):
         h.update(part.encode())
         h.update(b"\0")
