@@ -1,4 +1,5 @@
 #include <metal_stdlib>
+#pragma METAL fp math_mode(safe)
 using namespace metal;
 
 struct copy2d_kernel_args {

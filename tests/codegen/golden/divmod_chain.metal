@@ -1,4 +1,5 @@
 #include <metal_stdlib>
+#pragma METAL fp math_mode(safe)
 using namespace metal;
 
 template <typename T> static inline T enc_sdiv(T a, T b) {

@@ -1,4 +1,5 @@
 #include <metal_stdlib>
+#pragma METAL fp math_mode(safe)
 using namespace metal;
 
 static inline void enc_combine1(thread float& enc_a0, float enc_b0) {

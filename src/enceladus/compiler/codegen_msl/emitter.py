@@ -622,7 +622,9 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         if self.uses_npid:
             sig_lines.append("    uint3 enc_npid [[threadgroups_per_grid]]")
         sig_lines.append("    uint enc_tid [[thread_index_in_threadgroup]]")
-        out = [self.header, "#include <metal_stdlib>", "using namespace metal;", ""]
+        # IEEE-safe arithmetic whatever the compile options of the path that compiles this MSL (our Metal
+        # backend, torch.mps.compile_shader, MLX): the spelling production Metal code uses (MSL 3.2, macOS 15+)
+        out = [self.header, "#include <metal_stdlib>", "#pragma METAL fp math_mode(safe)", "using namespace metal;", ""]
         for h in sorted(self.helpers):
             out += [HELPERS[h], ""]
         for code in self.helper_code:
