@@ -7,9 +7,11 @@ the cpu backend builds its library); every later child finds both in the disk ca
 reports, with ``time.perf_counter``:
 
 - ``imports``: ``import numpy`` + ``import enceladus``;
-- ``load``: the first ``warmup`` call: memory miss, disk-cache key, read, checksum, JSON -> CompiledKernel;
-- ``backend``: creating the backend (on ``cpu``: finding the C++ compiler, which runs ``CXX --version``);
-- ``first launch``: loading the cached shared library and running the kernel;
+- ``load``: the first ``warmup`` call: memory miss, disk-cache key, read, checksum, JSON -> CompiledKernel
+  (including the first import of the cache and serialization modules);
+- ``backend``: creating the backend (on ``cpu``: importing it and finding the C++ compiler, whose
+  ``CXX --version`` answer is cached in the cache directory after the first process);
+- ``first launch``: loading the cached shared libraries (runtime and kernel) and running the kernel;
 - ``after imports``: load + backend + first launch (the claim: a few ms);
 - ``with imports``: imports + after imports;
 - ``process``: the whole child process as the parent sees it (interpreter start included).
@@ -90,6 +92,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=15, help="fresh processes per configuration (default 15)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fresh_process.json"))
+    ap.add_argument("--baseline", metavar="JSON", help="a result file of an earlier version, kept in the output "
+                    "under 'baseline' (with --baseline-note saying what it was)")
+    ap.add_argument("--baseline-note", default="", help="what the baseline measured (version, commit)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="enceladus-fresh-") as tmp:
         script = Path(tmp) / "child.py"
@@ -118,6 +123,9 @@ def main() -> None:
         "first_process_compiles_ms": {k: 1e3 * v for k, v in first.items() if k in COLUMNS},
         "results": results,
     }
+    if args.baseline:
+        before = json.loads(Path(args.baseline).read_text())
+        record["baseline"] = {"note": args.baseline_note, "results": before["results"]}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")
