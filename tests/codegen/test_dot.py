@@ -144,3 +144,31 @@ def test_explain_shows_and_draws_the_fragment_layout(tmp_path):
     owners = element_owners(MmaLayout((32, 16), (2, 1)))
     assert (owners["copies"] == 1).all()  # every element held by exactly one (SIMD group, lane, register)
     assert owners["lane"][0, 0] == 0 and owners["lane"][0, 1] == 0 and owners["lane"][1, 0] == 2
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_matmul2d_backend_runs_on_the_cpu_backend(dtype, num_warps):
+    M, N, K = 100, 72, 96
+    a, b = _arrays(dtype, (M, K), (K, N))
+    grid = (enceladus.cdiv(M, 32), enceladus.cdiv(N, 32))
+    c = np.zeros((M, N), np.float32)
+    ck = dk.matmul_kernel[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, BM=32, BN=32, BK=32, EPILOGUE="leaky",
+                                num_warps=num_warps, dot_backend="matmul2d")
+    assert "matmul2d<enc_desc, execution_simdgroups" in ck.asm["msl"] and ck.metadata["uses_tensor_ops"]
+    ref = a.astype(np.float32) @ b.astype(np.float32) * 0.5
+    np.testing.assert_allclose(c, np.where(ref >= 0, ref, ref * np.float32(0.01)), rtol=2e-2, atol=2e-2 * np.sqrt(K))
+
+
+def test_dot_backend_choice_and_fallbacks():
+    a = np.zeros((64, 64), np.float16)
+    args = (a, a, np.zeros((64, 64), np.float32), 64, 64, 64, 64, 1, 64, 1, 64, 1)
+    auto = dk.matmul_kernel.warmup(*args, BM=64, BN=64, BK=32, EPILOGUE="none")
+    assert auto.metadata["dot_backend"] == "simdgroup"  # "auto" on the cpu backend
+    small_k = dk.matmul_kernel.warmup(*args, BM=64, BN=64, BK=16, EPILOGUE="none", dot_backend="matmul2d")
+    notes = " ".join(small_k.metadata["notes"])
+    assert "simdgroup_matrix" in notes and "multiple of 32" in notes  # falls back to simdgroup_matrix, says why
+    with pytest.raises(ValueError, match="dot_backend='tensor' is not one of"):
+        dk.matmul_kernel.warmup(*args, BM=64, BN=64, BK=32, EPILOGUE="none", dot_backend="tensor")
+    cfg = enceladus.Config({"BM": 64}, num_warps=4, dot_backend="matmul2d")
+    assert cfg.all_kwargs()["dot_backend"] == "matmul2d" and "dot_backend: matmul2d" in str(cfg)

@@ -44,7 +44,8 @@ class Config:
     """
 
     def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
-                 maxnreg: int | None = None, pre_hook: Callable[[dict[str, Any]], None] | None = None):
+                 maxnreg: int | None = None, pre_hook: Callable[[dict[str, Any]], None] | None = None,
+                 dot_backend: str | None = None):
         if not isinstance(kwargs, dict):
             raise TypeError(f"Config(kwargs) takes a dict of constexpr values, got {type(kwargs).__name__}")
         self.kwargs = dict(kwargs)
@@ -53,16 +54,17 @@ class Config:
         self.num_ctas = num_ctas
         self.maxnreg = maxnreg
         self.pre_hook = pre_hook
+        self.dot_backend = dot_backend  # "simdgroup", "matmul2d" or "auto" (None: the launch's default)
 
     def all_kwargs(self) -> dict[str, Any]:
         """The keyword arguments a launch with this config adds: constexprs and launch options."""
         opts = (("num_warps", self.num_warps), ("num_ctas", self.num_ctas), ("num_stages", self.num_stages),
-                ("maxnreg", self.maxnreg))
+                ("maxnreg", self.maxnreg), ("dot_backend", self.dot_backend))
         return {**self.kwargs, **{k: v for k, v in opts if v is not None}}
 
     def _identity(self) -> tuple:
         return (tuple(sorted((k, repr(v)) for k, v in self.kwargs.items())), self.num_warps, self.num_stages,
-                self.num_ctas, self.maxnreg)
+                self.num_ctas, self.maxnreg, self.dot_backend)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Config) and self._identity() == other._identity()
@@ -74,6 +76,8 @@ class Config:
         parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
         parts += [f"num_warps: {self.num_warps}", f"num_ctas: {self.num_ctas}", f"num_stages: {self.num_stages}",
                   f"maxnreg: {self.maxnreg}"]
+        if self.dot_backend is not None:
+            parts.append(f"dot_backend: {self.dot_backend}")
         return ", ".join(parts)
 
     def __repr__(self) -> str:

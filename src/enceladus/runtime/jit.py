@@ -17,12 +17,14 @@ from ..compiler.frontend import KernelSource
 from ..language.core import constexpr
 from ..language.dtypes import dtype
 from . import arguments, structs
+from .backend import get_backend
 from .arguments import ArgSpec
 from .fastpath import LaunchPlan, SlowPath, arg_key
 from .launch import debug_enabled, launch, launcher_for
 
 STRUCT_PREFIX = "__struct__"  # constexpr entries that record the structure of tuple/descriptor arguments
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug")
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "dot_backend")
+DOT_BACKENDS = ("auto", "simdgroup", "matmul2d")
 MAX_GRID = 2**32 - 1
 
 
@@ -171,6 +173,7 @@ class JITFunction:
         """The compiled kernel for these bound arguments: memory cache, then disk cache, then compile."""
         num_warps = options.get("num_warps", 4)
         signature, constexprs, facts = self.specialize(values)
+        constexprs["__dot_backend__"] = resolve_dot_backend(options.get("dot_backend"))
         key = self._key(signature, constexprs, facts, num_warps)
         kernel = self.cache.get(key)
         if kernel is None:
@@ -252,6 +255,20 @@ class JITFunction:
 def _annotated_type(p: KernelParam, value: Any) -> str:
     ty = p.annotation_type
     return ty.name
+
+
+def resolve_dot_backend(choice: Any) -> str:
+    """How tl.dot is lowered: "simdgroup" (simdgroup_matrix, every Apple GPU) or "matmul2d" (Metal 4 tensor
+    ops). "auto" (the default) takes matmul2d only where the backend says it is faster (GPUs with neural
+    accelerators); the cpu backend runs either."""
+    choice = "auto" if choice is None else choice
+    if choice not in DOT_BACKENDS:
+        raise ValueError(f"dot_backend={choice!r} is not one of {', '.join(DOT_BACKENDS)}")
+    if choice == "auto":
+        backend = get_backend()
+        prefers = getattr(backend, "prefers_matmul2d", None)
+        return "matmul2d" if prefers is not None and prefers() else "simdgroup"
+    return choice
 
 
 def resolve_grid(grid: Any, values: dict[str, Any]) -> tuple[int, int, int]:

@@ -55,6 +55,7 @@ class MSLModule:
     layouts: list[BlockedLayout] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     log_sites: list[dict] = field(default_factory=list)
+    uses_tensor_ops: bool = False
 
 
 _SCALAR_SIZE = {"int1": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4,
@@ -87,6 +88,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.depth = 0  # nesting of loops: threadgroup memory reused across iterations needs a leading barrier
         self.indent = 1
         self.written_args: set[str] = set()
+        self.uses_tensor_ops = False  # Metal 4 matmul2d (needs MSL 4.0 and the tensor headers)
         self.log_sites: list[dict] = []  # tl.device_print / tl.device_assert call sites (see debug.py)
         self.helpers_emitted: set[str] = set()
         self.pooled = pooled  # threadgroup memory shared by all data movements (when separate arrays exceed 32 KB)
@@ -624,7 +626,13 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         sig_lines.append("    uint enc_tid [[thread_index_in_threadgroup]]")
         # IEEE-safe arithmetic whatever the compile options of the path that compiles this MSL (our Metal
         # backend, torch.mps.compile_shader, MLX): the spelling production Metal code uses (MSL 3.2, macOS 15+)
-        out = [self.header, "#include <metal_stdlib>", "#pragma METAL fp math_mode(safe)", "using namespace metal;", ""]
+        out = [self.header, "#include <metal_stdlib>"]
+        if self.uses_tensor_ops:
+            out += ["#include <metal_tensor>", "#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>"]
+        out += ["#pragma METAL fp math_mode(safe)", "using namespace metal;"]
+        if self.uses_tensor_ops:
+            out.append("using namespace mpp::tensor_ops;")
+        out.append("")
         for h in sorted(self.helpers):
             out += [HELPERS[h], ""]
         for code in self.helper_code:
@@ -648,7 +656,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         out.append("}")
         return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
                          WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
-                         list(self.layout_ids), self.notes, self.log_sites)
+                         list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops)
 
 
 def pointer_roots(fn: ir.Function) -> dict[int, str]:

@@ -33,8 +33,51 @@ class DotMixin:
         self.barrier()
         if isinstance(home.parent, MmaLayout):
             self.emit_simdgroup_dot(op, home.parent, sa, sb)
+        elif op.attrs.get("_matmul2d"):
+            self.emit_matmul2d_dot(op, home, sa, sb)
         else:
             self.emit_fma_dot(op, home, sa, sb)
+
+    def emit_matmul2d_dot(self, op: ir.Op, home: TileLayout, sa: str, sb: str) -> None:
+        """Metal 4 tensor ops: A and B as threadgroup tensors, the accumulator in a cooperative tensor. Its
+        element-to-thread spread is the implementation's, so the result moves to the tile's layout through
+        threadgroup memory, element by element (get_multidimensional_index)."""
+        a, b, acc = op.operands
+        r = op.result
+        m, n = r.type.shape
+        k = a.type.shape[-1]
+        ta, tb = (msl_type(x.type.element) for x in (a, b))
+        self.uses_tensor_ops = True
+        self.notes.append(f"dot %{r.id}: Metal 4 matmul2d ({m}x{n}x{k}, execution_simdgroups<{self.num_warps}>), "
+                          "accumulator in a cooperative tensor, moved to the tile through threadgroup memory")
+        sc = self.smem("float", m * n, f"accumulator of dot %{r.id}", 4)
+        own = self.owner(home, "e")
+        guard = f"if ({own}) " if own else ""
+        self.loop(home, f"{guard}{sc}[{self.flat_index(home, (m, n), 'e')}] = float({self.ref(acc, home)});")
+        self.barrier()
+        self.emit("{")
+        self.indent += 1
+        self.emit(f"using enc_TA = tensor<threadgroup {ta}, dextents<int32_t, 2>, tensor_inline>;")
+        self.emit(f"using enc_TB = tensor<threadgroup {tb}, dextents<int32_t, 2>, tensor_inline>;")
+        self.emit(f"constexpr auto enc_desc = matmul2d_descriptor({m}, {n}, {k}, false, false, false, "
+                  "matmul2d_descriptor::mode::multiply_accumulate);")
+        self.emit(f"matmul2d<enc_desc, execution_simdgroups<{self.num_warps}>> enc_op;")
+        self.emit("auto enc_acc = enc_op.get_destination_cooperative_tensor<enc_TA, enc_TB, float>();")
+        self.emit(f"enc_TA enc_a({sa}, dextents<int32_t, 2>({k}, {m}));")
+        self.emit(f"enc_TB enc_b({sb}, dextents<int32_t, 2>({n}, {k}));")
+        self.emit("for (uint16_t i = 0; i < enc_acc.get_capacity(); ++i) if (enc_acc.is_valid_element(i)) {")
+        self.emit(f"    const auto idx = enc_acc.get_multidimensional_index(i); enc_acc[i] = {sc}[idx[1] * {n} + idx[0]];")
+        self.emit("}")
+        self.emit("enc_op.run(enc_a, enc_b, enc_acc);  // synchronizes the threadgroup on entry")
+        self.emit("for (uint16_t i = 0; i < enc_acc.get_capacity(); ++i) if (enc_acc.is_valid_element(i)) {")
+        self.emit(f"    const auto idx = enc_acc.get_multidimensional_index(i); {sc}[idx[1] * {n} + idx[0]] = enc_acc[i];")
+        self.emit("}")
+        self.indent -= 1
+        self.emit("}")
+        self.barrier()
+        var = self.declare_tile(r, home)
+        out_t = msl_type(r.type.element)
+        self.loop(home, f"{var}[e] = static_cast<{out_t}>({sc}[{self.flat_index(home, (m, n), 'e')}]);")
 
     def emit_simdgroup_dot(self, op: ir.Op, mma: MmaLayout, sa: str, sb: str) -> None:
         a, b, acc = op.operands
@@ -47,7 +90,9 @@ class DotMixin:
         frag_in = _FRAGMENT[a.type.element.name]
         c = self.fresh("enc_c")
         self.notes.append(f"dot %{r.id}: simdgroup_matrix, {mma.warps[0]}x{mma.warps[1]} SIMD groups, "
-                          f"{fm}x{fn} accumulator fragments of 8x8 each, A and B staged in threadgroup memory")
+                          f"{fm}x{fn} accumulator fragments of 8x8 each, A and B staged in threadgroup memory"
+                          + (f" (not matmul2d: {op.attrs['_why_not_matmul2d']})"
+                             if op.attrs.get("_why_not_matmul2d") else ""))
         self.emit(f"simdgroup_float8x8 {c}[{fm * fn}];")
         acc_ref = self.ref(acc, home, "{e}")
         accf = [acc_ref.replace("{e}", f"2 * f + {j}") for j in range(2)]

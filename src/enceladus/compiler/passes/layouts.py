@@ -193,9 +193,10 @@ class LayoutPlan:
 
 
 class _Assigner:
-    def __init__(self, fn: ir.Function, num_warps: int):
+    def __init__(self, fn: ir.Function, num_warps: int, dot_backend: str = "simdgroup"):
         self.fn = fn
         self.num_warps = num_warps
+        self.dot_backend = dot_backend
         self.plan = LayoutPlan()
         self.itemsize: dict[tuple[int, ...], int] = {}
         self.blocked: dict[tuple[tuple[int, ...], int], BlockedLayout] = {}
@@ -298,6 +299,20 @@ class _Assigner:
                 why = f"simdgroup_matrix has no {a.type.element} type"
             elif not all(s % 8 == 0 for s in (*r.type.shape, a.type.shape[-1])):
                 why = f"M, N and K must be multiples of 8 (got {list(r.type.shape)} x K={a.type.shape[-1]})"
+            op.attrs["_matmul2d"] = False
+            if why is None and self.dot_backend == "matmul2d":
+                k = a.type.shape[-1]
+                not_m2d = None
+                if a.type.element.name not in ("fp16", "fp32"):
+                    not_m2d = f"matmul2d takes fp16 or fp32 operands here, not {a.type.element}"
+                elif k % 32:
+                    not_m2d = f"matmul2d needs a static K that is a multiple of 32 (macOS 26.1), got K={k}"
+                op.attrs["_why_not_matmul2d"] = not_m2d
+                if not_m2d is None:  # the accumulator lives in a cooperative tensor; the tile around it is blocked
+                    op.attrs["_matmul2d"] = True
+                    op.attrs["_mma"] = None
+                    op.attrs["_why_fma"] = None
+                    return None
             mma = mma_layout(r.type.shape, self.num_warps) if why is None else None
             if why is None and mma is None:
                 why = f"a {list(r.type.shape)} tile does not split into 8x8 fragments over {self.num_warps} SIMD groups"
@@ -484,6 +499,6 @@ def operand_layout(op: ir.Op, i: int, layout: TileLayout) -> TileLayout:
     return layout
 
 
-def assign_layouts(fn: ir.Function, num_warps: int) -> LayoutPlan:
+def assign_layouts(fn: ir.Function, num_warps: int, dot_backend: str = "simdgroup") -> LayoutPlan:
     """Decide the layout(s) of every tile value of ``fn``."""
-    return _Assigner(fn, num_warps).run()
+    return _Assigner(fn, num_warps, dot_backend).run()
