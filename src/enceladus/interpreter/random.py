@@ -33,6 +33,12 @@ def _philox(seed: Any, offset: Any, n_rounds: Any) -> tuple[list[np.ndarray], in
         else np.zeros_like(c0)
     c2 = np.zeros_like(c0)
     c3 = np.zeros_like(c0)
+    return _rounds(c0, c1, c2, c3, k0, k1, rounds), rank
+
+
+def _rounds(c0: np.ndarray, c1: np.ndarray, c2: np.ndarray, c3: np.ndarray, k0: np.ndarray, k1: np.ndarray,
+            rounds: int) -> list[np.ndarray]:
+    """Philox-4x32 rounds on uint32 counters and keys."""
     with np.errstate(all="ignore"):
         for _ in range(rounds):
             p0 = ROUND_A * c0.astype(np.uint64)
@@ -41,7 +47,7 @@ def _philox(seed: Any, offset: Any, n_rounds: Any) -> tuple[list[np.ndarray], in
                               (p0 >> _S32).astype(np.uint32) ^ c3 ^ k1, (p0 & _M32).astype(np.uint32))
             k0 = k0 + KEY_A
             k1 = k1 + KEY_B
-    return [np.asarray(c) for c in (c0, c1, c2, c3)], rank
+    return [np.asarray(c) for c in (c0, c1, c2, c3)]
 
 
 def _uniform(x: np.ndarray) -> np.ndarray:
@@ -69,15 +75,7 @@ def philox(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any, n_rounds: Any = 10) ->
     c = [align(cast_array(x.data, x.dtype, D.uint32), rank) for x in cs]
     shape = np.broadcast_shapes(*(x.shape for x in c))
     c0, c1, c2, c3 = (np.broadcast_to(x, shape).copy() for x in c)
-    with np.errstate(all="ignore"):
-        for _ in range(rounds):
-            p0 = ROUND_A * c0.astype(np.uint64)
-            p2 = ROUND_B * c2.astype(np.uint64)
-            c0, c1, c2, c3 = ((p2 >> _S32).astype(np.uint32) ^ c1 ^ k0, (p2 & _M32).astype(np.uint32),
-                              (p0 >> _S32).astype(np.uint32) ^ c3 ^ k1, (p0 & _M32).astype(np.uint32))
-            k0 = k0 + KEY_A
-            k1 = k1 + KEY_B
-    return tuple(Tile(np.asarray(x), D.uint32) for x in (c0, c1, c2, c3))
+    return tuple(Tile(x, D.uint32) for x in _rounds(c0, c1, c2, c3, k0, k1, rounds))
 
 
 @op("randint")
