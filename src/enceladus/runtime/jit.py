@@ -159,6 +159,12 @@ class JITFunction:
             facts[p.name] = (spec.divisible_by_16, spec.equal_to_1)
         return signature, constexprs, facts
 
+    def specialization(self, values: dict[str, Any], options: dict[str, Any]) -> tuple[dict, dict, dict]:
+        """``specialize`` plus the launch options that change the generated code (the dot lowering)."""
+        signature, constexprs, facts = self.specialize(values)
+        constexprs["__dot_backend__"] = resolve_dot_backend(options.get("dot_backend"))
+        return signature, constexprs, facts
+
     def _key(self, signature: dict[str, str], constexprs: dict[str, Any], facts: dict[str, Any],
              num_warps: int) -> Any:
         try:
@@ -172,8 +178,7 @@ class JITFunction:
     def compile_for(self, values: dict[str, Any], options: dict[str, Any]) -> CompiledKernel:
         """The compiled kernel for these bound arguments: memory cache, then disk cache, then compile."""
         num_warps = options.get("num_warps", 4)
-        signature, constexprs, facts = self.specialize(values)
-        constexprs["__dot_backend__"] = resolve_dot_backend(options.get("dot_backend"))
+        signature, constexprs, facts = self.specialization(values, options)
         key = self._key(signature, constexprs, facts, num_warps)
         kernel = self.cache.get(key)
         if kernel is None:
@@ -226,7 +231,7 @@ class JITFunction:
                     launch_values.update(structs.flatten(p.name, values[p.name])[0])
         launch(kernel, resolve_grid(grid, values), launch_values, debug=debug)
         if fkey is not None and not debug and not kernel.metadata.get("log_sites"):
-            spec_key = self._key(*self.specialize(values), options.get("num_warps", 4))
+            spec_key = self._key(*self.specialization(values, options), options.get("num_warps", 4))
             if self.cache.get(spec_key) is kernel:
                 self._fast[fkey] = LaunchPlan(spec_key, launcher_for(kernel), self.param_names, self._defaults,
                                               len(args), [values[n] for n in self.param_names])
