@@ -64,6 +64,10 @@ HAND_ENTERED: dict[str, dict[str, Any]] = {
         "retval": "v", "args": ["q"],
         "header": "@property (readwrite, nonatomic) MTLMathFloatingPointFunctions mathFloatingPointFunctions  "
                   "// typedef NS_ENUM(NSInteger, MTLMathFloatingPointFunctions)"},
+    "MTLCompileOptions setRequiredThreadsPerThreadgroup:": {
+        "retval": "v", "args": ["{MTLSize=QQQ}"],
+        "header": "@property (readwrite, nonatomic) MTLSize requiredThreadsPerThreadgroup  "
+                  "// the extracted metadata records the same argument encoding"},
     "MTLCaptureManager sharedCaptureManager": {"retval": "@", "args": [],
                                                "header": "+ (MTLCaptureManager *)sharedCaptureManager"},
     "MTLCaptureManager stopCapture": {"retval": "v", "args": [], "header": "- (void)stopCapture"},

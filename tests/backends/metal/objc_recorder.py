@@ -67,7 +67,9 @@ class Obj:
 class RecordingObjCRuntime:
     """Stand-in for libobjc/Metal/Foundation; see the module docstring for what it checks."""
 
-    def __init__(self, *, max_threads: int = 1024, fail_status: bool = False, cpu_backend: Any = None) -> None:
+    def __init__(self, *, max_threads: int = 1024, fail_status: bool = False, cpu_backend: Any = None,
+                 families: tuple[int, ...] = (1007, 5002)) -> None:
+        self.families = families  # the GPU families the pretend device supports (M1-class + Metal 4 by default)
         self.meta = load_metadata()
         self.calls: list[tuple[str, str, tuple[Any, ...]]] = []  # (receiver kind, selector, C-level args)
         self.violations: list[str] = []
@@ -237,7 +239,7 @@ class RecordingObjCRuntime:
         return True
 
     def _m_supportsFamily_(self, rid: int, obj: Obj, family: int) -> bool:
-        return family in (1007, 5002)
+        return family in self.families
 
     def _m_newCommandQueue(self, rid: int, obj: Obj) -> int:
         return self._new("MTLCommandQueue")
@@ -250,6 +252,9 @@ class RecordingObjCRuntime:
                                .splitlines()[0].strip())
             return 0
         return self._new("MTLLibrary", source=text, options=options)
+
+    def _m_setRequiredThreadsPerThreadgroup_(self, rid: int, obj: Obj, size: Any) -> None:
+        obj.data["requiredThreadsPerThreadgroup"] = (size.width, size.height, size.depth)
 
     def _m_setLanguageVersion_(self, rid: int, obj: Obj, v: int) -> None:
         obj.data["languageVersion"] = v

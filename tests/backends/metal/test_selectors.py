@@ -24,6 +24,7 @@ PACKAGE = Path(device.__file__).parent
 HAND_ENTERED_USED = {
     "alloc", "init", "retain", "release", "initWithBytes:length:encoding:", "UTF8String", "localizedDescription",
     "fileURLWithPath:", "setLanguageVersion:", "setMathMode:", "setMathFloatingPointFunctions:",
+    "setRequiredThreadsPerThreadgroup:",
     "sharedCaptureManager", "supportsDestination:", "startCaptureWithDescriptor:error:", "stopCapture",
     "setCaptureObject:", "setDestination:", "setOutputURL:",
 }

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ...errors import LaunchError, OutOfResources
+from ...errors import CompilationError, LaunchError, OutOfResources
 from ..cpu.signature import KernelSignature, parse_kernels
-from .device import MetalDevice, Pipeline
+from .device import MetalDevice, MTLLanguageVersion4_0, Pipeline
 from .launcher import MetalLauncher
 from .memory import AllocationRegistry, HostBinding, MetalBuffer, bind_host_array
-from .objc import ObjCBridge, ObjCRuntime
+from .objc import ObjCBridge, ObjCError, ObjCRuntime
 from .stream import GPUTimer, MetalQueue, Stream, buffer_runs
 
 _U32 = (1 << 32) - 1
@@ -181,6 +182,43 @@ class MetalFunction:
         return f"<MetalFunction {self.signature}>"
 
 
+def tensor_ops_options(device: Any, msl: str) -> dict[str, Any]:
+    """Compile settings for MSL that uses Metal 4 tensor ops: MSL 4.0 and the declared threadgroup size
+    (cooperative tensors need ``requiredThreadsPerThreadgroup``), taken from ``execution_simdgroups<N>``."""
+    if "#include <metal_tensor>" not in msl:
+        return {}
+    if device.language_version < MTLLanguageVersion4_0:
+        raise CompilationError(
+            f"this MSL uses Metal 4 tensor ops (matmul2d), which need MSL 4.0 (macOS 26); this Mac compiles MSL "
+            f"{device.language_name}", fix="launch with dot_backend='simdgroup' (simdgroup_matrix runs on every "
+            "Apple GPU)")
+    groups = {int(g) for g in re.findall(r"execution_simdgroups<(\d+)>", msl)}
+    if len(groups) > 1:
+        raise CompilationError(f"kernels of one library use different execution_simdgroups {sorted(groups)}",
+                               fix="compile them separately: the threadgroup size is set per library")
+    threads = 32 * groups.pop() if groups else None
+    return {"language_version": MTLLanguageVersion4_0,
+            "required_threads": (threads, 1, 1) if threads else None}
+
+
+MATMUL2D_PROBE = """#include <metal_stdlib>
+#include <metal_tensor>
+#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
+using namespace metal;
+using namespace mpp::tensor_ops;
+kernel void enceladus_matmul2d_probe(device half* a [[buffer(0)]], device half* b [[buffer(1)]],
+                                     device float* c [[buffer(2)]]) {
+    using TA = tensor<device half, dextents<int32_t, 2>, tensor_inline>;
+    using TC = tensor<device float, dextents<int32_t, 2>, tensor_inline>;
+    constexpr auto desc = matmul2d_descriptor(16, 16, 32, false, false, false,
+                                              matmul2d_descriptor::mode::multiply_accumulate);
+    matmul2d<desc, execution_simdgroups<1>> op;
+    TA ta(a, dextents<int32_t, 2>(32, 16)); TA tb(b, dextents<int32_t, 2>(16, 32)); TC tc(c, dextents<int32_t, 2>(16, 16));
+    op.run(ta, tb, tc);
+}
+"""
+
+
 class MetalLibrary:
     """MSL text compiled by Metal (``newLibraryWithSource``); kernels become pipelines on first use."""
 
@@ -188,7 +226,7 @@ class MetalLibrary:
         self.backend = backend
         self.msl = msl
         self.kernels = parse_kernels(msl)
-        self.handle = backend.device.new_library(msl, fast_math=fast_math)
+        self.handle = backend.device.new_library(msl, fast_math=fast_math, **tensor_ops_options(backend.device, msl))
         self._functions: dict[str, MetalFunction] = {}
 
     def function(self, name: str) -> MetalFunction:
@@ -225,6 +263,7 @@ class MetalBackend:
             runtime = SystemRuntime()
         self.bridge = ObjCBridge(runtime)
         self.device = MetalDevice(self.bridge, macos=macos)
+        self._matmul2d: bool | None = None
         self.registry = AllocationRegistry()
         self.default_stream = Stream(self.device)
         self.lock = threading.RLock()  # compiles may come from the autotuner's threads
@@ -237,6 +276,21 @@ class MetalBackend:
     def device_name(self) -> str:
         """The GPU's name as Metal reports it (e.g. 'Apple M2 Pro')."""
         return self.device.name
+
+    def prefers_matmul2d(self) -> bool:
+        """Whether tl.dot should use Metal 4 tensor ops (``dot_backend="auto"``): only on GPUs with neural
+        accelerators (taken as MTLGPUFamilyApple10, the M5 class) where a probe matmul2d kernel builds."""
+        if self._matmul2d is None:
+            d = self.device
+            ok = bool(d.metal4 and d.apple10 and d.language_version >= MTLLanguageVersion4_0)
+            if ok:
+                try:
+                    lib = self.compile(MATMUL2D_PROBE)
+                    lib.function("enceladus_matmul2d_probe")
+                except (CompilationError, ObjCError):
+                    ok = False
+            self._matmul2d = ok
+        return self._matmul2d
 
     def compile(self, msl: str, *, fast_math: bool = False) -> MetalLibrary:
         """Compile MSL text (cached per text in this process; the OS caches compiled shaders across processes)."""

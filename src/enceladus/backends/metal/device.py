@@ -7,7 +7,7 @@ import platform
 from dataclasses import dataclass
 
 from ...errors import CompilationError
-from .objc import ObjCBridge, ObjCError
+from .objc import MTLSize, ObjCBridge, ObjCError
 
 # Values from Apple's headers, checked against the extracted metadata in tests/backends/metal.
 MTLLanguageVersion3_1 = 0x30001
@@ -21,6 +21,7 @@ MTLResourceStorageModeShared = 0
 MTLResourceHazardTrackingModeDefault = 0
 MTLGPUFamilyApple7 = 1007  # M1
 MTLGPUFamilyMetal4 = 5002
+MTLGPUFamilyApple10 = 1010  # taken as the M5 class (neural accelerators): unverified, docs/verification.md
 
 LANGUAGE_NAMES = {MTLLanguageVersion3_1: "3.1", MTLLanguageVersion3_2: "3.2", MTLLanguageVersion4_0: "4.0"}
 
@@ -79,6 +80,7 @@ class MetalDevice:
         self.unified_memory = bool(bridge.send(self.handle, "hasUnifiedMemory"))
         self.apple7 = bool(bridge.send(self.handle, "supportsFamily:", MTLGPUFamilyApple7))
         self.metal4 = bool(bridge.send(self.handle, "supportsFamily:", MTLGPUFamilyMetal4))
+        self.apple10 = bool(bridge.send(self.handle, "supportsFamily:", MTLGPUFamilyApple10))
         self.macos = macos_major() if macos is None else macos
         self.language_version = self._confirm_language_version()
 
@@ -101,20 +103,27 @@ class MetalDevice:
                 errors.append(f"MSL {LANGUAGE_NAMES[version]}: {e.message}")
         raise ObjCError("no MSL language version works on this Mac:\n" + "\n".join(errors))
 
-    def compile_options(self, language_version: int, fast_math: bool = False) -> int:
-        """An owned ``MTLCompileOptions`` with every setting we rely on set explicitly."""
+    def compile_options(self, language_version: int, fast_math: bool = False,
+                        required_threads: tuple[int, int, int] | None = None) -> int:
+        """An owned ``MTLCompileOptions`` with every setting we rely on set explicitly.
+
+        ``required_threads``: the threadgroup size, which pipelines that use cooperative tensors (Metal 4 tensor
+        ops) must declare when they are compiled."""
         b = self.bridge
         opts = b.new("MTLCompileOptions")
         b.send(opts, "setLanguageVersion:", language_version)
+        if required_threads is not None:
+            b.send(opts, "setRequiredThreadsPerThreadgroup:", MTLSize(*required_threads))
         b.send(opts, "setMathMode:", MTLMathModeFast if fast_math else MTLMathModeSafe)
         b.send(opts, "setMathFloatingPointFunctions:",
                MTLMathFloatingPointFunctionsFast if fast_math else MTLMathFloatingPointFunctionsPrecise)
         return opts
 
-    def new_library(self, msl: str, *, fast_math: bool = False, language_version: int | None = None) -> int:
+    def new_library(self, msl: str, *, fast_math: bool = False, language_version: int | None = None,
+                    required_threads: tuple[int, int, int] | None = None) -> int:
         """``newLibraryWithSource:options:error:`` -> an owned MTLLibrary, or MetalCompileError with Metal's log."""
         b = self.bridge
-        opts = self.compile_options(language_version or self.language_version, fast_math)
+        opts = self.compile_options(language_version or self.language_version, fast_math, required_threads)
         source = b.nsstring(msl)
         err = ctypes.c_void_p()
         try:

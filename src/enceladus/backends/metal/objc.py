@@ -100,6 +100,7 @@ SELECTORS: dict[str, Selector] = {s.name: s for s in [
     _s("MTLCompileOptions", "setLanguageVersion:", "v", "Q"),
     _s("MTLCompileOptions", "setMathMode:", "v", "q"),
     _s("MTLCompileOptions", "setMathFloatingPointFunctions:", "v", "q"),
+    _s("MTLCompileOptions", "setRequiredThreadsPerThreadgroup:", "v", "{MTLSize=QQQ}"),
     # MTLLibrary, MTLComputePipelineState
     _s("MTLLibrary", "newFunctionWithName:", "@", "@", returns="owned"),
     _s("MTLComputePipelineState", "maxTotalThreadsPerThreadgroup", "Q"),

@@ -1,0 +1,68 @@
+"""dot_backend="auto" on Metal, and how MSL with Metal 4 tensor ops is compiled (checked with the recording
+stand-in for libobjc: our call sequence, not Metal)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import enceladus
+from enceladus.backends.metal import MetalBackend
+from enceladus.backends.metal.backend import tensor_ops_options
+from enceladus.runtime.backend import use_backend
+
+from .objc_recorder import RecordingObjCRuntime
+
+
+def _worked_example() -> str:
+    """The matmul2d kernel the cpu backend's tensor-ops tests run (execution_simdgroups<4>)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "cpu" / "test_tensor_ops.py"
+    spec = importlib.util.spec_from_file_location("enceladus_tensor_ops_corpus", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.WORKED
+
+
+WORKED = _worked_example()
+
+
+@pytest.fixture
+def cpu():
+    from enceladus.backends.cpu import CpuBackend
+
+    return CpuBackend()
+
+
+def test_auto_prefers_matmul2d_only_on_apple10_with_msl4(cpu):
+    m1 = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu), macos=26)
+    assert m1.prefers_matmul2d() is False  # Metal 4 but no neural accelerators
+    m5 = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu, families=(1007, 1010, 5002)), macos=26)
+    assert m5.prefers_matmul2d() is True  # and its probe kernel built
+    old = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu, families=(1007, 1010, 5002)), macos=15)
+    assert old.prefers_matmul2d() is False  # MSL 3.2 has no tensor ops
+
+
+def test_tensor_ops_msl_needs_msl4_and_declares_its_threadgroup(cpu):
+    d26 = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu), macos=26).device
+    opts = tensor_ops_options(d26, WORKED)
+    assert opts["required_threads"] == (128, 1, 1) and opts["language_version"] == 0x40000
+    assert tensor_ops_options(d26, "kernel void k() {}") == {}
+    d15 = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu), macos=15).device
+    with pytest.raises(enceladus.CompilationError, match="need MSL 4.0") as info:
+        tensor_ops_options(d15, WORKED)
+    assert "dot_backend='simdgroup'" in info.value.fix
+
+
+def test_jit_auto_picks_matmul2d_on_an_m5_class_device(cpu):
+    from codegen import dot_kernels as dk
+
+    rec = RecordingObjCRuntime(cpu_backend=cpu, families=(1007, 1010, 5002))
+    metal = MetalBackend(runtime=rec, macos=26)
+    with use_backend(metal):
+        a = np.zeros((64, 64), np.float16)
+        ck = enceladus.jit(dk.matmul_kernel.fn).warmup(a, a, np.zeros((64, 64), np.float32), 64, 64, 64, 64, 1, 64,
+                                                       1, 64, 1, BM=64, BN=64, BK=32, EPILOGUE="none")
+    assert ck.metadata["dot_backend"] == "matmul2d" and ck.metadata["uses_tensor_ops"]
