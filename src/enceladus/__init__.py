@@ -17,11 +17,11 @@ from collections.abc import Callable
 from typing import Any
 
 from . import language
-from .compiler.driver import CompiledKernel, KernelABI
+from .compiler.kernel import CompiledKernel, KernelABI
 from .errors import CompilationError, LaunchError, OutOfResources
 from .runtime.jit import JITFunction
-from .runtime.structs import TensorDescriptor
 from .runtime.stream import Stream, current_stream, default_stream, synchronize
+from .runtime.structs import TensorDescriptor
 from .runtime.tensor import (
     Tensor,
     empty,
@@ -117,7 +117,7 @@ __all__ = ["Autotuner", "CompilationError", "CompiledKernel", "Config", "Heurist
            "LaunchError", "OutOfResources", "autotune", "cdiv", "compile", "heuristics", "jit", "language",
            "next_power_of_2", "testing"]
 # Tensors, streams and hand-written MSL (runtime/tensor.py, stream.py, shader.py).
-__all__ += ["ShaderLibrary", "Stream", "Tensor", "compile_shader", "current_stream", "default_stream", "empty",
+__all__ += ["ShaderLibrary", "Stream", "Tensor", "TensorDescriptor", "compile_shader", "current_stream", "default_stream", "empty",
             "empty_like", "from_dlpack", "from_numpy", "full", "ones", "synchronize", "tensor", "zeros", "zeros_like"]
 
 

@@ -248,7 +248,10 @@ def test_fma_and_clamp():
     x, y, z = (make("float32", n) for _ in range(3))
     out = np.zeros(n, np.float32)
     fma_clamp_kernel[(2,)](x, y, z, out, n, -100.0, 100.0, BLOCK=256)
-    np.testing.assert_allclose(out, np.clip(x * y + z, -100, 100), rtol=1e-5)
+    # fma rounds once: the reference is the exact product-sum (float64) rounded to float32; x * y + z in float32
+    # rounds twice and can differ wildly when the sum cancels
+    exact = (x.astype(np.float64) * y + z).astype(np.float32)
+    np.testing.assert_allclose(out, np.clip(exact, -100, 100), rtol=1e-6, atol=1e-30)
 
 
 def test_creation_ops():

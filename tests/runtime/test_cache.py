@@ -133,7 +133,7 @@ def test_damaged_entry_is_detected_and_recompiled(private_cache: Path, damage: s
     elif damage == "empty":
         entry.write_bytes(b"")
     else:  # a well-formed, checksummed file naming a class outside Enceladus must not be constructed
-        payload = raw.partition(b"\n")[2].replace(b"enceladus.compiler.driver:KernelABI", b"subprocess:Popen")
+        payload = raw.partition(b"\n")[2].replace(b"enceladus.compiler.kernel:KernelABI", b"subprocess:Popen")
         cache.write_entry(entry, payload)
     before = (cache.stats.compiled, cache.stats.corrupt)
     lk.scale_kernel.cache.clear()

@@ -3,66 +3,19 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CompilationError, OutOfResources
 from ..language import dtypes as D
 from ..language.dtypes import pointer_type
 from . import ir
-from .codegen_msl import Access, MSLEmitter, Param
+from .codegen_msl import MSLEmitter
 from .frontend import KernelSource, StructParam, lower_kernel, specialized_constant
+from .kernel import VERSION, CompiledKernel, KernelABI
 from .passes import axis_info, layouts
 
 MAX_BUFFER_SLOTS = 31
 MAX_THREADS_PER_THREADGROUP = 1024
-VERSION = "0.1.0"
-
-
-@dataclass(frozen=True)
-class KernelABI:
-    """How the host binds a compiled kernel's arguments (shared by every backend)."""
-
-    kernel_name: str
-    params: tuple[Param, ...]
-    args_slot: int | None  # buffer slot of the packed scalar struct
-    args_size: int
-    args_format: tuple[tuple[str, int, str], ...]  # (name, byte offset, dtype name) of each packed scalar
-    threads_per_threadgroup: int
-    threadgroup_memory: int = 0
-
-    @property
-    def buffer_params(self) -> tuple[Param, ...]:
-        return tuple(p for p in self.params if p.kind == "buffer")
-
-
-@dataclass
-class CompiledKernel:
-    """A kernel compiled to MSL for one specialization."""
-
-    name: str
-    asm: dict[str, str]
-    abi: KernelABI
-    metadata: dict[str, Any]
-    accesses: list[Access] = field(default_factory=list)
-    program: Any = None  # the backend's loaded function, built on first launch
-
-    def explain(self) -> str:
-        lines = [f"kernel {self.name}: {self.abi.threads_per_threadgroup} threads per threadgroup "
-                 f"({self.metadata['num_warps']} SIMD groups of 32), threadgroup memory {self.abi.threadgroup_memory} "
-                 "bytes"]
-        lines.append("layouts:")
-        for i, lay in enumerate(self.metadata["layouts"]):
-            lines.append(f"  L{i} = {lay}: {lay.elems_per_thread} elements per thread")
-        lines.append("memory accesses:")
-        for a in self.accesses:
-            lines.append(f"  {a}")
-        lines.append(f"barriers: {self.metadata.get('barriers', 0)}")
-        for note in self.metadata.get("notes", []):
-            lines.append(f"  {note}")
-        lines.append("IR:")
-        lines.append(self.asm["ir_layouts"])
-        return "\n".join(lines)
 
 
 def parse_signature_type(t: str, name: str) -> ir.Type | None:

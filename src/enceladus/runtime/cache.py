@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compiler.driver import VERSION, CompiledKernel
+from ..compiler.kernel import VERSION, CompiledKernel
 
 try:  # the interpreter's own SHA-256: importing hashlib loads OpenSSL (~3 ms per process); same digests
     from _sha2 import sha256  # Python 3.12+

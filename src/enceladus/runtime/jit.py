@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.driver import CompiledKernel, compile_kernel
-from ..compiler.frontend import KernelSource
+from ..compiler.kernel import CompiledKernel
+from ..compiler.source import KernelSource
 from ..language.core import constexpr
 from ..language.dtypes import dtype
 from . import arguments, structs
-from .backend import get_backend
 from .arguments import ArgSpec
+from .backend import get_backend
 from .fastpath import LaunchPlan, SlowPath, arg_key
 from .launch import debug_enabled, launch, launcher_for
 
@@ -260,6 +260,13 @@ class JITFunction:
 def _annotated_type(p: KernelParam, value: Any) -> str:
     ty = p.annotation_type
     return ty.name
+
+
+def compile_kernel(*args: Any, **kwargs: Any) -> CompiledKernel:
+    """The compiler, loaded on the first compile (a process that only launches cached kernels never loads it)."""
+    from ..compiler import driver
+
+    return driver.compile_kernel(*args, **kwargs)
 
 
 def resolve_dot_backend(choice: Any) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.driver import CompiledKernel
+from ..compiler.kernel import CompiledKernel
 from ..errors import LaunchError
 from . import arguments, devicelog
 from .backend import get_backend

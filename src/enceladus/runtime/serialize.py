@@ -22,7 +22,7 @@ import json
 import math
 from typing import Any
 
-from ..compiler.driver import CompiledKernel
+from ..compiler.kernel import CompiledKernel
 
 FORMAT = 1
 _RUNTIME_METADATA = ("read_globals", "cache", "target")  # not stored: read_globals separately, the rest per process

@@ -15,6 +15,7 @@ from typing import Any
 
 from ...language.dtypes import dtype
 from .. import ir
+from ..kernel import Param
 from ..msl_types import MSL_TYPE, const_literal, msl_type, safe_name
 from ..passes.axis_info import AxisInfo
 from ..passes.layouts import WARP_SIZE, BlockedLayout, LayoutPlan, MmaLayout, TileLayout
@@ -26,18 +27,6 @@ from .tables import BINARY_INFIX, FLOAT_CALL, FLOAT_CALL2, HELPERS, NEEDS
 
 LOG_PARAM = "__enc_log"  # the hidden device-log buffer of kernels that print or assert
 VIEW_OPS = {"splat", "broadcast", "expand_dims", "squeeze", "permute", "multiple_of", "max_contiguous"}
-
-
-@dataclass
-class Param:
-    """One kernel parameter as the host binds it."""
-
-    name: str
-    kind: str  # 'buffer' or 'scalar'
-    type: str  # '*fp32', 'int32', ...
-    slot: int | None = None  # buffer slot
-    offset: int | None = None  # byte offset in the scalar struct
-    writes: bool = False  # the kernel stores through this pointer
 
 
 @dataclass

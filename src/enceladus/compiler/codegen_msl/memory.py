@@ -2,30 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import ir
+from ..kernel import Access
 from ..msl_types import MSL_TYPE
 from ..passes.layouts import TileLayout
-
-
-@dataclass
-class Access:
-    """What codegen decided for one load or store (shown by explain())."""
-
-    kind: str
-    line: int | None
-    dtype: str
-    shape: tuple[int, ...]
-    vector: int  # elements per access
-    bytes: int
-    reason: str
-
-    def __str__(self) -> str:
-        where = f"line {self.line}: " if self.line else ""
-        width = f"{self.vector} x {self.dtype} ({self.bytes} bytes)"
-        return f"{where}{self.kind} {list(self.shape)} {width}: {self.reason}"
-
 
 _WORD = {4: "uint", 8: "uint2", 16: "uint4"}
 
