@@ -128,7 +128,7 @@ ELEMENTWISE_OTHER = {"select", "fma", "cast", "bitcast", "addptr"}
 ELEMENTWISE = ELEMENTWISE_BINARY | COMPARE | ELEMENTWISE_UNARY | ELEMENTWISE_OTHER
 MEMORY = {"load", "store", "atomic"}
 SOURCES = {"const", "program_id", "num_programs", "arange", "splat"}
-SHAPE = {"broadcast", "expand_dims", "squeeze", "permute", "reshape", "join", "split", "cat", "flip", "convert",
+SHAPE = {"broadcast", "expand_dims", "squeeze", "permute", "reshape", "join", "split", "cat", "flip",
          "gather", "histogram", "sort"}
 HINTS = {"multiple_of", "max_contiguous"}
 CONTROL = {"for", "if", "while", "yield"}

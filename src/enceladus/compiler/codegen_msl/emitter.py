@@ -286,7 +286,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             self.emit_dot(op)
         elif name == "split":
             self.emit_split(op)
-        elif name in ("reshape", "cat", "flip", "convert"):
+        elif name in ("reshape", "cat", "flip"):
             self.emit_via_smem(op)
         elif name == "gather":
             self.emit_gather(op)

@@ -87,18 +87,9 @@ class MovementMixin:
         self.notes.append(f"%{v.id} converted from {src} to {dst} through {count * size} bytes of threadgroup memory")
 
     def emit_via_smem(self, op: ir.Op) -> None:
-        """reshape, cat, flip and explicit conversions: write the operands row-major, read them back."""
+        """reshape, cat and flip: write the operands row-major, read them back in the result's order."""
         r = op.result
         home = self.plan.homes[r.id]
-        if op.name == "convert":
-            src = self.plan.needs[op.operands[0].id][0]
-            self.refs[(r.id, home)] = self.ref(op.operands[0], home, "{e}") if (op.operands[0].id, home) in \
-                self.refs else None
-            if self.refs[(r.id, home)] is None:
-                del self.refs[(r.id, home)]
-                self.emit_conversion(op.operands[0], src, home)
-                self.refs[(r.id, home)] = self.refs[(op.operands[0].id, home)]
-            return
         t, size = self.storage_type(r)
         total = r.type.numel
         self.smem_begin()

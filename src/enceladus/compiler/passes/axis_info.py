@@ -85,7 +85,7 @@ def _analyze_block(block: ir.Block, info: dict[int, AxisInfo]) -> None:
                 info[r.id] = _meet(info[ys[0].id], info[ys[1].id])
             continue
         if len(op.results) > 1 or op.regions or op.name in ("reduce", "scan", "split", "reshape", "cat", "flip",
-                                                             "permute", "join", "convert", "gather", "sort",
+                                                             "permute", "join", "gather", "sort",
                                                              "histogram", "dot", "atomic"):
             for r in op.results:
                 info[r.id] = _unknown(r)

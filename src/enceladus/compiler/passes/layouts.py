@@ -168,7 +168,7 @@ def default_blocked(shape: tuple[int, ...], itemsize: int, num_warps: int, min_l
 _TRANSPARENT = ir.ELEMENTWISE | {"splat", "broadcast", "expand_dims", "squeeze", "permute", "join", "multiple_of",
                                  "max_contiguous", "arange", "const"}
 # Ops that move data through threadgroup memory: any operand layout works, the result has a home.
-_VIA_SMEM = {"reshape", "cat", "flip", "convert", "histogram", "sort"}
+_VIA_SMEM = {"reshape", "cat", "flip", "histogram", "sort"}
 
 
 @dataclass
