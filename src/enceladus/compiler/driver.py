@@ -11,7 +11,7 @@ from ..language.dtypes import pointer_type
 from . import ir
 from .codegen_msl import MSLEmitter
 from .frontend import KernelSource, StructParam, lower_kernel, specialized_constant
-from .kernel import VERSION, CompiledKernel, KernelABI
+from .kernel import VERSION, CompiledKernel, KernelABI, KernelAsm
 from .passes import axis_info, layouts
 
 MAX_BUFFER_SLOTS = 31
@@ -121,7 +121,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
                     tuple(module.args_format), module.threads_per_threadgroup, module.threadgroup_memory)
     ck = CompiledKernel(
         name=name,
-        asm={"ir": fn.format(), "ir_layouts": fn.format(show_layouts=True), "msl": module.msl},
+        asm=KernelAsm({"msl": module.msl}, lazy={"ir": fn.format, "ir_layouts": lambda: fn.format(show_layouts=True)}),
         abi=abi,
         metadata={"num_warps": num_warps, "layouts": module.layouts, "threads_per_threadgroup":
                   module.threads_per_threadgroup, "threadgroup_memory": module.threadgroup_memory,

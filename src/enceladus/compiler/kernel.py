@@ -5,6 +5,7 @@ Light on purpose: the runtime loads cached kernels and launches them without imp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,77 @@ class KernelABI:
     @property
     def buffer_params(self) -> tuple[Param, ...]:
         return tuple(p for p in self.params if p.kind == "buffer")
+
+
+class KernelAsm(dict):
+    """``kernel.asm``: the kernel's texts by name ("ir", "ir_layouts", "msl"; "cpp" on the cpu backend).
+
+    Texts nobody may read are registered with :meth:`add_lazy` and made on first use: the IR printouts
+    (formatting them costs about a sixth of a small kernel's compile) and the cpu backend's C++ translation
+    unit (a pure function of the MSL). Iterating, ``keys()``/``items()``/``values()`` and ``len()`` see
+    every text, lazy ones included.
+    """
+
+    def __init__(self, data: dict[str, str] | None = None, lazy: dict[str, Callable[[], str]] | None = None):
+        super().__init__(data or {})
+        self._lazy: dict[str, Callable[[], str]] = {}
+        for key, make in (lazy or {}).items():
+            self.add_lazy(key, make)
+
+    def add_lazy(self, key: str, make: Callable[[], str]) -> None:
+        """Make ``asm[key]`` with ``make()`` when it is first read (unless it is already there)."""
+        if not dict.__contains__(self, key):
+            self._lazy[key] = make
+
+    def names(self) -> list[str]:
+        """Every text's name, without making the lazy ones."""
+        return [*dict.keys(self), *self._lazy]
+
+    def _make(self, key: str) -> str:
+        text = self._lazy[key]()
+        dict.__setitem__(self, key, text)
+        del self._lazy[key]
+        return text
+
+    def _make_all(self) -> None:
+        for key in list(self._lazy):
+            self._make(key)
+
+    def __missing__(self, key: str) -> str:
+        if key in self._lazy:
+            return self._make(key)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self._lazy
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default  # noqa: SIM401 - dict.get skips __missing__
+
+    def keys(self) -> Any:
+        self._make_all()
+        return dict.keys(self)
+
+    def items(self) -> Any:
+        self._make_all()
+        return dict.items(self)
+
+    def values(self) -> Any:
+        self._make_all()
+        return dict.values(self)
+
+    def __iter__(self) -> Any:
+        self._make_all()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + len(self._lazy)
+
+    def __eq__(self, other: object) -> bool:
+        self._make_all()
+        return dict.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import textwrap
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,6 +24,9 @@ class KernelSource:
 
     @cached_property
     def _parsed(self) -> tuple[ast.FunctionDef, list[str], int, int, str]:
+        quick = _quick_source(self.fn)
+        if quick is not None:
+            return quick
         try:
             lines, start = inspect.getsourcelines(self.fn)
         except (OSError, TypeError) as e:
@@ -30,13 +34,11 @@ class KernelSource:
                 f"cannot read the source of {self.fn.__qualname__}: {e}",
                 fix="define kernels in a .py file (not in an interactive prompt or exec)",
             ) from None
-        text = "".join(lines)
-        dedented = textwrap.dedent(text)
-        indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
-        tree = ast.parse(dedented)
-        fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         filename = inspect.getsourcefile(self.fn) or "<unknown>"
-        return fdef, lines, start, indent, filename
+        parsed = _parse(lines, start, filename)
+        if parsed is None:
+            raise CompilationError(f"cannot parse the source of {self.fn.__qualname__}", kernel=self.fn.__name__)
+        return parsed
 
     @property
     def tree(self) -> ast.FunctionDef:
@@ -57,3 +59,53 @@ class KernelSource:
         col = getattr(node, "col_offset", 0) + indent
         idx = lineno - 1
         return start + idx, col, lines[idx] if 0 <= idx < len(lines) else ""
+
+
+def _parse(lines: list[str], start: int, filename: str) -> tuple[ast.FunctionDef, list[str], int, int, str] | None:
+    """The function definition in ``lines`` (its decorators first), or None if they do not parse to one."""
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
+    try:
+        tree = ast.parse(dedented)
+    except SyntaxError:
+        return None
+    fdefs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if len(tree.body) != 1 or not fdefs:
+        return None
+    return fdefs[0], lines, start, indent, filename
+
+
+def _quick_source(fn: Any) -> tuple[ast.FunctionDef, list[str], int, int, str] | None:
+    """The function's lines found by indentation in ``linecache`` (what ``inspect.getsourcelines`` does with
+    the tokenizer, at a fraction of the cost). Any doubt (a line continued below the ``def``'s indentation,
+    a multi-line string at column 0, a file that changed) makes the result fail to parse or not match the
+    code object, and the caller falls back to ``inspect``."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    filename = code.co_filename
+    all_lines = linecache.getlines(filename)
+    first = code.co_firstlineno - 1  # the first decorator, or the def
+    if not 0 <= first < len(all_lines):
+        return None
+    head = all_lines[first]
+    indent = len(head) - len(head.lstrip())
+    i = first
+    while i < len(all_lines) and not all_lines[i].lstrip().startswith(("def ", "async def ")):
+        i += 1  # decorators
+    end = i + 1
+    last = i
+    while end < len(all_lines):
+        line = all_lines[end]
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            if len(line) - len(line.lstrip()) <= indent:
+                break
+            last = end
+        end += 1
+    lines = all_lines[first:last + 1]
+    parsed = _parse(lines, first + 1, filename)
+    if parsed is None or parsed[0].name != code.co_name:
+        return None
+    return parsed

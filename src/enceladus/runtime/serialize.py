@@ -22,7 +22,7 @@ import json
 import math
 from typing import Any
 
-from ..compiler.kernel import CompiledKernel
+from ..compiler.kernel import CompiledKernel, KernelAsm
 
 FORMAT = 1
 _RUNTIME_METADATA = ("read_globals", "cache", "target")  # not stored: read_globals separately, the rest per process
@@ -124,6 +124,10 @@ def _hashable(v: Any) -> Any:
     return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
 
 
+def _asm_names(asm: dict[str, str]) -> list[str]:
+    return asm.names() if isinstance(asm, KernelAsm) else list(asm)
+
+
 def kernel_to_dict(kernel: CompiledKernel) -> dict[str, Any]:
     """The JSON-compatible form of a compiled kernel (without its loaded backend program)."""
     metadata = {k: v for k, v in kernel.metadata.items() if k not in _RUNTIME_METADATA}
@@ -131,7 +135,7 @@ def kernel_to_dict(kernel: CompiledKernel) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "name": kernel.name,
-        "asm": encode({k: v for k, v in dict.items(kernel.asm) if k != "cpp"}),
+        "asm": encode({k: kernel.asm[k] for k in _asm_names(kernel.asm) if k != "cpp"}),
         "abi": encode(kernel.abi),
         "metadata": encode(metadata),
         "read_globals": encode(dict(read_globals), strict=False),
@@ -167,55 +171,6 @@ def from_json(text: str | bytes) -> CompiledKernel:
     return kernel_from_dict(data)
 
 
-class KernelAsm(dict):
-    """``kernel.asm``: "ir", "ir_layouts", "msl" and, for the cpu backend, "cpp" — the C++ translation unit
-    that backend compiles, made from the MSL on first use (it is a pure function of the MSL, so it is
-    neither stored in the cache nor computed unless asked for)."""
-
-    def __init__(self, data: dict[str, str], lazy_cpp: bool):
-        super().__init__(data)
-        self._lazy_cpp = lazy_cpp
-
-    def _materialize(self) -> None:
-        if self._lazy_cpp and not dict.__contains__(self, "cpp"):
-            from ..backends.cpu.signature import parse_kernels
-            from ..backends.cpu.translate import translation_unit
-
-            msl = dict.__getitem__(self, "msl")
-            dict.__setitem__(self, "cpp", translation_unit(msl, parse_kernels(msl)))
-
-    def __missing__(self, key: str) -> str:
-        if key == "cpp" and self._lazy_cpp:
-            self._materialize()
-            return dict.__getitem__(self, "cpp")
-        raise KeyError(key)
-
-    def __contains__(self, key: object) -> bool:
-        return dict.__contains__(self, key) or (key == "cpp" and self._lazy_cpp)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self else default  # noqa: SIM401 - dict.get skips __missing__
-
-    def keys(self) -> Any:
-        self._materialize()
-        return dict.keys(self)
-
-    def items(self) -> Any:
-        self._materialize()
-        return dict.items(self)
-
-    def values(self) -> Any:
-        self._materialize()
-        return dict.values(self)
-
-    def __iter__(self) -> Any:
-        self._materialize()
-        return dict.__iter__(self)
-
-    def __len__(self) -> int:
-        return dict.__len__(self) + (1 if self._lazy_cpp and not dict.__contains__(self, "cpp") else 0)
-
-
 def complete(kernel: CompiledKernel, target: str, origin: str) -> CompiledKernel:
     """Add what the runtime knows to a compiled kernel: ``metadata["target"]``, ``["simd_groups"]``,
     ``["cache"]`` (``"disk"`` or ``"compiled"``) and, for the cpu backend, ``asm["cpp"]`` (see :class:`KernelAsm`)."""
@@ -225,5 +180,15 @@ def complete(kernel: CompiledKernel, target: str, origin: str) -> CompiledKernel
     md.setdefault("simd_groups", md.get("num_warps"))
     md.setdefault("threadgroup_memory", kernel.abi.threadgroup_memory)
     if not isinstance(kernel.asm, KernelAsm):
-        kernel.asm = KernelAsm(kernel.asm, lazy_cpp=target == "cpu")
+        kernel.asm = KernelAsm(kernel.asm)
+    if target == "cpu":
+        kernel.asm.add_lazy("cpp", lambda: _cpp_of(kernel.asm["msl"]))
     return kernel
+
+
+def _cpp_of(msl: str) -> str:
+    """The C++ translation unit the cpu backend builds from this MSL."""
+    from ..backends.cpu.signature import parse_kernels
+    from ..backends.cpu.translate import translation_unit
+
+    return translation_unit(msl, parse_kernels(msl))
