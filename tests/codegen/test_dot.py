@@ -133,7 +133,7 @@ def test_values_moving_between_fragment_layouts(M, N, K):
 
 def test_explain_shows_and_draws_the_fragment_layout(tmp_path):
     pytest.importorskip("matplotlib")
-    from enceladus.compiler.passes.layouts import MmaLayout
+    from enceladus.compiler.layout import MmaLayout
     from enceladus.tools.layout_svg import element_owners
 
     a = np.zeros((64, 64), np.float16)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from enceladus.cli import main, parse_define
-from enceladus.compiler.passes.layouts import BlockedLayout, default_blocked
+from enceladus.compiler.layout import BlockedLayout, default_blocked
 from enceladus.tools.layout_svg import element_owners
 
 ROOT = Path(__file__).resolve().parents[2]

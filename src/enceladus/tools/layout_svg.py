@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.passes.layouts import WARP_SIZE, BlockedLayout, MmaLayout
+from ..compiler.layout import WARP_SIZE, BlockedLayout, MmaLayout
 
 MAX_CELLS = 128  # per side: larger tiles show their top-left corner
 LABEL_CELLS = 48  # per side: above this cells are too small to label

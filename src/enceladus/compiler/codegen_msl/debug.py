@@ -8,7 +8,7 @@ words per value. The same MSL works on every backend (Metal has no printf in com
 from __future__ import annotations
 
 from .. import ir
-from ..passes.layouts import TileLayout
+from ..layout import TileLayout
 
 KIND_PRINT = 1
 KIND_ASSERT = 2

@@ -16,9 +16,10 @@ from typing import Any
 from ...language.dtypes import dtype
 from .. import ir
 from ..kernel import Param
+from ..layout import WARP_SIZE, BlockedLayout, MmaLayout, TileLayout
 from ..msl_types import MSL_TYPE, const_literal, msl_type, safe_name
 from ..passes.axis_info import AxisInfo
-from ..passes.layouts import WARP_SIZE, BlockedLayout, LayoutPlan, MmaLayout, TileLayout
+from ..passes.layouts import LayoutPlan
 from .debug import DebugMixin
 from .matmul import DotMixin
 from .memory import Access, MemoryMixin

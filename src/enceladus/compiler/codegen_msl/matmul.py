@@ -5,8 +5,8 @@ multiply-add loop per output element."""
 from __future__ import annotations
 
 from .. import ir
+from ..layout import MmaLayout, TileLayout
 from ..msl_types import msl_type
-from ..passes.layouts import MmaLayout, TileLayout
 
 _FRAGMENT = {"fp32": "simdgroup_float8x8", "fp16": "simdgroup_half8x8", "bf16": "simdgroup_bfloat8x8"}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .. import ir
 from ..kernel import Access
+from ..layout import TileLayout
 from ..msl_types import MSL_TYPE
-from ..passes.layouts import TileLayout
 
 _WORD = {4: "uint", 8: "uint2", 16: "uint4"}
 

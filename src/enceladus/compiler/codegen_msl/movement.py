@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ... import errors
 from .. import ir
+from ..layout import MmaLayout, TileLayout
 from ..msl_types import msl_type
-from ..passes.layouts import MmaLayout, TileLayout
 
 MAX_THREADGROUP_MEMORY = 32 * 1024
 

@@ -13,156 +13,16 @@ reads) are computed in every layout demanded of them (rematerialized). Any other
 *home* layout it is computed in; a demand for another layout is met by a conversion through
 threadgroup memory (``codegen_msl`` emits it). Loop-carried values, results of control flow,
 reductions and data-movement ops have homes forced by their definition.
+
+The layout values themselves live in ``compiler/layout.py`` (light, so cached kernels load without this pass).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from .. import ir
-
-WARP_SIZE = 32
-
-
-@dataclass(frozen=True)
-class BlockedLayout:
-    shape: tuple[int, ...]
-    size_per_thread: tuple[int, ...]
-    threads_per_warp: tuple[int, ...]
-    warps_per_cta: tuple[int, ...]
-    order: tuple[int, ...]  # dimensions from fastest- to slowest-varying
-
-    @property
-    def cta_tile(self) -> tuple[int, ...]:
-        return tuple(s * t * w for s, t, w in zip(self.size_per_thread, self.threads_per_warp, self.warps_per_cta))
-
-    @property
-    def reps(self) -> tuple[int, ...]:
-        return tuple(max(1, n // c) for n, c in zip(self.shape, self.cta_tile))
-
-    @property
-    def per_thread(self) -> tuple[int, ...]:
-        """Elements a thread holds along each dimension."""
-        return tuple(s * r for s, r in zip(self.size_per_thread, self.reps))
-
-    @property
-    def elems_per_thread(self) -> int:
-        return math.prod(self.per_thread)
-
-    @property
-    def replicated(self) -> tuple[bool, ...]:
-        """Dimensions where the layout covers more than the tile (several threads hold the same element)."""
-        return tuple(c > n for n, c in zip(self.shape, self.cta_tile))
-
-    def slot_stride(self, d: int) -> int:
-        """Distance between registers that differ by one step along dimension ``d`` (fastest dimension first)."""
-        stride = 1
-        for dd in self.order:
-            if dd == d:
-                return stride
-            stride *= self.per_thread[dd]
-        raise ValueError(d)
-
-    def __str__(self) -> str:
-        return (f"blocked<shape={list(self.shape)}, spt={list(self.size_per_thread)}, "
-                f"tpw={list(self.threads_per_warp)}, wpc={list(self.warps_per_cta)}, order={list(self.order)}>")
-
-
-@dataclass(frozen=True)
-class MmaLayout:
-    """The accumulator layout of ``tl.dot`` on ``simdgroup_matrix``: the [M, N] tile is cut into 8x8 fragments,
-    ``warps`` = (wm, wn) SIMD groups each own a block of (M/wm) x (N/wn), and in every fragment lane l holds two
-    adjacent elements of one row: row = 4*((l>>4)&1) + 2*((l>>2)&1) + ((l>>1)&1), col = 4*((l>>3)&1) + 2*(l&1) + j.
-
-    That lane layout is what MLX, tinygrad, metal-flash-attention and a probe on M1 agree on; Apple's
-    specification leaves it unspecified (docs/verification.md)."""
-
-    shape: tuple[int, int]
-    warps: tuple[int, int]
-
-    @property
-    def frags(self) -> tuple[int, int]:
-        return self.shape[0] // (8 * self.warps[0]), self.shape[1] // (8 * self.warps[1])
-
-    @property
-    def elems_per_thread(self) -> int:
-        fm, fn = self.frags
-        return fm * fn * 2
-
-    # the blocked-layout vocabulary the code generator uses
-    order = (1, 0)
-    size_per_thread = (1, 2)
-    replicated = (False, False)
-
-    @property
-    def per_thread(self) -> tuple[int, int]:
-        fm, fn = self.frags
-        return fm, 2 * fn
-
-    def slot_stride(self, d: int) -> int:
-        return 1 if d == 1 else 2 * self.frags[1]
-
-    def __str__(self) -> str:
-        return f"mma<shape={list(self.shape)}, warps={list(self.warps)}, fragments={list(self.frags)}>"
-
-
-def mma_layout(shape: tuple[int, ...], num_warps: int) -> MmaLayout | None:
-    """The simdgroup_matrix accumulator layout for an [M, N] dot result, or None when the shape does not split
-    into 8x8 fragments over all SIMD groups."""
-    if len(shape) != 2:
-        return None
-    m, n = shape
-    best = None
-    wm = 1
-    while wm <= num_warps:
-        wn = num_warps // wm
-        if m % (8 * wm) == 0 and n % (8 * wn) == 0:
-            score = abs((m // wm) - (n // wn))
-            if best is None or score < best[0]:
-                best = (score, (wm, wn))
-        wm *= 2
-    return MmaLayout((m, n), best[1]) if best else None
-
-
-@dataclass(frozen=True)
-class TileLayout:
-    """A tile held in ``parent``'s registers; value dimension i is parent dimension ``dims[i]``."""
-
-    parent: BlockedLayout | MmaLayout
-    dims: tuple[int, ...]
-
-    def __str__(self) -> str:
-        if self.dims == tuple(range(len(self.parent.shape))):
-            return str(self.parent)
-        return f"{self.parent}[dims={list(self.dims)}]"
-
-
-def default_blocked(shape: tuple[int, ...], itemsize: int, num_warps: int, min_last: int = 1) -> BlockedLayout:
-    """Triton's default coalesced layout: 16 bytes per thread along the last dimension when the tile allows."""
-    rank = len(shape)
-    order = tuple(reversed(range(rank)))
-    nthreads = WARP_SIZE * num_warps
-    numel = math.prod(shape)
-    fast = order[0]
-    spt = [1] * rank
-    spt[fast] = max(min_last, min(16 // itemsize, max(numel // nthreads, 1), shape[fast]))
-    tpw = [1] * rank
-    remaining = WARP_SIZE
-    for d in order:
-        t = min(remaining, max(shape[d] // spt[d], 1))
-        tpw[d] = t
-        remaining //= t
-    tpw[order[-1]] *= remaining  # a tile smaller than a SIMD group: lanes hold copies
-    wpc = [1] * rank
-    remaining = num_warps
-    for d in order:
-        w = min(remaining, max(shape[d] // (spt[d] * tpw[d]), 1))
-        wpc[d] = w
-        remaining //= w
-    wpc[order[-1]] *= remaining
-    return BlockedLayout(tuple(shape), tuple(spt), tuple(tpw), tuple(wpc), order)
-
+from ..layout import BlockedLayout, MmaLayout, TileLayout, default_blocked, mma_layout
 
 # Ops whose result is computed slot by slot from operands in the same layout (or a view of it).
 _TRANSPARENT = ir.ELEMENTWISE | {"splat", "broadcast", "expand_dims", "squeeze", "permute", "join", "multiple_of",
