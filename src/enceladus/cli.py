@@ -214,7 +214,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
             print(f"the cache at {base} is empty")
             return 0
         now = time.time()
-        rows = [(e.kind, e.name, _human(e.size), _age(now - e.mtime), e.path.stem[:16] if e.kind != "cpu" else "")
+        rows = [(e.kind, e.name, _human(e.size), _age(now - e.mtime), os.path.splitext(os.path.basename(e.path))[0][:16] if e.kind != "cpu" else "")
                 for e in entries]
         header = ("KIND", "NAME", "SIZE", "AGE", "KEY")
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]

@@ -32,7 +32,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..compiler.kernel import VERSION, CompiledKernel
@@ -60,7 +59,8 @@ log = _LazyLog()
 MAGIC = b"ENCELADUS-CACHE"
 ENTRY_FORMAT = 1
 KINDS = ("kernels", "autotune", "cpu")
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+# plain strings and os.path throughout: importing pathlib would cost a fresh process ~3 ms
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 class CacheSecurityError(RuntimeError):
@@ -89,13 +89,13 @@ def enabled() -> bool:
     return os.environ.get("ENCELADUS_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
 
 
-def cache_base() -> Path:
+def cache_base() -> str:
     """The cache directory (not created): ``$ENCELADUS_CACHE_DIR`` or ``~/.cache/enceladus``."""
-    return Path(os.environ.get("ENCELADUS_CACHE_DIR") or Path.home() / ".cache" / "enceladus")
+    return os.environ.get("ENCELADUS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "enceladus")
 
 
-def _check_private(path: Path) -> None:
-    st = path.stat()
+def _check_private(path: str) -> None:
+    st = os.stat(path)
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         raise CacheSecurityError(
             f"refusing to use cache directory {path}: it is owned by uid {st.st_uid}, not by you (uid {os.getuid()}). "
@@ -106,30 +106,31 @@ def _check_private(path: Path) -> None:
             f"(mode {stat.S_IMODE(st.st_mode):o}); cached kernels become code. Run `chmod 700 {path}`.")
 
 
-def cache_dir(kind: str) -> Path:
+def cache_dir(kind: str) -> str:
     """``<cache>/<kind>``, created mode 0700 and checked to be private to this user."""
     if kind not in KINDS:
         raise ValueError(f"unknown cache kind {kind!r}; expected one of {', '.join(KINDS)}")
     base = cache_base()
-    path = base / kind
+    path = os.path.join(base, kind)
     for d in (base, path):
-        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.makedirs(d, mode=0o700, exist_ok=True)
         _check_private(d)
     return path
 
 
 # --- entries: checksummed, atomic ---------------------------------------------------------------------------
-def _entry_path(kind: str, key: str) -> Path:
-    return cache_dir(kind) / key[:2] / f"{key}.json"
+def _entry_path(kind: str, key: str) -> str:
+    return os.path.join(cache_dir(kind), key[:2], f"{key}.json")
 
 
-def write_entry(path: Path, payload: bytes) -> None:
+def write_entry(path: str | os.PathLike, payload: bytes) -> None:
     """Write ``payload`` with a checksum header, atomically (temporary file in the same directory + rename)."""
     import tempfile  # only writers need it (and it imports shutil, bz2, lzma, random)
 
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
     header = b"%s %d %s %d\n" % (MAGIC, ENTRY_FORMAT, sha256(payload).hexdigest().encode(), len(payload))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(header)
@@ -142,7 +143,7 @@ def write_entry(path: Path, payload: bytes) -> None:
         raise
 
 
-def read_entry(path: Path) -> bytes | None:
+def read_entry(path: str | os.PathLike) -> bytes | None:
     """The payload of a cache file, or None if it is missing. A damaged file is deleted and reported as None."""
     try:
         with open(path, "rb") as f:
@@ -160,7 +161,7 @@ def read_entry(path: Path) -> bytes | None:
         stats.corrupt += 1
         _note(f"cache entry {path} is damaged (checksum or length mismatch); it will be rebuilt")
         with contextlib.suppress(OSError):
-            path.unlink()
+            os.unlink(path)
         return None
     return payload
 
@@ -201,8 +202,10 @@ def compiler_digest() -> str:
     memo = None
     if enabled():
         with contextlib.suppress(OSError, CacheSecurityError):
-            memo = cache_dir("kernels").parent / f".compiler-{stamp.hexdigest()[:40]}"
-            digest = memo.read_text().strip()
+            cache_dir("kernels")  # creates the cache and checks it is private before the memo is trusted
+            memo = os.path.join(cache_base(), f".compiler-{stamp.hexdigest()[:40]}")
+            with open(memo) as f:
+                digest = f.read().strip()
             if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
                 return digest
     digest = _hash_compiler_sources(files)
@@ -212,11 +215,11 @@ def compiler_digest() -> str:
     return digest
 
 
-def write_memo(path: Path, text: str) -> None:
+def write_memo(path: str, text: str) -> None:
     """Write a small text file atomically (temporary file + rename), mode 0600."""
     import tempfile
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path))
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
@@ -456,7 +459,7 @@ class Entry:
     """One file in the cache directory."""
 
     kind: str
-    path: Path
+    path: str
     size: int
     mtime: float
     name: str  # kernel name for kernel entries, file name otherwise
@@ -467,20 +470,22 @@ def list_entries(kinds: tuple[str, ...] = KINDS) -> list[Entry]:
     out: list[Entry] = []
     base = cache_base()
     for kind in kinds:
-        root = base / kind
-        if not root.is_dir():
+        root = os.path.join(base, kind)
+        if not os.path.isdir(root):
             continue
-        for p in root.rglob("*"):
-            if not p.is_file() or p.name.startswith("."):
-                continue
-            st = p.stat()
-            name = _kernel_name(p) if kind != "cpu" else p.name
-            out.append(Entry(kind, p, st.st_size, st.st_mtime, name))
+        for directory, _dirs, names in os.walk(root):
+            for fname in names:
+                p = os.path.join(directory, fname)
+                if fname.startswith(".") or not os.path.isfile(p):
+                    continue
+                st = os.stat(p)
+                name = _kernel_name(p) if kind != "cpu" else fname
+                out.append(Entry(kind, p, st.st_size, st.st_mtime, name))
     out.sort(key=lambda e: e.mtime, reverse=True)
     return out
 
 
-def _kernel_name(path: Path) -> str:
+def _kernel_name(path: str) -> str:
     import json
 
     try:
@@ -513,7 +518,7 @@ def clear(kinds: tuple[str, ...] = KINDS, older_than_s: float | None = None) -> 
         if older_than_s is not None and now - e.mtime < older_than_s:
             continue
         try:
-            e.path.unlink()
+            os.unlink(e.path)
         except OSError:
             continue
         n += 1

@@ -7,7 +7,6 @@ import os
 import struct
 import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import CpuBackendError, KernelLaunchError
@@ -50,7 +49,8 @@ class _Runtime:
     _instance: _Runtime | None = None
 
     def __init__(self, compiler: CompilerInfo) -> None:
-        source = RUNTIME_SOURCE.read_text()
+        with open(RUNTIME_SOURCE) as f:
+            source = f.read()
         path, _ = build_shared_library(
             source, compiler, RUNTIME_FLAGS, "runtime", "the cpu runtime (runtime.cpp)"
         )
@@ -307,7 +307,7 @@ class CpuLibrary:
         self._lib = self._load(self.path)
         self._functions: dict[str, CpuFunction] = {}
 
-    def _build(self, index: Path) -> None:
+    def _build(self, index: str) -> None:
         from .signature import parse_kernels
         from .translate import needs_fibers, uses_tensor_ops
 
@@ -334,7 +334,7 @@ class CpuLibrary:
             self._cpp = translation_unit(self.msl, self.kernels, self.race_check)
         return self._cpp
 
-    def _load(self, path: Path) -> ctypes.CDLL:
+    def _load(self, path: str) -> ctypes.CDLL:
         lib = ctypes.CDLL(str(path))
         lib.enceladus_bind.argtypes = [ctypes.c_void_p]
         lib.enceladus_bind.restype = ctypes.c_uint

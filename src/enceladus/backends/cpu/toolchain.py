@@ -9,7 +9,6 @@ import shlex
 import stat
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 from .errors import CacheSecurityError, CompilerNotFoundError, MSLCompileError
 
@@ -21,8 +20,10 @@ except ImportError:
     except ImportError:
         from hashlib import sha256
 
-INCLUDE_DIR = Path(__file__).resolve().parent / "include"
-RUNTIME_SOURCE = Path(__file__).resolve().parent / "runtime.cpp"
+# plain strings and os.path throughout: importing pathlib would cost a fresh process ~3 ms
+_HERE = os.path.dirname(os.path.realpath(__file__))
+INCLUDE_DIR = os.path.join(_HERE, "include")
+RUNTIME_SOURCE = os.path.join(_HERE, "runtime.cpp")
 
 # Flags for kernel translation units: Metal's integer semantics (-fwrapv: no signed-overflow UB
 # exploitation), as_type-style punning (-fno-strict-aliasing), no exceptions/RTTI (Metal has none),
@@ -135,11 +136,12 @@ def _probe_cached(command: tuple[str, ...]) -> CompilerInfo | None:
         return _probe(command)
     key = sha256(json.dumps([list(command), stamp]).encode()).hexdigest()[:40]
     try:
-        path = cache_dir() / f"probe-{key}.json"
+        path = os.path.join(cache_dir(), f"probe-{key}.json")
     except (OSError, CacheSecurityError):
         return _probe(command)
     try:
-        data = json.loads(path.read_text())
+        with open(path) as f:
+            data = json.loads(f.read())
         if data["command"] == list(command) and data["stamp"] == stamp:
             return CompilerInfo(command=command, kind=str(data["kind"]), version=str(data["version"]))
     except (OSError, ValueError, KeyError, TypeError):
@@ -186,8 +188,8 @@ def find_compiler(cxx: str | None = None) -> CompilerInfo:
     return _find_compiler_cached(cxx or os.environ.get("ENCELADUS_CXX") or None)
 
 
-def _check_private_dir(path: Path) -> None:
-    st = path.stat()
+def _check_private_dir(path: str) -> None:
+    st = os.stat(path)
     if st.st_uid != os.getuid():
         raise CacheSecurityError(
             f"refusing to use cache directory {path}: it is owned by uid {st.st_uid}, not by you "
@@ -200,18 +202,18 @@ def _check_private_dir(path: Path) -> None:
         )
 
 
-def cache_dir() -> Path:
+def cache_dir() -> str:
     """The directory holding built libraries: ``$ENCELADUS_CACHE_DIR/cpu`` or ``~/.cache/enceladus/cpu``."""
-    base = Path(os.environ.get("ENCELADUS_CACHE_DIR") or Path.home() / ".cache" / "enceladus")
-    path = base / "cpu"
+    base = os.environ.get("ENCELADUS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "enceladus")
+    path = os.path.join(base, "cpu")
     for d in (base, path):
-        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.makedirs(d, mode=0o700, exist_ok=True)
         _check_private_dir(d)
     return path
 
 
 # Python sources that decide the C++ made from an MSL text (part of the library index key).
-TRANSLATOR_SOURCES = (INCLUDE_DIR.parent / "translate.py", INCLUDE_DIR.parent / "signature.py")
+TRANSLATOR_SOURCES = (os.path.join(_HERE, "translate.py"), os.path.join(_HERE, "signature.py"))
 
 
 @functools.lru_cache(maxsize=1)
@@ -219,22 +221,23 @@ def headers_digest() -> str:
     """Hash of every compatibility header, the runtime source and the MSL -> C++ translator (part of each
     cache key). A fresh process looks it up by a stamp of the files' paths, sizes and mtimes
     (``digest-<stamp>`` in the cache directory) instead of reading them all."""
-    root = str(INCLUDE_DIR.parent)
+    root = _HERE
     files = [RUNTIME_SOURCE, *TRANSLATOR_SOURCES]
     for d, dirs, names in os.walk(INCLUDE_DIR):
         dirs.sort()
-        files.extend(Path(d) / n for n in sorted(names))
+        files.extend(os.path.join(d, n) for n in sorted(names))
     stamp = sha256(root.encode())
     try:
         for p in files:
             st = os.stat(p)
             stamp.update(f"\0{p}\0{st.st_size}\0{st.st_mtime_ns}".encode())
-        memo: Path | None = cache_dir() / f"digest-{stamp.hexdigest()[:40]}"
+        memo: str | None = os.path.join(cache_dir(), f"digest-{stamp.hexdigest()[:40]}")
     except (OSError, CacheSecurityError):
         memo = None
     if memo is not None:
         try:
-            digest = memo.read_text().strip()
+            with open(memo) as f:
+                digest = f.read().strip()
             if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
                 return digest
         except OSError:
@@ -242,19 +245,20 @@ def headers_digest() -> str:
     h = sha256()
     for p in files:
         h.update(os.path.relpath(p, root).encode())
-        h.update(Path(p).read_bytes())
+        with open(p, "rb") as f:
+            h.update(f.read())
     digest = h.hexdigest()
     if memo is not None:
         _write_private(memo, digest)
     return digest
 
 
-def _write_private(path: Path, text: str) -> None:
+def _write_private(path: str, text: str) -> None:
     """Write a small file atomically (temporary file + rename), mode 0600; failures are ignored."""
     import tempfile
 
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path))
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.chmod(tmp, 0o600)
@@ -263,7 +267,7 @@ def _write_private(path: Path, text: str) -> None:
         pass
 
 
-def library_index_path(msl: str, compiler: CompilerInfo, race_check: bool) -> Path:
+def library_index_path(msl: str, compiler: CompilerInfo, race_check: bool) -> str:
     """Where the index entry of a kernel library lives: ``lib-<key>.json``, keyed by the MSL text, the
     headers and translator, the compiler and the flags. It names the built ``kernel-*.so`` and holds
     the parsed signatures, so a cached library is loaded without translating the MSL again."""
@@ -272,15 +276,16 @@ def library_index_path(msl: str, compiler: CompilerInfo, race_check: bool) -> Pa
                  "race" if race_check else "plain"):
         h.update(part.encode())
         h.update(b"\0")
-    return cache_dir() / f"lib-{h.hexdigest()[:40]}.json"
+    return os.path.join(cache_dir(), f"lib-{h.hexdigest()[:40]}.json")
 
 
-def read_library_index(path: Path) -> dict | None:
+def read_library_index(path: str) -> dict | None:
     """The index entry at ``path`` if it exists and its library is still there, else None."""
     try:
-        data = json.loads(path.read_text())
-        so = path.parent / data["so"]
-        if os.sep in data["so"] or not so.is_file():
+        with open(path) as f:
+            data = json.loads(f.read())
+        so = os.path.join(os.path.dirname(path), data["so"])
+        if os.sep in data["so"] or not os.path.isfile(so):
             return None
         data["so"] = so
         return data
@@ -288,9 +293,9 @@ def read_library_index(path: Path) -> dict | None:
         return None
 
 
-def write_library_index(path: Path, so: Path, kernels: list, uses_fibers: bool) -> None:
+def write_library_index(path: str, so: str, kernels: list, uses_fibers: bool) -> None:
     """Record a built (or found) library for :func:`read_library_index`."""
-    _write_private(path, json.dumps({"so": so.name, "kernels": kernels, "uses_fibers": uses_fibers}))
+    _write_private(path, json.dumps({"so": os.path.basename(so), "kernels": kernels, "uses_fibers": uses_fibers}))
 
 
 def cache_key(source: str, compiler: CompilerInfo, flags: tuple[str, ...]) -> str:
@@ -303,21 +308,22 @@ def cache_key(source: str, compiler: CompilerInfo, flags: tuple[str, ...]) -> st
 
 def build_shared_library(
     source: str, compiler: CompilerInfo, flags: tuple[str, ...], prefix: str, what: str
-) -> tuple[Path, bool]:
+) -> tuple[str, bool]:
     """Compile ``source`` (C++) into a cached shared library; returns (path, built_now)."""
     directory = cache_dir()
-    target = directory / f"{prefix}-{cache_key(source, compiler, flags)}.so"
-    if target.exists():
+    target = os.path.join(directory, f"{prefix}-{cache_key(source, compiler, flags)}.so")
+    if os.path.exists(target):
         return target, False
     import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="enceladus-build-") as tmp:
-        src = Path(tmp) / "kernel.cpp"
-        src.write_text(source)
-        fd, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        src = os.path.join(tmp, "kernel.cpp")
+        with open(src, "w") as f:
+            f.write(source)
+        fd, partial = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
         os.close(fd)
-        cmd = [*compiler.command, *flags, "-I", str(INCLUDE_DIR), str(src), "-o", partial]
+        cmd = [*compiler.command, *flags, "-I", INCLUDE_DIR, src, "-o", partial]
         try:
             res = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired as exc:
@@ -325,7 +331,7 @@ def build_shared_library(
             raise MSLCompileError(f"{what}: the C++ compiler timed out after 600 s", "", source) from exc
         if res.returncode != 0:
             os.unlink(partial)
-            output = (res.stderr + res.stdout).replace(str(src), "kernel.cpp")
+            output = (res.stderr + res.stdout).replace(src, "kernel.cpp")
             raise MSLCompileError(
                 f"{what} failed to compile with {compiler.version or compiler.command[0]}:\n{output.strip()}",
                 output,
