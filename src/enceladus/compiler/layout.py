@@ -13,6 +13,12 @@ from dataclasses import dataclass
 WARP_SIZE = 32
 
 
+def order_stride(order: tuple[int, ...], sizes: tuple[int, ...], d: int) -> int:
+    """The step of dimension ``d`` when ``sizes`` are laid out along ``order`` (fastest first): the product
+    of the sizes of the dimensions before ``d`` in ``order``."""
+    return math.prod(sizes[dd] for dd in order[: order.index(d)])
+
+
 @dataclass(frozen=True)
 class BlockedLayout:
     shape: tuple[int, ...]
@@ -45,12 +51,15 @@ class BlockedLayout:
 
     def slot_stride(self, d: int) -> int:
         """Distance between registers that differ by one step along dimension ``d`` (fastest dimension first)."""
-        stride = 1
-        for dd in self.order:
-            if dd == d:
-                return stride
-            stride *= self.per_thread[dd]
-        raise ValueError(d)
+        return order_stride(self.order, self.per_thread, d)
+
+    def lane_stride(self, d: int) -> int:
+        """Distance between lanes that differ by one step along dimension ``d``."""
+        return order_stride(self.order, self.threads_per_warp, d)
+
+    def warp_stride(self, d: int) -> int:
+        """Distance between SIMD groups that differ by one step along dimension ``d``."""
+        return order_stride(self.order, self.warps_per_cta, d)
 
     def __str__(self) -> str:
         return (f"blocked<shape={list(self.shape)}, spt={list(self.size_per_thread)}, "

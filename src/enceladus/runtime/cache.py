@@ -125,16 +125,20 @@ def _entry_path(kind: str, key: str) -> str:
 
 def write_entry(path: str | os.PathLike, payload: bytes) -> None:
     """Write ``payload`` with a checksum header, atomically (temporary file in the same directory + rename)."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    header = b"%s %d %s %d\n" % (MAGIC, ENTRY_FORMAT, sha256(payload).hexdigest().encode(), len(payload))
+    _write_atomic(path, header + payload)
+
+
+def _write_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename, mode 0600:
+    readers see the old file or the new one, never a partial one."""
     import tempfile  # only writers need it (and it imports shutil, bz2, lzma, random)
 
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    header = b"%s %d %s %d\n" % (MAGIC, ENTRY_FORMAT, sha256(payload).hexdigest().encode(), len(payload))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path))
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(header)
-            f.write(payload)
+            f.write(data)
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:
@@ -217,18 +221,7 @@ def compiler_digest() -> str:
 
 def write_memo(path: str, text: str) -> None:
     """Write a small text file atomically (temporary file + rename), mode 0600."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    _write_atomic(path, text.encode())
 
 
 def _hash_compiler_sources(files: list[str]) -> str:

@@ -72,10 +72,7 @@ def element_owners(layout: BlockedLayout | MmaLayout) -> dict[str, np.ndarray]:
     reg = np.arange(ept)[None, :]
     coords = []
     for d in range(rank):
-        before = layout.order[: layout.order.index(d)]
-        lane_stride = math.prod(layout.threads_per_warp[dd] for dd in before)
-        warp_stride = math.prod(layout.warps_per_cta[dd] for dd in before)
-        reg_stride = math.prod(layout.per_thread[dd] for dd in before)
+        lane_stride, warp_stride, reg_stride = layout.lane_stride(d), layout.warp_stride(d), layout.slot_stride(d)
         spt, tpw, wpc = layout.size_per_thread[d], layout.threads_per_warp[d], layout.warps_per_cta[d]
         base = ((warp // warp_stride) % wpc) * (spt * tpw) + ((lane // lane_stride) % tpw) * spt
         local = (reg // reg_stride) % layout.per_thread[d]

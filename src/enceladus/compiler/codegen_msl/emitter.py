@@ -120,7 +120,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         """XOR masks that reach every lane holding another part of dimension ``d`` (low coordinates first)."""
         if isinstance(p, MmaLayout):
             return [1, 8] if d == 1 else [2, 4, 16]
-        ls = self.lane_stride(p, d)
+        ls = p.lane_stride(d)
         return [ls << i for i in range(lanes.bit_length() - 1)]
 
     def lane_is_first(self, p: BlockedLayout | MmaLayout, d: int) -> str:
@@ -129,34 +129,16 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         return f"{self.lane_coord(p, d)} == 0"
 
     def lane_coord(self, p: BlockedLayout, d: int) -> str:
-        stride = 1
-        for dd in p.order:
-            if dd == d:
-                break
-            stride *= p.threads_per_warp[dd]
         tpw = p.threads_per_warp[d]
-        return f"((int(enc_lane) / {stride}) % {tpw})" if tpw > 1 else "0"
+        return f"((int(enc_lane) / {p.lane_stride(d)}) % {tpw})" if tpw > 1 else "0"
 
     def warp_coord(self, p: BlockedLayout | MmaLayout, d: int) -> str:
         if isinstance(p, MmaLayout):
             wm, wn = p.warps
             return (f"(int(enc_warp) / {wn})" if wm > 1 else "0") if d == 0 else \
                 (f"(int(enc_warp) % {wn})" if wn > 1 else "0")
-        stride = 1
-        for dd in p.order:
-            if dd == d:
-                break
-            stride *= p.warps_per_cta[dd]
         wpc = p.warps_per_cta[d]
-        return f"((int(enc_warp) / {stride}) % {wpc})" if wpc > 1 else "0"
-
-    def lane_stride(self, p: BlockedLayout, d: int) -> int:
-        stride = 1
-        for dd in p.order:
-            if dd == d:
-                return stride
-            stride *= p.threads_per_warp[dd]
-        raise ValueError(d)
+        return f"((int(enc_warp) / {p.warp_stride(d)}) % {wpc})" if wpc > 1 else "0"
 
     def base(self, p: BlockedLayout, d: int) -> str:
         """This thread's first coordinate along parent dimension ``d`` (before wrapping)."""

@@ -334,7 +334,7 @@ class MovementMixin:
         lanes = min(p.threads_per_warp[pd], max(1, p.shape[pd] // spt))
         warps = min(p.warps_per_cta[pd], max(1, p.shape[pd] // (spt * p.threads_per_warp[pd])))
         lc = self.lane_coord(p, pd)
-        ls = self.lane_stride(p, pd) if p.threads_per_warp[pd] > 1 else 1
+        ls = p.lane_stride(pd) if p.threads_per_warp[pd] > 1 else 1
         last = f"e - {digit} % {spt} * {stride} + {(spt - 1) * stride}"  # the last slot of e's run
         # 2. run totals scanned across lanes; lp = the exclusive prefix from lower lanes
         tots = [self.fresh("tot") for _ in xs]
