@@ -107,18 +107,12 @@ class MetalLauncher:
         handles: list[int] = []
         offsets: list[int] = []
         host: list[HostBinding] = []
-        exact, find = self.exact, self.registry.find
         try:
             for i, a in enumerate(addresses):
-                buf = exact.get(a)
-                if buf is not None:
-                    handles.append(buf.handle)
-                    offsets.append(0)
-                    continue
-                found = find(a)
-                if found is not None:
-                    handles.append(found[0].handle)
-                    offsets.append(found[1])
+                known = self._known(a)
+                if known is not None:
+                    handles.append(known[0])
+                    offsets.append(known[1])
                     continue
                 arr = arguments.as_numpy(objects[i])
                 hb = bind_host_array(self.backend.device, arr, self.writes[i], f"buffer({self.slots[i]})")
@@ -137,21 +131,23 @@ class MetalLauncher:
                 hb.finish()
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _known(self, address: int) -> tuple[int, int] | None:
+        """(MTLBuffer handle, byte offset) of an address inside memory this backend allocated, else None."""
+        buf = self.exact.get(address)
+        if buf is not None:
+            return buf.handle, 0
+        found = self.registry.find(address)
+        return (found[0].handle, found[1]) if found is not None else None
+
     def _resolve(self, addresses: Sequence[int], objects: Any) -> tuple[list[int], list[int], list[MetalBuffer]]:
         handles: list[int] = []
         offsets: list[int] = []
         temps: list[MetalBuffer] = []
-        exact = self.exact
         for i, a in enumerate(addresses):
-            buf = exact.get(a)
-            if buf is not None:
-                handles.append(buf.handle)
-                offsets.append(0)
-                continue
-            found = self.registry.find(a)
-            if found is not None:
-                handles.append(found[0].handle)
-                offsets.append(found[1])
+            known = self._known(a)
+            if known is not None:
+                handles.append(known[0])
+                offsets.append(known[1])
                 continue
             if isinstance(objects, list) and len(objects) == len(addresses) and not self.writes[i]:
                 temp = _copy_to_device(self.backend, arguments.as_numpy(objects[i]))
