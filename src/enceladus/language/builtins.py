@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import builtins as _py
 
-from .core import builtin, constexpr
+from .core import builtin, constexpr, named_builtin
 
 
 # --- programs ------------------------------------------------------------------------------------
@@ -111,10 +111,8 @@ def _math_doc(name: str, what: str):
     def rule(x):
         pass
 
-    rule.__name__ = name
-    rule.__qualname__ = name
-    rule.__doc__ = f"Elementwise {what}. Integer inputs are refused; float16/bfloat16 compute in float32."
-    return builtin(rule)
+    return named_builtin(rule, name,
+                         f"Elementwise {what}. Integer inputs are refused; float16/bfloat16 compute in float32.")
 
 
 exp = _math_doc("exp", "e**x")
@@ -406,11 +404,8 @@ def _atomic_doc(name: str, what: str):
     def rule(pointer, val, mask=None, sem=None, scope=None):
         pass
 
-    rule.__name__ = name
-    rule.__qualname__ = name
-    rule.__doc__ = (f"Atomically {what} at ``pointer`` where ``mask`` is true; returns the old values. "
-                    f"Example: ``old = tl.{name}(ptr + offs, v, mask=m)``.")
-    return builtin(rule)
+    return named_builtin(rule, name, f"Atomically {what} at ``pointer`` where ``mask`` is true; returns the old "
+                         f"values. Example: ``old = tl.{name}(ptr + offs, v, mask=m)``.")
 
 
 atomic_add = _atomic_doc("atomic_add", "add ``val``")

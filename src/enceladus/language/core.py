@@ -56,6 +56,15 @@ def builtin(fn: Callable) -> Callable:
     return outside_kernel
 
 
+def named_builtin(signature: Callable, name: str, doc: str) -> Callable:
+    """A builtin called ``name`` with ``signature``'s parameters and the docstring ``doc``, for families of
+    builtins declared from one template (``tl.exp``, ``tl.log``...; ``tl.atomic_add``...)."""
+    signature.__name__ = name
+    signature.__qualname__ = name
+    signature.__doc__ = doc
+    return builtin(signature)
+
+
 def builtin_name(obj: Any) -> str | None:
     """The builtin's name if ``obj`` is a tile-language builtin, else None."""
     return getattr(obj, "__enceladus_builtin__", None)

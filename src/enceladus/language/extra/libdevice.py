@@ -7,7 +7,7 @@ float32 and round once.
 """
 
 from ..builtins import _math_doc, abs, ceil, cos, erf, exp, exp2, floor, log, log2, rsqrt, sin, sqrt  # noqa: F401
-from ..core import builtin
+from ..core import named_builtin
 
 # one float argument
 tanh = _math_doc("tanh", "hyperbolic tangent")
@@ -37,10 +37,7 @@ def _math2(name: str, what: str):
     def rule(x, y):
         pass
 
-    rule.__name__ = name
-    rule.__qualname__ = name
-    rule.__doc__ = f"Elementwise {what} of two float tiles (float32 computation)."
-    return builtin(rule)
+    return named_builtin(rule, name, f"Elementwise {what} of two float tiles (float32 computation).")
 
 
 pow = _math2("pow", "x**y")
@@ -56,10 +53,7 @@ def _pred(name: str, what: str):
     def rule(x):
         pass
 
-    rule.__name__ = name
-    rule.__qualname__ = name
-    rule.__doc__ = f"Elementwise test: {what} (an int1 tile)."
-    return builtin(rule)
+    return named_builtin(rule, name, f"Elementwise test: {what} (an int1 tile).")
 
 
 isnan = _pred("isnan", "x is NaN")
