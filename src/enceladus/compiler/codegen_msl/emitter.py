@@ -320,6 +320,9 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 expr = f"*({ptr})"
             self.accesses.append(Access("load", op.loc.lineno if op.loc else None, str(r.type.element), (), 1,
                                         r.type.element.itemsize, "scalar pointer: one load shared by all threads"))
+            if self._writes_through(op.operands[0]):
+                self.emit_uniform_load(r, expr)
+                return
         elif op.name == "const":
             expr = const_literal(op.attrs["value"], r.type.element)
         elif op.name == "program_id":
@@ -334,6 +337,19 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         ctype = "auto" if r.type.is_ptr else msl_type(r.type.element)  # pointers keep their argument's constness
         self.emit(f"const {ctype} {name} = {expr};")
         self.refs[(r.id, None)] = name
+
+    def emit_uniform_load(self, r: ir.Value, expr: str) -> None:
+        """A scalar loaded from memory this kernel writes: thread 0 loads it and shares it, so that every thread
+        sees the same value (another thread's store or atomic may land between two threads' loads, and a branch
+        on values that differ between threads would put the barriers inside it out of reach of some threads)."""
+        t = msl_type(r.type.element)
+        self.smem_begin()
+        buf = self.smem("uchar" if r.type.element.is_bool() else t, 1, f"scalar load %{r.id} shared by all threads",
+                        max(1, r.type.element.itemsize))
+        self.emit(f"if (enc_tid == 0) {buf}[0] = {expr};")
+        self.barrier()
+        self.emit(f"const {t} v{r.id} = {buf}[0];")
+        self.refs[(r.id, None)] = f"v{r.id}"
 
     def emit_tile_op(self, op: ir.Op, layout: TileLayout) -> None:
         r = op.result
