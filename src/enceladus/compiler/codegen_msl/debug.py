@@ -68,7 +68,7 @@ class DebugMixin:
             self.emit_log_record(site, KIND_PRINT, "0", [self.ref(v, None) for v in values], "enc_tid == 0")
             return
         layout: TileLayout = self.plan.needs[values[0].id][0]
-        own = self.owner(layout, "e")
+        own = self.owner(layout, "e", shape)
         self.emit(f"for (int e = 0; e < {layout.parent.elems_per_thread}; ++e) {{")
         self.indent += 1
         self.emit_log_record(site, KIND_PRINT, self.flat_index(layout, shape, "e"),
@@ -89,7 +89,7 @@ class DebugMixin:
         conds = [f"!{self.ref(cond, layout)}"]
         if mask is not None:
             conds.append(self.ref(mask, layout))
-        own = self.owner(layout, "e")
+        own = self.owner(layout, "e", shape)
         if own:
             conds.append(own)
         self.emit(f"for (int e = 0; e < {layout.parent.elems_per_thread}; ++e) {{")

@@ -196,13 +196,16 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             return "0"
         return self.coord(layout.parent, layout.dims[i], e)
 
-    def owner(self, layout: TileLayout, e: str) -> str | None:
-        """True on exactly one (thread, register) per element of a value in ``layout``."""
+    def owner(self, layout: TileLayout, e: str, shape: tuple[int, ...] | None = None) -> str | None:
+        """True on exactly one (thread, register) per element of a value of ``shape`` in ``layout``
+        (a dimension of size 1 spread over a wider layout dimension is held by every thread along it)."""
         p = layout.parent
         conds = []
         for d in range(len(p.shape)):
             if d in layout.dims:
-                if p.replicated[d]:
+                if shape is not None and shape[layout.dims.index(d)] == 1 and p.cta_tile[d] * p.per_thread[d] > 1:
+                    conds.append(f"{self.raw_coord(p, d, e)} == 0")
+                elif p.replicated[d]:
                     conds.append(f"{self.raw_coord(p, d, e)} < {p.shape[d]}")
             else:
                 conds.append(f"{self.raw_coord(p, d, e)} == 0")

@@ -101,7 +101,7 @@ class MemoryMixin:
         conds = []
         if len(op.operands) > 2:
             conds.append(self.ref(op.operands[2], layout, "e"))
-        own = self.owner(layout, "e")
+        own = self.owner(layout, "e", ptr_v.type.shape)
         if own:
             conds.append(own)
         guard = f"if ({' && '.join(conds)}) " if conds else ""
@@ -163,7 +163,7 @@ class MemoryMixin:
         conds = []
         if mask_v is not None:
             conds.append(self.ref(mask_v, layout))
-        own = self.owner(layout, "e")
+        own = self.owner(layout, "e", r.type.shape)
         if own:
             conds.append(own)
         cmp = self.ref(cmp_v, layout) if cmp_v is not None else None
