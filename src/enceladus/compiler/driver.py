@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ..errors import CompilationError, OutOfResources
@@ -11,7 +10,7 @@ from ..language.dtypes import pointer_type
 from . import ir
 from .codegen_msl import MSLEmitter
 from .frontend import KernelSource, StructParam, lower_kernel, specialized_constant
-from .kernel import VERSION, CompiledKernel, KernelABI, KernelAsm
+from .kernel import VERSION, CompiledKernel, KernelABI, KernelAsm, dump_kernel
 from .passes import axis_info, layouts
 
 MAX_BUFFER_SLOTS = 31
@@ -130,20 +129,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
                   "uses_tensor_ops": module.uses_tensor_ops},
         accesses=module.accesses,
     )
-    _dump(ck)
+    dump_kernel(ck)
     return ck
 
 
-def _dump(ck: CompiledKernel) -> None:
-    """ENCELADUS_DUMP=dir writes each compiled kernel's IR and MSL there."""
-    out = os.environ.get("ENCELADUS_DUMP")
-    if not out:
-        return
-    import hashlib
-
-    os.makedirs(out, exist_ok=True)
-    tag = hashlib.sha256(ck.asm["msl"].encode()).hexdigest()[:12]
-    for kind, ext in (("ir_layouts", "ir"), ("msl", "metal")):
-        path = os.path.join(out, f"{ck.name}-{tag}.{ext}")
-        with open(path, "w") as f:
-            f.write(ck.asm[kind] + ("\n" if not ck.asm[kind].endswith("\n") else ""))

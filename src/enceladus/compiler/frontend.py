@@ -163,7 +163,11 @@ class Lowering(ast.NodeVisitor):
                 # `if cond: ...; return` followed by more code: the rest runs only when cond is false
                 self.visit_If(stmt, rest=list(stmts[i + 1:]))
                 return
-            self.visit(stmt)
+            try:
+                self.visit(stmt)
+            except RecursionError:
+                raise self.error(stmt, "this statement nests too deeply to compile (Python's recursion limit)",
+                                 "split the expression into several statements with intermediate variables") from None
 
     def generic_visit(self, node: ast.AST) -> Any:
         fix = _UNSUPPORTED_STMT_FIX.get(type(node)) or _UNSUPPORTED_EXPR_FIX.get(type(node))
@@ -558,8 +562,15 @@ class Lowering(ast.NodeVisitor):
         return values
 
     def eval_BinOp(self, node: ast.BinOp) -> Any:
-        op = _BINOPS[type(node.op)]
-        return self.binop(node, op, self.eval(node.left), self.eval(node.right))
+        # `a + b + c + ...` nests to the left: fold the left spine in a loop (a chain of hundreds of terms
+        # would otherwise exceed Python's recursion limit)
+        spine = [node]
+        while isinstance(spine[-1].left, ast.BinOp):
+            spine.append(spine[-1].left)
+        value = self.eval(spine[-1].left)
+        for n in reversed(spine):
+            value = self.binop(n, _BINOPS[type(n.op)], value, self.eval(n.right))
+        return value
 
     def binop(self, node: ast.AST, op: str, lhs: Any, rhs: Any) -> Any:
         if not is_value(lhs) and not is_value(rhs):

@@ -157,3 +157,21 @@ class CompiledKernel:
         lines.append("IR:")
         lines.append(self.asm["ir_layouts"])
         return "\n".join(lines)
+
+
+def dump_kernel(ck: CompiledKernel) -> None:
+    """``ENCELADUS_DUMP=dir``: write a kernel's IR (with layouts) and MSL there, whether it was compiled now or
+    loaded from the disk cache (``<name>-<hash of the MSL>.ir`` / ``.metal``)."""
+    import os
+
+    out = os.environ.get("ENCELADUS_DUMP")
+    if not out:
+        return
+    import hashlib
+
+    os.makedirs(out, exist_ok=True)
+    tag = hashlib.sha256(ck.asm["msl"].encode()).hexdigest()[:12]
+    for kind, ext in (("ir_layouts", "ir"), ("msl", "metal")):
+        path = os.path.join(out, f"{ck.name}-{tag}.{ext}")
+        with open(path, "w") as f:
+            f.write(ck.asm[kind] + ("\n" if not ck.asm[kind].endswith("\n") else ""))

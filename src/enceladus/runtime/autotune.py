@@ -306,7 +306,7 @@ class Autotuner(KernelInterface):
                              "re-define auto-tuned symbols.")
 
     def _compile_all(self, args: tuple, grid: Any, kwargs: dict[str, Any],
-                     configs: list[Config]) -> tuple[list[Config], dict[Config, str]]:
+                     configs: list[Config]) -> tuple[list[Config], dict[Config, BaseException]]:
         """Compile (and, on the cpu backend, build) every config in parallel. Returns (ok, failures)."""
         base = self.base_fn
         if getattr(base, "interpret", False):
@@ -319,7 +319,7 @@ class Autotuner(KernelInterface):
 
                 kernel.program = get_backend().compile(kernel.asm["msl"]).function(kernel.abi.kernel_name)
 
-        failures: dict[Config, str] = {}
+        failures: dict[Config, BaseException] = {}
         workers = max(1, min(len(configs), os.cpu_count() or 1, 8))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="enceladus-autotune") as pool:
             futures = {c: pool.submit(build, c) for c in configs}
@@ -329,7 +329,7 @@ class Autotuner(KernelInterface):
                     continue
                 if not _is_resource_or_compile_error(exc):
                     raise exc
-                failures[c] = _first_line(exc)
+                failures[c] = exc
         return [c for c in configs if c not in failures], failures
 
     def _bench(self, *args: Any, grid: Any, config: Config, **meta: Any) -> list[float]:
@@ -368,18 +368,15 @@ class Autotuner(KernelInterface):
                 except Exception as e:
                     if not _is_resource_or_compile_error(e):
                         raise
-                    failures[c] = _first_line(e)
+                    failures[c] = e
                     timings[c] = [float("inf")] * 3
                 progress.update()
         finally:
             progress.close()
-        for c, why in failures.items():
-            warnings.warn(f"autotune of '{self.__name__}': skipping config {{{c}}}: {why}", stacklevel=4)
+        for c, exc in failures.items():
+            warnings.warn(f"autotune of '{self.__name__}': skipping config {{{c}}}: {_first_line(exc)}", stacklevel=4)
         if len(failures) == len(configs):
-            reasons = "\n".join(f"  {{{c}}}: {why}" for c, why in failures.items())
-            raise CompilationError(f"autotune of '{self.__name__}': no config compiled and ran; every one failed:\n"
-                                   f"{reasons}", kernel=self.__name__,
-                                   fix="add configs that fit the device (smaller blocks, fewer warps)")
+            raise _all_configs_failed(self.__name__, [(c, failures[c]) for c in configs])
         self.bench_time = time.perf_counter() - start
         self.configs_timings = timings
         return builtins.min(timings, key=lambda c: timings[c][0])
@@ -468,6 +465,24 @@ def _is_resource_or_compile_error(e: BaseException) -> bool:
     except ImportError:  # pragma: no cover
         return False
     return isinstance(e, CpuBackendError)
+
+
+def _all_configs_failed(name: str, failures: list[tuple[Config, BaseException]]) -> CompilationError:
+    """The error when no config works: the first failure that is not a resource limit (the real error, with its
+    file, line and fix), or, when every config ran out of resources, a resource error suggesting smaller configs."""
+    real = [(c, e) for c, e in failures if not isinstance(e, OutOfResources)]
+    config, first = (real or failures)[0]
+    reasons = "\n".join(f"  {{{c}}}: {_first_line(e)}" for c, e in failures)
+    message = (f"autotune of '{name}': no config compiled and ran; every one failed:\n{reasons}\n"
+               f"first error (config {{{config}}}): {getattr(first, 'message', None) or str(first).strip()}")
+    if real:
+        cls, fix = CompilationError, getattr(first, "fix", None) or "fix the error above; it is not a resource limit"
+    else:
+        cls, fix = OutOfResources, "add configs that fit the device (smaller blocks, fewer warps or stages)"
+    where = {k: getattr(first, k, None) for k in ("filename", "lineno", "col", "source_line")}
+    err = cls(message, kernel=name, fix=fix, **where)
+    err.__cause__ = first
+    return err
 
 
 def _first_line(e: BaseException) -> str:

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compiler.kernel import VERSION, CompiledKernel
+from ..compiler.kernel import VERSION, CompiledKernel, dump_kernel
 
 try:  # the interpreter's own SHA-256: importing hashlib loads OpenSSL (~3 ms per process); same digests
     from _sha2 import sha256  # Python 3.12+
@@ -378,6 +378,7 @@ def load_or_compile(fn: Any, signature: dict[str, str], constexprs: dict[str, An
     key = kernel_key(fn, signature, constexprs, facts, {"num_warps": num_warps}) if enabled() else None
     kernel = load_kernel(key) if key else None
     if kernel is not None:
+        dump_kernel(kernel)  # ENCELADUS_DUMP: the same files as for a kernel compiled now
         return complete(kernel, target(), "disk")
     kernel = compile_kernel(fn.source, fn.__name__, fn.param_names, signature, constexprs, facts,
                             num_warps=num_warps, origin=os.path.basename(fn.source.filename))

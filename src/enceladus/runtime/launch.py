@@ -30,21 +30,51 @@ def debug_enabled() -> bool:
     return os.environ.get("ENCELADUS_DEBUG", "0") not in ("", "0", "false", "False")
 
 
+FP32_MAX = 3.4028234663852886e38
+_FP32 = struct.Struct("<f")
+
+
+def scalar_range(tname: str) -> tuple[int, int]:
+    """The ints a scalar parameter of type ``tname`` accepts: its signed range, plus the unsigned range for
+    unsigned types (negative values wrap, as in C)."""
+    bits = 8 * struct.calcsize("<" + _PACK[tname])
+    low = -(1 << (bits - 1))
+    return low, (1 << bits) - 1 if _PACK[tname].isupper() else (1 << (bits - 1)) - 1
+
+
+def _check_scalar(kernel: CompiledKernel, name: str, tname: str, v: Any) -> Any:
+    """``v`` converted for packing as ``tname``; an OverflowError naming the argument, its value and the
+    allowed range when it does not fit."""
+    if tname == "fp32":
+        f = float(v)
+        try:
+            _FP32.pack(f)
+        except OverflowError:  # finite, but rounds past fp32's largest value
+            raise OverflowError(
+                f"kernel '{kernel.name}': argument '{name}' = {v!r} is outside the range of fp32 "
+                f"[-{FP32_MAX:.8g}, {FP32_MAX:.8g}]; scale it down, or pass float('inf') if infinity is meant") from None
+        return f
+    if tname == "int1":
+        return 1 if v else 0
+    i = int(v)
+    low, high = scalar_range(tname)
+    if not low <= i <= high:
+        wraps = f" (negative values down to {low} wrap)" if low < 0 and tname.startswith("u") else ""
+        raise OverflowError(
+            f"kernel '{kernel.name}': argument '{name}' = {i} is outside the range of {tname} "
+            f"[{max(low, 0) if wraps else low}, {high}]{wraps}; pass a value in range, or annotate the parameter "
+            "with a wider type (e.g. tl.int64)")
+    if _PACK[tname].isupper() and i < 0:
+        i &= (1 << (8 * struct.calcsize(_PACK[tname]))) - 1
+    return i
+
+
 def pack_scalars(kernel: CompiledKernel, values: dict[str, Any]) -> bytes:
+    """The kernel's scalar arguments packed into its argument buffer (OverflowError for values out of range)."""
     abi = kernel.abi
     buf = bytearray(abi.args_size)
     for name, offset, tname in abi.args_format:
-        v = values[name]
-        code = _PACK[tname]
-        if tname == "fp32":
-            v = float(v)
-        elif tname == "int1":
-            v = 1 if v else 0
-        else:
-            v = int(v)
-            if code.isupper() and v < 0:
-                v &= (1 << (8 * struct.calcsize(code))) - 1
-        struct.pack_into("<" + code, buf, offset, v)
+        struct.pack_into("<" + _PACK[tname], buf, offset, _check_scalar(kernel, name, tname, values[name]))
     return bytes(buf)
 
 
@@ -93,11 +123,12 @@ class KernelLauncher:
         gsize = (grid[0] * self.tptg, grid[1], grid[2])
         try:
             return self.fast.pack(grid, gsize, *addresses, *scalars)
-        except struct.error:
+        except (struct.error, OverflowError):  # OverflowError: a float beyond fp32's range
             if gsize[0] > U32:
                 raise LaunchError(f"kernel '{self.name}': grid {grid} x {self.tptg} threads per threadgroup "
                                   "overflows 32-bit thread ids; use fewer threadgroups or a larger BLOCK") from None
-            # Ints outside the packed type's range (annotated parameters): wrap them as pack_scalars does.
+            # Scalars outside the packed type's range: negative unsigned ints wrap; anything that does not
+            # fit raises an OverflowError naming the argument (pack_scalars).
             fixed = list(pack_scalars(self.kernel, dict(zip(self.scalar_names, scalars))))
             return self.fast.pack(grid, gsize, *addresses, *struct.unpack("<" + _scalar_format(self.kernel),
                                                                          bytes(fixed)))
