@@ -14,7 +14,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from paths import cpu_available
+from paths import needs_cpu
 
 from .generator import programs
 from .harness import Mismatch, differential, write_program
@@ -22,7 +22,7 @@ from .harness import Mismatch, differential, write_program
 EXAMPLES = int(os.environ.get("ENCELADUS_FUZZ_EXAMPLES", "25"))
 LONG = EXAMPLES > 25
 
-pytestmark = pytest.mark.skipif(not cpu_available(), reason="the cpu backend needs a C++ compiler")
+pytestmark = needs_cpu
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from paths import cpu_available
+from paths import needs_cpu
 
 from .harness import differential, load_module
 
 FILES = sorted((Path(__file__).parent / "regressions").glob("*.py"))
 
 
-@pytest.mark.skipif(not cpu_available(), reason="the cpu backend needs a C++ compiler")
+@needs_cpu
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_regression(path):
     skip = getattr(load_module(path), "SKIP", None)

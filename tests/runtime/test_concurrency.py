@@ -18,11 +18,11 @@ import pytest
 import enceladus
 import enceladus.language as tl
 from enceladus.runtime import jit as jit_module
-from paths import cpu_available
+from paths import needs_cpu
 
 from . import launch_kernels as lk
 
-pytestmark = pytest.mark.skipif(not cpu_available(), reason="the cpu backend needs a C++ compiler")
+pytestmark = needs_cpu
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from enceladus.backends.cpu import CpuBackend, CpuLibrary
+from paths import path_missing
 
 COMPILERS = ["clang++", "g++"]
 
@@ -25,6 +26,8 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 @pytest.fixture(scope="session", params=COMPILERS)
 def backend(request: pytest.FixtureRequest) -> CpuBackend:
     if shutil.which(request.param) is None:
+        if not any(shutil.which(c) for c in COMPILERS):
+            path_missing("cpu", "no C++ compiler (clang++ or g++) is installed")  # a failure when CI=true
         pytest.skip(f"{request.param} is not installed")
     return CpuBackend(request.param)
 
