@@ -1077,6 +1077,12 @@ def _atomic(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, 
         raise SemanticError(f"{what}: unknown sem={sem!r}", "use 'relaxed', 'acquire', 'release' or 'acq_rel'")
     if scope not in ATOMIC_SCOPES:
         raise SemanticError(f"{what}: unknown scope={scope!r}", "use 'gpu', 'cta' or 'sys'")
+    if scope == "sys":
+        raise SemanticError(f"{what}: scope='sys' (ordering visible to the CPU and other devices while the kernel "
+                            "runs) has no Metal spelling: Metal's fences reach at most every thread of the device "
+                            "(thread_scope_device)",
+                            "use scope='gpu' (the default) and read the results on the host after the launch "
+                            "(synchronize)")
     elem = pointer.type.element.element_ty
     if elem.name not in ("int32", "uint32", "fp32"):
         if elem.primitive_bitwidth == 64:
@@ -1098,7 +1104,9 @@ def _atomic(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, 
     mask_v = _mask(b, mask, shape, what)
     if mask_v is not None:
         operands.append(mask_v)
-    return b.emit("atomic", operands, Type(elem, shape), kind=kind, masked=mask_v is not None)
+    # Triton's defaults: acq_rel at gpu scope (the MSL emitter fences every atomic that is not relaxed)
+    return b.emit("atomic", operands, Type(elem, shape), kind=kind, masked=mask_v is not None,
+                  sem=sem or "acq_rel", scope=scope or "gpu")
 
 
 def _atomic_rule(kind: str):

@@ -84,6 +84,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.pooled = pooled  # threadgroup memory shared by all data movements (when separate arrays exceed 32 KB)
         self.pool_offset = 0
         self.smem_uses = 0
+        self.device_fences = False  # a non-relaxed gpu-scope atomic: written buffers are coherent(device)
 
     # --- text -----------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -596,8 +597,11 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         for p in params:
             if p.kind == "buffer":
                 const = "" if p.writes else "const "
+                # another threadgroup's writes become visible to this one only through coherent(device) buffers
+                # (MSL spec 4 §4.8); only written buffers can carry what another threadgroup published
+                coherent = "coherent(device) " if p.writes and self.device_fences else ""
                 cname = "enc_log" if p.name == LOG_PARAM else safe_name(p.name)
-                sig_lines.append(f"    device {const}{MSL_TYPE[p.type[1:]]}* {cname} [[buffer({p.slot})]]")
+                sig_lines.append(f"    {coherent}device {const}{MSL_TYPE[p.type[1:]]}* {cname} [[buffer({p.slot})]]")
         args_slot = None
         unpack = []
         if struct_fields:

@@ -148,14 +148,19 @@ class MemoryMixin:
         cmp_v = operands.pop(0) if kind == "cas" else None
         val_v = operands.pop(0)
         mask_v = operands.pop(0) if op.attrs["masked"] else None
+        sem, scope = op.attrs.get("sem", "acq_rel"), op.attrs.get("scope", "gpu")
         self.accesses.append(Access("atomic", op.loc.lineno if op.loc else None, str(r.type.element),
-                                    r.type.shape, 1, r.type.element.itemsize, f"atomic_{kind}, relaxed order"))
+                                    r.type.shape, 1, r.type.element.itemsize,
+                                    f"atomic_{kind}, {sem} at {scope} scope" + (
+                                        " (relaxed atomic between device-scope fences)" if sem != "relaxed" else "")))
+        self.atomic_fence(sem, scope, "release")
         if layout is None:  # a scalar atomic: thread 0 performs it and shares the old value
             buf = self._atomic_share(r, 1)
             cond = "enc_tid == 0" + (f" && {self.ref(mask_v, None)}" if mask_v is not None else "")
             cmp = self.ref(cmp_v, None) if cmp_v is not None else None
             self.emit(f"if ({cond}) {buf}[0] = {self.atomic_expr(op, self.ref(ptr_v, None), self.ref(val_v, None), cmp)};")
             self.barrier()
+            self.atomic_fence(sem, scope, "acquire")  # every thread, after thread 0's atomic (the barrier)
             self.emit(f"const {t} v{r.id} = {buf}[0];")
             self.refs[(r.id, None)] = f"v{r.id}"
             return
@@ -177,6 +182,20 @@ class MemoryMixin:
             self.loop(layout, f"if ({own}) {buf}[{idx}] = {var}[e];")
             self.barrier()
             self.loop(layout, f"{var}[e] = {buf}[{idx}];")
+        self.atomic_fence(sem, scope, "acquire")
+
+    def atomic_fence(self, sem: str, scope: str, side: str) -> None:
+        """Metal's atomics are relaxed only (MSL spec 4 §6.15.1): Triton's ``acquire``/``release``/``acq_rel``
+        become device-scope fences (MSL 3.2, §6.15.3) around the relaxed atomic, executed by every thread:
+        before it for the release side, after it for the acquire side. Kernels that fence at gpu scope declare
+        the buffers they write ``coherent(device)`` (see generate() and docs/metal.md)."""
+        if sem == "relaxed" or sem == {"release": "acquire", "acquire": "release"}[side]:
+            return
+        if scope == "gpu":
+            self.device_fences = True
+        fence_scope = "thread_scope_device" if scope == "gpu" else "thread_scope_threadgroup"
+        self.emit(f"atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, {fence_scope});"
+                  f"  // {side} fence of a {sem} atomic")
 
     def _atomic_share(self, r: ir.Value, count: int) -> str:
         self.smem_begin()

@@ -23,8 +23,8 @@ NEEDS = {"erf": "enc_erf", "erfc": "enc_erf", "log1p": "enc_extra", "expm1": "en
          "hypot": "enc_extra"}
 
 HELPERS = {
-    "enc_atomic": """// Atomics on device memory, relaxed order (the only order Metal has). Floats other than add go through
-// the bits with a compare-and-swap loop.
+    "enc_atomic": """// Atomics on device memory, relaxed order (the only order Metal's atomic operations take; Triton's acquire
+// and release come from fences around them). Floats other than add go through the bits with a compare-and-swap loop.
 template <typename T, typename A> static inline T enc_atomic_cas_loop(device A* a, T cmp, T val) {
     T expected = cmp;
     while (!atomic_compare_exchange_weak_explicit(a, &expected, val, memory_order_relaxed, memory_order_relaxed)) {

@@ -1,13 +1,25 @@
 // Metal atomics on host memory: genuinely atomic across the pool's OS threads (GCC/Clang __atomic
-// builtins). Metal allows only memory_order_relaxed. Types and operations follow Metal: float
-// supports add/sub (plus load/store/exchange), 64-bit ulong only atomic_max/min_explicit.
+// builtins). Metal allows only memory_order_relaxed on atomic operations (ordering comes from
+// atomic_thread_fence). Types and operations follow Metal: float supports add/sub (plus
+// load/store/exchange), 64-bit ulong only atomic_max/min_explicit.
 #ifndef ENCELADUS_ATOMIC_H
 #define ENCELADUS_ATOMIC_H
 #include "core.h"
 
 namespace metal {
-enum memory_order { memory_order_relaxed = 0 };
-enum class thread_scope { thread_scope_thread, thread_scope_simdgroup, thread_scope_threadgroup, thread_scope_device };
+// Atomic operations take memory_order_relaxed only; atomic_thread_fence (MSL 3.2) also takes seq_cst.
+enum memory_order { memory_order_relaxed = 0, memory_order_seq_cst = 5 };
+// Unscoped, so that both `thread_scope_device` and `thread_scope::thread_scope_device` name it, as in Metal.
+enum thread_scope { thread_scope_thread, thread_scope_simdgroup, thread_scope_threadgroup, thread_scope_device };
+
+// atomic_thread_fence (MSL 3.2): orders this thread's memory operations around it for the threads of `scope`.
+// Here threadgroups run on several OS threads, so a seq_cst fence is a real host fence (with relaxed
+// atomics it gives the C++ fence-to-fence synchronization that generated kernels rely on).
+__ENC_INLINE void atomic_thread_fence(mem_flags flags, memory_order order, thread_scope scope = thread_scope_device) {
+  (void)flags;
+  (void)scope;
+  if (order != memory_order_relaxed) __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 
 template <class T> struct atomic {
   static_assert(__enc::is_same<T, int>::value || __enc::is_same<T, uint>::value || __enc::is_same<T, bool>::value ||

@@ -13,6 +13,8 @@
 #define threadgroup_imageblock
 #define ray_data
 #define object_data
+// coherent(device) (MSL 3.2): host memory is coherent across the pool's threads; ordering comes from fences.
+#define coherent(scope)
 #define __ENC_INLINE __attribute__((always_inline)) inline
 
 typedef unsigned char uchar;
