@@ -68,8 +68,9 @@ class RecordingObjCRuntime:
     """Stand-in for libobjc/Metal/Foundation; see the module docstring for what it checks."""
 
     def __init__(self, *, max_threads: int = 1024, fail_status: bool = False, cpu_backend: Any = None,
-                 families: tuple[int, ...] = (1007, 5002)) -> None:
+                 families: tuple[int, ...] = (1007, 5002), execution_width: int = 32) -> None:
         self.families = families  # the GPU families the pretend device supports (M1-class + Metal 4 by default)
+        self.execution_width = execution_width  # threadExecutionWidth of every pipeline
         self.meta = load_metadata()
         self.calls: list[tuple[str, str, tuple[Any, ...]]] = []  # (receiver kind, selector, C-level args)
         self.violations: list[str] = []
@@ -279,7 +280,7 @@ class RecordingObjCRuntime:
         return self.max_threads
 
     def _m_threadExecutionWidth(self, rid: int, obj: Obj) -> int:
-        return 32
+        return self.execution_width
 
     def _m_staticThreadgroupMemoryLength(self, rid: int, obj: Obj) -> int:
         return 0

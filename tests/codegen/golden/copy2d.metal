@@ -11,12 +11,15 @@ struct copy2d_kernel_args {
     int stride_on;
 };
 
+[[max_total_threads_per_threadgroup(128)]]
 kernel void copy2d_kernel(
     device const half* x_ptr [[buffer(0)]],
     device half* out_ptr [[buffer(1)]],
     constant copy2d_kernel_args& enc_args [[buffer(2)]],
     uint3 enc_pid [[threadgroup_position_in_grid]],
-    uint enc_tid [[thread_index_in_threadgroup]])
+    uint enc_tid [[thread_index_in_threadgroup]],
+    uint enc_lane [[thread_index_in_simdgroup]],
+    uint enc_warp [[simdgroup_index_in_threadgroup]])
 {
     const int M = enc_args.M;
     const int N = enc_args.N;
@@ -24,8 +27,6 @@ kernel void copy2d_kernel(
     const int stride_xn = enc_args.stride_xn;
     const int stride_om = enc_args.stride_om;
     const int stride_on = enc_args.stride_on;
-    const uint enc_lane = enc_tid % 32u;
-    const uint enc_warp = enc_tid / 32u;
     (void)enc_lane; (void)enc_warp;
     // L0 = blocked<shape=[32, 64], spt=[1, 8], tpw=[4, 8], wpc=[4, 1], order=[1, 0]>: 16 elements per thread
     const int L0_b0 = ((int(enc_warp) / 1) % 4) * 4 + ((int(enc_lane) / 8) % 4) * 1;

@@ -20,20 +20,21 @@ struct softmax_kernel_args {
     int stride;
 };
 
+[[max_total_threads_per_threadgroup(128)]]
 kernel void softmax_kernel(
     device const float* x_ptr [[buffer(0)]],
     device float* out_ptr [[buffer(1)]],
     constant softmax_kernel_args& enc_args [[buffer(2)]],
     uint3 enc_pid [[threadgroup_position_in_grid]],
-    uint enc_tid [[thread_index_in_threadgroup]])
+    uint enc_tid [[thread_index_in_threadgroup]],
+    uint enc_lane [[thread_index_in_simdgroup]],
+    uint enc_warp [[simdgroup_index_in_threadgroup]])
 {
     const int n_rows = enc_args.n_rows;
     const int n_cols = enc_args.n_cols;
     const int stride = enc_args.stride;
     threadgroup float enc_smem3[4];  // reduction of %19 across SIMD groups
     threadgroup float enc_smem6[4];  // reduction of %26 across SIMD groups
-    const uint enc_lane = enc_tid % 32u;
-    const uint enc_warp = enc_tid / 32u;
     (void)enc_lane; (void)enc_warp;
     // L0 = blocked<shape=[1024], spt=[4], tpw=[32], wpc=[4], order=[0]>: 8 elements per thread
     const int L0_b0 = ((int(enc_warp) / 1) % 4) * 128 + ((int(enc_lane) / 1) % 32) * 4;

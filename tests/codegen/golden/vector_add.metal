@@ -6,17 +6,18 @@ struct add_kernel_args {
     int n;
 };
 
+[[max_total_threads_per_threadgroup(128)]]
 kernel void add_kernel(
     device const float* x_ptr [[buffer(0)]],
     device const float* y_ptr [[buffer(1)]],
     device float* out_ptr [[buffer(2)]],
     constant add_kernel_args& enc_args [[buffer(3)]],
     uint3 enc_pid [[threadgroup_position_in_grid]],
-    uint enc_tid [[thread_index_in_threadgroup]])
+    uint enc_tid [[thread_index_in_threadgroup]],
+    uint enc_lane [[thread_index_in_simdgroup]],
+    uint enc_warp [[simdgroup_index_in_threadgroup]])
 {
     const int n = enc_args.n;
-    const uint enc_lane = enc_tid % 32u;
-    const uint enc_warp = enc_tid / 32u;
     (void)enc_lane; (void)enc_warp;
     // L0 = blocked<shape=[1024], spt=[4], tpw=[32], wpc=[4], order=[0]>: 8 elements per thread
     const int L0_b0 = ((int(enc_warp) / 1) % 4) * 128 + ((int(enc_lane) / 1) % 32) * 4;

@@ -219,6 +219,27 @@ kernel void enceladus_matmul2d_probe(device half* a [[buffer(0)]], device half* 
 """
 
 
+SIMD_WIDTH = 32  # what generated kernels are laid out for (lanes of a SIMD group)
+
+
+def check_simd_width(signature: KernelSignature, pipeline: Pipeline, device: Any) -> None:
+    """Generated kernels (their builtins are named ``enc_*``) lay tiles out over SIMD groups of 32 lanes; a pipeline
+    whose ``threadExecutionWidth`` differs would compute wrong results, so it is refused (and released)."""
+    if pipeline.execution_width == SIMD_WIDTH:
+        return
+    if not any(p.name.startswith("enc_") and p.attribute in ("thread_index_in_simdgroup",
+                                                             "simdgroup_index_in_threadgroup")
+               for p in signature.params):
+        return  # a hand-written kernel (compile_shader): its own business; MetalFunction.thread_execution_width
+    device.bridge.release(pipeline.handle)
+    raise CompilationError(
+        f"kernel '{signature.name}': Metal reports SIMD groups of {pipeline.execution_width} threads on "
+        f"{device.name} (threadExecutionWidth); Enceladus lays tiles out for {SIMD_WIDTH}-lane SIMD groups, so this "
+        "kernel would compute wrong results here", kernel=signature.name,
+        fix="please report this GPU with the output of `enceladus doctor --probe`; meanwhile use "
+            "ENCELADUS_BACKEND=cpu")
+
+
 class MetalLibrary:
     """MSL text compiled by Metal (``newLibraryWithSource``); kernels become pipelines on first use."""
 
@@ -239,6 +260,7 @@ class MetalLibrary:
                 fn = self._functions.get(name)
                 if fn is None:
                     pipeline = self.backend.device.new_pipeline(self.handle, name)
+                    check_simd_width(self.kernels[name], pipeline, self.backend.device)
                     fn = self._functions[name] = MetalFunction(self, self.kernels[name], pipeline)
         return fn
 

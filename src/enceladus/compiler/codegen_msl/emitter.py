@@ -619,6 +619,9 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         if self.uses_npid:
             sig_lines.append("    uint3 enc_npid [[threadgroups_per_grid]]")
         sig_lines.append("    uint enc_tid [[thread_index_in_threadgroup]]")
+        # lanes and SIMD groups as Metal numbers them (the spec does not promise tid % 32; MSL_AUDIT D5)
+        sig_lines.append("    uint enc_lane [[thread_index_in_simdgroup]]")
+        sig_lines.append("    uint enc_warp [[simdgroup_index_in_threadgroup]]")
         # IEEE-safe arithmetic whatever the compile options of the path that compiles this MSL (our Metal
         # backend, torch.mps.compile_shader, MLX): the spelling production Metal code uses (MSL 3.2, macOS 15+)
         out = [self.header, "#include <metal_stdlib>"]
@@ -634,6 +637,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             out += [code, ""]
         if struct_fields:
             out += [f"struct {kname}_args {{", *fields, "};", ""]
+        # the threadgroup size is fixed at compile time: the compiler may budget registers for it (MSL_AUDIT C4)
+        out.append(f"[[max_total_threads_per_threadgroup({WARP_SIZE * self.num_warps})]]")
         out.append(f"kernel void {kname}(")
         out.append(",\n".join(sig_lines) + ")")
         out.append("{")
@@ -643,8 +648,6 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             # float4 elements give the pool 16-byte alignment for every element type carved out of it
             out.append(f"    threadgroup float4 enc_pool4[{(self.smem_bytes + 15) // 16}];")
             out.append("    threadgroup uchar* enc_pool = (threadgroup uchar*)enc_pool4;")
-        out.append(f"    const uint enc_lane = enc_tid % {WARP_SIZE}u;")
-        out.append(f"    const uint enc_warp = enc_tid / {WARP_SIZE}u;")
         out.append("    (void)enc_lane; (void)enc_warp;")
         out += ["    " + line for line in self.preamble]
         out += self.body

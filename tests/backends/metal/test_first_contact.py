@@ -1,0 +1,38 @@
+"""First contact with a Mac (MSL_AUDIT B4, D5, D8 and the probes), checked through the metal backend's host code on
+the recording stand-in for libobjc: our decisions and call sequences, not Metal's behaviour."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import enceladus
+from enceladus.backends.metal import MetalBackend
+from enceladus.runtime.backend import use_backend
+
+from .kernels import add_kernel
+from .objc_recorder import RecordingObjCRuntime
+
+
+def test_generated_kernels_state_their_threadgroup_and_simd_builtins():
+    msl = add_kernel.warmup(np.zeros(8, np.float32), np.zeros(8, np.float32), np.zeros(8, np.float32), 8,
+                            BLOCK=256, grid=(1,)).asm["msl"]
+    assert "[[max_total_threads_per_threadgroup(128)]]\nkernel void add_kernel(" in msl
+    assert "uint enc_lane [[thread_index_in_simdgroup]]" in msl
+    assert "uint enc_warp [[simdgroup_index_in_threadgroup]]" in msl
+    assert "% 32u" not in msl
+
+
+def test_a_simd_width_other_than_32_is_refused_at_pipeline_creation(cpu):
+    rec = RecordingObjCRuntime(cpu_backend=cpu, execution_width=64)
+    metal = MetalBackend(runtime=rec, macos=15)
+    x = np.arange(8, dtype=np.float32)
+    with use_backend(metal), pytest.raises(enceladus.CompilationError, match="threadExecutionWidth") as info:
+        add_kernel[(1,)](x, x, np.zeros_like(x), 8, BLOCK=256)
+    assert "doctor --probe" in info.value.fix
+    assert rec.live("MTLComputePipelineState") == []  # the refused pipeline was released
+    # a hand-written kernel that does not use the generated lane builtins is not refused
+    lib = metal.compile("kernel void k(device float* p [[buffer(0)]], uint i [[thread_position_in_grid]]) "
+                        "{ p[i] = 1.0f; }")
+    assert lib.function("k").thread_execution_width == 64
+    assert rec.violations == []
