@@ -19,6 +19,7 @@ from ..language.builtins import static_range
 from ..language.core import builtin_name, constexpr
 from ..language.dtypes import dtype, pointer_type
 from . import ir, semantic
+from .refusals import REFUSED
 from .semantic import Builder, SemanticError, is_value
 from .source import KernelSource
 
@@ -547,6 +548,9 @@ class Lowering(ast.NodeVisitor):
             value = getattr(base, attr)
         except AttributeError:
             what = getattr(base, "__name__", type(base).__name__)
+            if what.startswith("enceladus.language") and attr in REFUSED:
+                raise self.error(node, f"tl.{attr} cannot run on Apple GPUs: {REFUSED[attr].reason}",
+                                 REFUSED[attr].fix) from None
             raise self.error(node, f"'{what}' has no attribute '{attr}'",
                              "see the language reference for the supported tl.* builtins") from None
         return value.value if isinstance(value, constexpr) else value

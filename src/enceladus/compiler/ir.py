@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..language.dtypes import dtype, pointer_type
+from .op_traits import OPS, family
 
 ElementType = dtype | pointer_type
 
@@ -116,26 +117,21 @@ def walk(ops: list[Op]):
             yield from walk(region.ops)
 
 
-# Ops by family, for passes and the verifier. Each name here has one MSL rule in codegen_msl.
-ELEMENTWISE_BINARY = {"add", "sub", "mul", "fdiv", "idiv", "mod", "and", "or", "xor", "shl", "shr",
-                      "max", "min", "umulhi", "fmod", "pow", "atan2", "copysign", "hypot", "fmin", "fmax"}
-COMPARE = {"lt", "le", "gt", "ge", "eq", "ne"}
-ELEMENTWISE_UNARY = {"neg", "not", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos",
-                     "floor", "ceil", "erf", "sigmoid", "tanh", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-                     "acosh", "atanh", "log10", "log1p", "expm1", "exp10", "cbrt", "erfc", "trunc", "round", "rint",
-                     "nearbyint", "fabs", "isnan", "isinf", "isfinite", "signbit"}
-ELEMENTWISE_OTHER = {"select", "fma", "cast", "bitcast", "addptr"}
+# Ops by family, derived from the one table of op traits (op_traits.OPS): each op there names its MSL emit rule.
+ELEMENTWISE_BINARY = family("elementwise_binary")
+COMPARE = family("compare")
+ELEMENTWISE_UNARY = family("elementwise_unary")
+ELEMENTWISE_OTHER = family("elementwise_other")
 ELEMENTWISE = ELEMENTWISE_BINARY | COMPARE | ELEMENTWISE_UNARY | ELEMENTWISE_OTHER
-MEMORY = {"load", "store", "atomic"}
-SOURCES = {"const", "program_id", "num_programs", "arange", "splat"}
-SHAPE = {"broadcast", "expand_dims", "squeeze", "permute", "reshape", "join", "split", "cat", "flip",
-         "gather", "histogram", "sort"}
-HINTS = {"multiple_of", "max_contiguous"}
-CONTROL = {"for", "if", "while", "yield"}
-REDUCTIONS = {"reduce", "scan"}
-MATMUL = {"dot"}
-DEBUG = {"print", "assert"}
-ALL_OPS = ELEMENTWISE | MEMORY | SOURCES | SHAPE | HINTS | CONTROL | REDUCTIONS | MATMUL | DEBUG | {"barrier"}
+MEMORY = family("memory")
+SOURCES = family("source")
+SHAPE = family("shape")
+HINTS = family("hint")
+CONTROL = family("control")
+REDUCTIONS = family("reduction")
+MATMUL = family("matmul")
+DEBUG = family("debug")
+ALL_OPS = frozenset(OPS)
 
 
 class Function:

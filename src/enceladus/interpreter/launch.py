@@ -28,6 +28,7 @@ from . import descriptors, extra, ops, random, shape_ops  # noqa: F401  (registr
 from .context import Launch, activate, current, env_flag, rollback
 from .memory import Buffer
 from .ops import OPS, PropagateNan, kernel_print
+from .refusals import refuse
 from .tensor import PEAK, Divergence, Tile, block_type, to_tile, unwrap
 
 BATCH_ELEMENTS = 1 << 22  # program batches hold tiles of at most about this many elements
@@ -124,6 +125,7 @@ def namespace() -> types.ModuleType:
                  "sigmoid", "abs", "fma", "maximum", "minimum", "fdiv", "div_rn", "umulhi", "cdiv"):
         setattr(math, name, OPS[name])
     tl.math = math
+    tl.__getattr__ = refuse  # Triton builtins Apple GPUs cannot run: a refusal that says why (refusals.py)
     tl.constexpr = interp_constexpr
     tl.tensor = Tile
     tl.block_type = block_type

@@ -454,11 +454,6 @@ def device_assert(cond: Any, msg: Any = "", mask: Any = None) -> None:
         f"tile index {tuple(int(i) for i in first[1:])}: {unwrap(msg)}{where_text()}")
 
 
-@op("inline_asm_elementwise")
-def inline_asm_elementwise(*args: Any, **kwargs: Any) -> None:
-    raise NotImplementedError("tl.inline_asm_elementwise cannot run in the interpreter (it is GPU assembly)")
-
-
 @op("to_tensor")
 def to_tensor(x: Any) -> Tile:
     return to_tile(x)

@@ -472,9 +472,4 @@ def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None, al
         return Tile(prod.astype(ret.to_numpy()), ret)
 
 
-@op("dot_scaled")
-def dot_scaled(*args: Any, **kwargs: Any) -> None:
-    raise NotImplementedError("tl.dot_scaled (microscaling formats) is not supported by the interpreter")
-
-
 OPS["binary"] = binary

@@ -18,6 +18,7 @@ from .. import ir
 from ..kernel import Param
 from ..layout import WARP_SIZE, BlockedLayout, MmaLayout, TileLayout
 from ..msl_types import MSL_TYPE, const_literal, msl_type, safe_name
+from ..op_traits import OPS, VIEW, ops_where
 from ..passes.axis_info import AxisInfo
 from ..passes.layouts import LayoutPlan
 from .debug import DebugMixin
@@ -27,7 +28,7 @@ from .movement import MovementMixin
 from .tables import BINARY_INFIX, FLOAT_CALL, FLOAT_CALL2, HELPERS, NEEDS
 
 LOG_PARAM = "__enc_log"  # the hidden device-log buffer of kernels that print or assert
-VIEW_OPS = {"splat", "broadcast", "expand_dims", "squeeze", "permute", "multiple_of", "max_contiguous"}
+VIEW_OPS = ops_where(layout=VIEW)  # free: expressions over the operand's registers or coordinates
 
 
 @dataclass
@@ -246,59 +247,36 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     # --- ops ------------------------------------------------------------------------------------------------
     def emit_block(self, block: ir.Block) -> None:
         for op in block.ops:
-            if op.name != "yield":
-                self.emit_op(op)
+            self.emit_op(op)
 
     def emit_op(self, op: ir.Op) -> None:
+        """Lower ``op`` with its emit rule from the op-trait table, then convert its results to the other
+        layouts the plan demands of them."""
         self.current_op = op  # refusals during emission point at the op that needs the resource
-        name = op.name
-        if name == "store":
-            self.emit_store(op)
+        getattr(self, OPS[op.name].emit)(op)
+        self.convert_to_needs(op.results)
+
+    def emit_value(self, op: ir.Op) -> None:
+        """Ops computed register by register (elementwise, sources, views, loads, atomics) and scalars."""
+        if not op.results:
             return
-        if name == "print":
-            self.emit_print(op)
-            return
-        if name == "assert":
-            self.emit_assert(op)
-            return
-        if name in ("for", "while"):
-            self.emit_loop(op)
-        elif name == "if":
-            self.emit_if(op)
-        elif name == "reduce":
-            self.emit_reduce(op)
-        elif name == "scan":
-            self.emit_scan(op)
-        elif name == "dot":
-            self.emit_dot(op)
-        elif name == "split":
-            self.emit_split(op)
-        elif name in ("reshape", "cat", "flip"):
-            self.emit_via_smem(op)
-        elif name == "gather":
-            self.emit_gather(op)
-        elif name == "histogram":
-            self.emit_histogram(op)
-        elif name == "sort":
-            self.emit_sort(op)
-        elif name == "barrier":  # tl.debug_barrier orders device memory too, like CUDA's __syncthreads
-            self.barriers += 1
-            self.emit("threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);")
-            return
-        elif not op.results:
-            return
-        elif not op.result.type.is_tile:
+        if not op.result.type.is_tile:
             self.emit_scalar_op(op)
             return
-        else:
-            r = op.result
-            if self.plan.pure.get(r.id, False):
-                for layout in self.plan.needs.get(r.id, []):
-                    self.emit_tile_op(op, layout)
-                return
-            home = self.plan.homes[r.id]
-            self.emit_tile_op(op, home)
-        self.convert_to_needs(op.results)
+        r = op.result
+        if self.plan.pure.get(r.id, False):
+            for layout in self.plan.needs.get(r.id, []):
+                self.emit_tile_op(op, layout)
+            return
+        self.emit_tile_op(op, self.plan.homes[r.id])
+
+    def emit_yield(self, op: ir.Op) -> None:
+        """Nothing: the op that owns the region assigns the yielded values (``assign_yields``)."""
+
+    def emit_barrier(self, op: ir.Op) -> None:
+        """tl.debug_barrier orders device memory too, like CUDA's __syncthreads."""
+        self.barriers += 1
+        self.emit("threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);")
 
     def convert_to_needs(self, values: list[ir.Value]) -> None:
         """Make values with a home available in the other layouts demanded of them."""
@@ -363,7 +341,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         name = op.name
         if name == "splat":
             self.refs[key] = self.ref(op.operands[0], None)
-        elif name in VIEW_OPS or name == "join":
+        elif name in VIEW_OPS:
             if name == "join":
                 c = self.value_coord(layout, r.type.shape, len(r.type.shape) - 1, "{e}")
                 sub = TileLayout(layout.parent, layout.dims[:-1])

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from math import gcd
 
 from .. import ir
+from ..op_traits import ops_where
 
 MAX_DIV = 1 << 30
+_WITH_RULE = ops_where(axis_rule=True)  # ops whose result facts _rule derives (op_traits)
 
 
 @dataclass(frozen=True)
@@ -84,9 +86,7 @@ def _analyze_block(block: ir.Block, info: dict[int, AxisInfo]) -> None:
                 ys = [region.terminator.operands[i] for region in op.regions]
                 info[r.id] = _meet(info[ys[0].id], info[ys[1].id])
             continue
-        if len(op.results) > 1 or op.regions or op.name in ("reduce", "scan", "split", "reshape", "cat", "flip",
-                                                             "permute", "join", "gather", "sort",
-                                                             "histogram", "dot", "atomic"):
+        if len(op.results) > 1 or op.regions or op.name not in _WITH_RULE:
             for r in op.results:
                 info[r.id] = _unknown(r)
             continue

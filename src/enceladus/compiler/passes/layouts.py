@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 
 from .. import ir
 from ..layout import BlockedLayout, MmaLayout, TileLayout, default_blocked, mma_layout
+from ..op_traits import TRANSPARENT, VIA_SMEM, VIEW, ops_where
 
 # Ops whose result is computed slot by slot from operands in the same layout (or a view of it).
-_TRANSPARENT = ir.ELEMENTWISE | {"splat", "broadcast", "expand_dims", "squeeze", "permute", "join", "multiple_of",
-                                 "max_contiguous", "arange", "const"}
+_TRANSPARENT = ops_where(layout=TRANSPARENT) | ops_where(layout=VIEW)
 # Ops that move data through threadgroup memory: any operand layout works, the result has a home.
-_VIA_SMEM = {"reshape", "cat", "flip", "histogram", "sort"}
+_VIA_SMEM = ops_where(layout=VIA_SMEM)
 
 
 @dataclass
