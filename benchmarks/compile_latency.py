@@ -284,7 +284,15 @@ def main() -> None:
     ap.add_argument("--triton-repeat", type=int, default=5, help="Triton compiles per kernel (median)")
     ap.add_argument("--no-triton", action="store_true", help="skip the upstream Triton comparison")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "compile_latency.json"))
+    ap.add_argument("--against", metavar="REV", help="A/B mode: interleave this tree with commit REV (benchmarks/ab.py)")
+    ap.add_argument("--rounds", type=int, default=6, help="A/B mode: interleaved rounds per tree")
     opts = ap.parse_args()
+    if opts.against:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import ab
+
+        ab.main(["--against", opts.against, "--rounds", str(opts.rounds)], kind="compile")
+        return
 
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default; silences its warning
     os.environ.pop("ENCELADUS_DUMP", None)

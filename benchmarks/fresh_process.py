@@ -95,7 +95,15 @@ def main() -> None:
     ap.add_argument("--baseline", metavar="JSON", help="a result file of an earlier version, kept in the output "
                     "under 'baseline' (with --baseline-note saying what it was)")
     ap.add_argument("--baseline-note", default="", help="what the baseline measured (version, commit)")
+    ap.add_argument("--against", metavar="REV", help="A/B mode: interleave this tree with commit REV (benchmarks/ab.py)")
+    ap.add_argument("--rounds", type=int, default=6, help="A/B mode: interleaved rounds per tree")
     args = ap.parse_args()
+    if args.against:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import ab
+
+        ab.main(["--against", args.against, "--rounds", str(args.rounds)], kind="fresh")
+        return
     with tempfile.TemporaryDirectory(prefix="enceladus-fresh-") as tmp:
         script = Path(tmp) / "child.py"
         script.write_text(CHILD)

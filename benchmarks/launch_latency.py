@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -93,7 +94,15 @@ def measure(kernel, args: tuple, iters: int, block: int) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=3000)
+    ap.add_argument("--against", metavar="REV", help="A/B mode: interleave this tree with commit REV (benchmarks/ab.py)")
+    ap.add_argument("--rounds", type=int, default=6, help="A/B mode: interleaved rounds per tree")
     opts = ap.parse_args()
+    if opts.against:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import ab
+
+        ab.main(["--against", opts.against, "--rounds", str(opts.rounds)], kind="launch")
+        return
     n = 64
     t = [enceladus.tensor(np.ones(n, np.float32)) for _ in range(9)]
     rows = {

@@ -1,0 +1,269 @@
+"""A/B host-latency measurements: this tree against an earlier commit, interleaved in one run.
+
+    python benchmarks/ab.py compile --against 92d4d52 [--rounds 6]
+    python benchmarks/ab.py launch  --against 92d4d52
+    python benchmarks/ab.py fresh   --against 92d4d52
+    python benchmarks/ab.py all     --against 92d4d52
+
+(also reachable as ``--against REV`` of compile_latency.py, launch_latency.py and fresh_process.py).
+
+The baseline's ``src/`` is exported with ``git archive REV src`` into a temporary folder. Each round runs one
+worker process per tree, in the order A B then B A on the next round (so a slow drift of the machine falls on
+both sides alike); a worker imports Enceladus from its tree only (``PYTHONPATH``; checked) and uses the public
+API alone, so the same measurement runs on both versions. The figure per tree is the median over rounds of each
+worker's own median; the ratio is baseline / current (above 1: the current tree is faster). On a shared, noisy
+machine absolute figures move by tens of percent from one minute to the next; ratios taken this way do not.
+
+Writes benchmarks/results/ab_<kind>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+KINDS = ("compile", "launch", "fresh")
+LAUNCH_ITERS = 2000
+
+
+# ---- workers: run in a child process with PYTHONPATH=<tree>/src; print one RESULT line -----------------------
+
+def _check_tree() -> None:
+    import enceladus
+
+    want = os.environ["ENCELADUS_AB_TREE"]
+    got = str(Path(enceladus.__file__).resolve())
+    if not got.startswith(str(Path(want).resolve())):
+        raise SystemExit(f"worker imported enceladus from {got}, expected it from {want}")
+
+
+def worker_compile(repeat: int) -> dict[str, float]:
+    """Median ms of fresh Python -> MSL compiles per kernel (a new JITFunction each time: no cache)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import compile_latency as cl
+
+    import enceladus
+
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="enceladus-ab-compile-") as tmp:
+        modules = cl.write_modules(Path(tmp))
+        for name, origin, fn_name, signature, constexprs, num_warps in cl.KERNELS:
+            raw = getattr(cl.import_path(modules[origin][0]), fn_name).fn
+            once = _compile_once(enceladus, raw, signature, constexprs, num_warps)
+            once()
+            out[f"{name} ms"] = statistics.median(once() for _ in range(repeat)) * 1e3
+    return out
+
+
+def _compile_once(enceladus: Any, raw: Any, signature: dict, constexprs: dict, num_warps: int) -> Any:
+    def once() -> float:
+        kernel = enceladus.jit(raw)  # a new JITFunction: the source is parsed again, nothing is cached
+        t0 = time.perf_counter()
+        enceladus.compile(kernel, signature=signature, constexprs=constexprs, num_warps=num_warps)
+        return time.perf_counter() - t0
+    return once
+
+
+LAUNCH_KERNELS = textwrap.dedent('''
+    import enceladus
+    import enceladus.language as tl
+
+
+    @enceladus.jit
+    def k4(a, b, n, alpha, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(b + offs, tl.load(a + offs, mask=m) * alpha, mask=m)
+
+
+    @enceladus.jit
+    def k16(a0, a1, a2, a3, a4, a5, a6, a7, out, n0, n1, n2, n3, n4, n5, alpha, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        m = offs < n0
+        s = tl.load(a0 + offs, mask=m) + tl.load(a1 + offs, mask=m) + tl.load(a2 + offs, mask=m)
+        s += tl.load(a3 + offs, mask=m) + tl.load(a4 + offs, mask=m) + tl.load(a5 + offs, mask=m)
+        s += tl.load(a6 + offs, mask=m) + tl.load(a7 + offs, mask=m)
+        tl.store(out + offs, s * alpha + (n1 + n2 + n3 + n4 + n5), mask=m)
+''')
+
+
+def worker_launch(iters: int) -> dict[str, float]:
+    """Host µs per asynchronous launch of a cached kernel on Tensors, 4 and 16 arguments (best of 3 loops)."""
+    import numpy as np
+
+    import enceladus
+
+    tmp = Path(tempfile.mkdtemp(prefix="enceladus-ab-launch-"))  # kept: kernels read their source lazily
+    (tmp / "ab_launch_kernels.py").write_text(LAUNCH_KERNELS)
+    sys.path.insert(0, str(tmp))
+    import ab_launch_kernels as lk
+
+    k4, k16 = lk.k4, lk.k16
+    n = 64
+    t = [enceladus.tensor(np.ones(n, np.float32)) for _ in range(9)]
+    out = {}
+    for name, kernel, args in (("4 args", k4, (t[0], t[1], n, 2.0)),
+                               ("16 args", k16, (*t[:9], n, 3, 5, 7, 11, 13, 0.5))):
+        launch = kernel[(1,)]
+        launch(*args, BLOCK=64)
+        enceladus.synchronize()
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                launch(*args, BLOCK=64)
+            best = min(best, (time.perf_counter() - t0) / iters)
+            enceladus.synchronize()
+        out[f"{name} us"] = best * 1e6
+    shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+FRESH_CHILD = textwrap.dedent('''
+    import time
+    t0 = time.perf_counter()
+    import numpy as np
+    t1 = time.perf_counter()
+    import enceladus
+    import enceladus.language as tl
+    t2 = time.perf_counter()
+
+    @enceladus.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+    x = np.ones(4096, np.float32); y = np.ones_like(x); out = np.empty_like(x)
+    t3 = time.perf_counter()
+    add_kernel[(4,)](x, y, out, x.size, BLOCK=1024)
+    t4 = time.perf_counter()
+    assert (out == 2).all()
+    print("RESULT " + __import__("json").dumps({"import enceladus ms": (t2 - t1) * 1e3,
+                                                  "ready and launched after imports ms": (t4 - t3) * 1e3}))
+''')
+
+
+def worker_fresh(runs: int) -> dict[str, float]:
+    """Fresh processes: import time and a cached kernel's first launch (the first process fills the cache)."""
+    with tempfile.TemporaryDirectory(prefix="enceladus-ab-fresh-") as tmp:
+        script = Path(tmp) / "child.py"
+        script.write_text(FRESH_CHILD)
+        env = {**os.environ, "ENCELADUS_CACHE_DIR": str(Path(tmp) / "cache"),
+               "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc")}
+        for var in ("ENCELADUS_CACHE", "PYTHONDONTWRITEBYTECODE", "ENCELADUS_DUMP"):
+            env.pop(var, None)
+        samples = [_child_result(script, env) for _ in range(runs + 1)][1:]  # the first one compiles
+    return {k: statistics.median(s[k] for s in samples) for k in samples[0]}
+
+
+def _child_result(script: Path, env: dict[str, str]) -> dict[str, float]:
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+    if res.returncode != 0:
+        raise SystemExit(f"child failed:\n{res.stderr}")
+    return json.loads(next(ln for ln in res.stdout.splitlines() if ln.startswith("RESULT "))[7:])
+
+
+WORKERS = {"compile": lambda: worker_compile(15), "launch": lambda: worker_launch(LAUNCH_ITERS),
+           "fresh": lambda: worker_fresh(8)}
+
+
+# ---- driver -----------------------------------------------------------------------------------------------
+
+def export_tree(rev: str, into: Path) -> tuple[Path, str]:
+    """``src/`` of ``rev`` extracted under ``into``; returns the folder holding it and the full commit id."""
+    sha = subprocess.run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=ROOT, capture_output=True,
+                         text=True)
+    if sha.returncode != 0:
+        raise SystemExit(f"--against {rev!r}: not a commit of this repository ({sha.stderr.strip()})")
+    commit = sha.stdout.strip()
+    tree = into / commit[:12]
+    tree.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "--format=tar", commit, "src"], cwd=ROOT, capture_output=True,
+                             check=True)
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree, commit
+
+
+def run_worker(kind: str, tree: Path, cache: Path) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "ENCELADUS_AB_TREE": str(tree / "src"),
+           "ENCELADUS_CACHE_DIR": str(cache)}
+    env.pop("ENCELADUS_DUMP", None)
+    res = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", kind], capture_output=True,
+                         text=True, env=env, cwd=ROOT, timeout=1800)
+    if res.returncode != 0:
+        raise SystemExit(f"{kind} worker on {tree} failed:\n{res.stdout}\n{res.stderr}")
+    return json.loads(next(ln for ln in res.stdout.splitlines() if ln.startswith("RESULT "))[7:])
+
+
+def compare(kind: str, rev: str, rounds: int) -> dict[str, Any]:
+    """Interleaved rounds of the ``kind`` worker on this tree and on ``rev``; prints and returns the table."""
+    with tempfile.TemporaryDirectory(prefix="enceladus-ab-") as tmp:
+        base_tree, commit = export_tree(rev, Path(tmp) / "trees")
+        trees = {"current": ROOT, "baseline": base_tree}
+        caches = {label: Path(tmp) / f"cache-{label}" for label in trees}
+        samples: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
+        for r in range(rounds):
+            order = ("current", "baseline") if r % 2 == 0 else ("baseline", "current")
+            for label in order:
+                samples[label].append(run_worker(kind, trees[label], caches[label]))
+            print(f"  round {r + 1}/{rounds} done", file=sys.stderr)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "status", "--porcelain", "src"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip())
+    rows = {}
+    for metric in samples["current"][0]:
+        cur = statistics.median(s[metric] for s in samples["current"])
+        base = statistics.median(s[metric] for s in samples["baseline"])
+        rows[metric] = {"current": cur, "baseline": base, "speedup": base / cur,
+                        "current_rounds": [s[metric] for s in samples["current"]],
+                        "baseline_rounds": [s[metric] for s in samples["baseline"]]}
+    print(f"A/B {kind}: current tree ({head[:10]}{', with uncommitted changes' if dirty else ''}) vs {commit[:10]}, "
+          f"{rounds} interleaved rounds, medians")
+    print(f"{'':<40}{'current':>12}{'baseline':>12}{'speedup':>10}")
+    for metric, row in rows.items():
+        print(f"{metric:<40}{row['current']:>12.3f}{row['baseline']:>12.3f}{row['speedup']:>9.2f}x")
+    return {"benchmark": f"ab_{kind}", "current": head, "current_dirty": dirty, "baseline": commit,
+            "rounds": rounds, "cpus": os.cpu_count(), "speedup": "baseline / current (above 1: current is faster)",
+            "results": rows}
+
+
+def main(argv: list[str] | None = None, kind: str | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if kind is None:
+        ap.add_argument("kind", nargs="?", choices=(*KINDS, "all"))
+    ap.add_argument("--against", metavar="REV", help="the earlier commit to compare with (e.g. 92d4d52)")
+    ap.add_argument("--rounds", type=int, default=6, help="interleaved rounds per tree (default 6)")
+    ap.add_argument("--worker", choices=KINDS, help=argparse.SUPPRESS)
+    opts = ap.parse_args(argv)
+    if opts.worker:
+        _check_tree()
+        print("RESULT " + json.dumps(WORKERS[opts.worker]()))
+        return
+    if kind is None and opts.kind is None:
+        ap.error("say what to measure: one of compile, launch, fresh, all")
+    if not opts.against:
+        ap.error("--against REV is required (the commit to compare this tree with)")
+    if opts.rounds < 1:
+        ap.error("--rounds must be at least 1")
+    for k in KINDS if (kind or opts.kind) == "all" else (kind or opts.kind,):
+        record = compare(k, opts.against, opts.rounds)
+        out = ROOT / "benchmarks" / "results" / f"ab_{k}.json"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"wrote {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""benchmarks/ab.py: the A/B driver refuses bad requests clearly and exports an earlier tree's sources."""
+
+import importlib.util
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _ab():
+    spec = importlib.util.spec_from_file_location("ab", ROOT / "benchmarks" / "ab.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _in_git_checkout() -> bool:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True).returncode == 0
+
+
+def test_unknown_revision_is_named():
+    if not _in_git_checkout():
+        pytest.skip("not a git checkout")
+    with pytest.raises(SystemExit, match="not-a-commit"):
+        _ab().export_tree("not-a-commit", pathlib.Path("/nonexistent"))
+
+
+def test_against_is_required():
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ab.py"), "launch"], capture_output=True,
+                         text=True)
+    assert res.returncode == 2 and "--against REV is required" in res.stderr
+
+
+def test_export_tree_holds_the_package(tmp_path):
+    if not _in_git_checkout():
+        pytest.skip("not a git checkout")
+    tree, commit = _ab().export_tree("HEAD", tmp_path)
+    assert len(commit) == 40
+    assert (tree / "src" / "enceladus" / "__init__.py").is_file()
