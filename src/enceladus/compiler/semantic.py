@@ -980,7 +980,14 @@ def interleave(b: Builder, a: Any, other: Any) -> Value:
 
 @rule("cat")
 def cat(b: Builder, input: Any, other: Any, can_reorder: Any = False, dim: Any = 0) -> Value:
-    xa, xb = _common(b, input, other)
+    if element_type(input).is_ptr() or element_type(other).is_ptr():  # pointers take no part in promotion
+        if not (is_value(input) and is_value(other) and input.type == other.type):
+            raise SemanticError(f"tl.cat of pointers needs two tiles of one pointer type, got "
+                                f"{element_type(input)} and {element_type(other)}",
+                                "make both operands tiles of pointers to the same element type")
+        xa, xb = input, other
+    else:
+        xa, xb = _common(b, input, other)
     if not xa.type.is_tile or xa.type.shape != xb.type.shape:
         raise SemanticError("tl.cat needs two tiles of the same shape",
                             "both halves must have the same shape so the result stays a power of two")

@@ -11,6 +11,11 @@ from ..msl_types import msl_type
 MAX_THREADGROUP_MEMORY = 32 * 1024
 
 
+def op_name(emitter) -> str:
+    op = getattr(emitter, "current_op", None)
+    return f"'{op.name}'" if op is not None else "operation"
+
+
 def _source_line(loc) -> str | None:
     if loc is None:
         return None
@@ -54,20 +59,33 @@ class MovementMixin:
             self.barrier()  # the previous iteration may still read this buffer
         self.smem_uses += 1
 
+    def where(self) -> dict:
+        """The location of the op being emitted, for refusals."""
+        loc = self.current_op.loc if getattr(self, "current_op", None) is not None else None
+        return {"filename": loc.filename if loc else None, "lineno": loc.lineno if loc else None,
+                "col": loc.col if loc else None, "source_line": _source_line(loc), "kernel": self.fn.name}
+
     def storage_type(self, v: ir.Value) -> tuple[str, int]:
         elem = v.type.element
         if elem.is_ptr():
             raise errors.CompilationError(
-                "a tile of pointers would have to move between threads, which is not supported",
-                kernel=self.fn.name, fix="move the offsets instead and add them to the base pointer afterwards")
+                f"this {op_name(self)} would move a tile of pointers between threads, which is not supported",
+                fix="apply it to the offsets instead and add them to the base pointer afterwards", **self.where())
         if elem.is_bool():
             return "uchar", 1
         return msl_type(elem), elem.itemsize
 
     # --- conversions ------------------------------------------------------------------------------------
     def emit_conversion(self, v: ir.Value, src: TileLayout, dst: TileLayout) -> None:
-        """Make ``v`` (held in ``src``) available in ``dst`` through threadgroup memory."""
-        t, size = self.storage_type(v)
+        """Make ``v`` (held in ``src``) available in ``dst`` through threadgroup memory.
+
+        A tile of pointers moves as element offsets from the pointer argument it is derived from."""
+        base = None
+        if v.type.element.is_ptr():
+            base = self.pointer_base(v)
+            t, size = "long", 8
+        else:
+            t, size = self.storage_type(v)
         shape = v.type.shape
         count = 1
         for i, s in enumerate(shape):
@@ -77,20 +95,48 @@ class MovementMixin:
         buf = self.smem(t, count, f"layout conversion of %{v.id}", size)
         own = self.owner(src, "e")
         guard = f"if ({own}) " if own else ""
-        self.loop(src, f"{guard}{buf}[{self.flat_index(src, shape, 'e', pad=True)}] = {self.ref(v, src)};")
+        value = self.ref(v, src) if base is None else f"long({self.ref(v, src)} - {base})"
+        self.loop(src, f"{guard}{buf}[{self.flat_index(src, shape, 'e', pad=True)}] = {value};")
         self.barrier()
-        var = self.declare_tile(v, dst, name=f"v{v.id}_{self.fresh('c')}")
+        name = f"v{v.id}_{self.fresh('c')}"
+        if base is None:
+            var = self.declare_tile(v, dst, name=name)
+        else:
+            var = name
+            self.emit(f"{msl_type(v.type.element, const=not self._writes_through(v))} {var}"
+                      f"[{dst.parent.elems_per_thread}];")
+            self.refs[(v.id, dst)] = var + "[{e}]"
         read = f"{buf}[{self.flat_index(dst, shape, 'e', pad=True)}]"
-        if v.type.element.is_bool():
+        if base is not None:
+            read = f"{base} + {read}"
+        elif v.type.element.is_bool():
             read = f"({read} != 0)"
         self.loop(dst, f"{var}[e] = {read};")
         self.notes.append(f"%{v.id} converted from {src} to {dst} through {count * size} bytes of threadgroup memory")
+
+    def pointer_base(self, v: ir.Value) -> str:
+        """The MSL name of the pointer argument that the pointer tile ``v`` is derived from."""
+        root = self.roots.get(v.id)
+        for a in self.fn.args:
+            if root is not None and a.name == root:
+                return self.refs[(a.id, None)]
+        raise errors.CompilationError(
+            "a tile of pointers must change layout here, and it is not derived from one pointer argument "
+            "(it moves between threads as offsets from that argument)",
+            fix="compute the pointers from one pointer argument plus offsets (e.g. base + offs), "
+                "or load the values first and use the loaded tile", **self.where())
 
     def emit_via_smem(self, op: ir.Op) -> None:
         """reshape, cat and flip: write the operands row-major, read them back in the result's order."""
         r = op.result
         home = self.plan.homes[r.id]
-        t, size = self.storage_type(r)
+        base = None
+        if r.type.element.is_ptr():  # pointers move as offsets from the one argument they all derive from
+            bases = {self.pointer_base(x) for x in op.operands}
+            base = bases.pop() if len(bases) == 1 else self.storage_type(r)
+            t, size = "long", 8
+        else:
+            t, size = self.storage_type(r)
         total = r.type.numel
         self.smem_begin()
         buf = self.smem(t, total, f"{op.name} of %{r.id}", size)
@@ -102,12 +148,20 @@ class MovementMixin:
             idx = self.flat_index(lx, x.type.shape, "e")
             if op.name == "flip":
                 idx = self.flipped_index(lx, x.type.shape, op.attrs["axis"], "e")
-            self.loop(lx, f"{guard}{buf}[{offset} + {idx}] = {self.ref(x, lx)};")
+            value = self.ref(x, lx) if base is None else f"long({self.ref(x, lx)} - {base})"
+            self.loop(lx, f"{guard}{buf}[{offset} + {idx}] = {value};")
             offset += x.type.numel
         self.barrier()
-        var = self.declare_tile(r, home)
         read = f"{buf}[{self.flat_index(home, r.type.shape, 'e')}]"
-        if r.type.element.is_bool():
+        if base is not None:
+            var = self.fresh("p")
+            self.emit(f"{msl_type(r.type.element, const=not self._writes_through(r))} {var}"
+                      f"[{home.parent.elems_per_thread}];")
+            self.refs[(r.id, home)] = var + "[{e}]"
+            read = f"{base} + {read}"
+        else:
+            var = self.declare_tile(r, home)
+        if base is None and r.type.element.is_bool():
             read = f"({read} != 0)"
         self.loop(home, f"{var}[e] = {read};")
 
