@@ -120,7 +120,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
                     tuple(module.args_format), module.threads_per_threadgroup, module.threadgroup_memory)
     ck = CompiledKernel(
         name=name,
-        asm=KernelAsm({"msl": module.msl}, lazy={"ir": fn.format, "ir_layouts": lambda: fn.format(show_layouts=True)}),
+        asm=KernelAsm({"msl": module.msl}, lazy={"ir": fn.format, "ir_layouts": lambda: fn.format(layouts=plan.layout_of)}),
         abi=abi,
         metadata={"num_warps": num_warps, "layouts": module.layouts, "threads_per_threadgroup":
                   module.threads_per_threadgroup, "threadgroup_memory": module.threadgroup_memory,

@@ -1,11 +1,12 @@
 """The tile IR: SSA values of scalar or tile type, ops in one block, a printer and a verifier.
 
-Types are small frozen dataclasses; values and ops are plain objects that passes annotate
-(``Value.layout``).
+Types are small frozen dataclasses; values and ops are plain objects. Passes never annotate them: their
+decisions travel in their plan objects (``passes.layouts.LayoutPlan``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,14 +62,13 @@ class Loc:
 class Value:
     """An SSA value: a kernel argument or the result of an op."""
 
-    __slots__ = ("id", "layout", "name", "op", "type")
+    __slots__ = ("id", "name", "op", "type")
 
     def __init__(self, id: int, type: Type, op: Op | None = None, name: str | None = None):
         self.id = id
         self.type = type
         self.op = op
         self.name = name  # argument name, for arguments
-        self.layout: Any = None  # set by passes.layouts
 
     def __repr__(self) -> str:
         return f"%{self.name or self.id}"
@@ -183,10 +183,11 @@ class Function:
         return op
 
     # --- printing ----------------------------------------------------------------------------
-    def format(self, show_layouts: bool = False) -> str:
+    def format(self, layouts: Callable[[Value], Any] | None = None) -> str:
+        """The IR as text; with ``layouts`` (e.g. ``LayoutPlan.layout_of``) each result's layout is shown."""
         args = ", ".join(f"%{a.name}: {a.type}" for a in self.args)
         lines = [f"func @{self.name}({args}) {{"]
-        _format_block(self.body, lines, "  ", show_layouts)
+        _format_block(self.body, lines, "  ", layouts)
         lines.append("}")
         return "\n".join(lines)
 
@@ -202,16 +203,16 @@ def _fmt_attr(v: Any) -> str:
     return str(v)
 
 
-def _format_block(block: Block, lines: list[str], indent: str, show_layouts: bool) -> None:
+def _format_block(block: Block, lines: list[str], indent: str, layouts: Callable[[Value], Any] | None) -> None:
     for op in block.ops:
-        lines.append(indent + format_op(op, show_layouts))
+        lines.append(indent + format_op(op, layouts))
         for i, region in enumerate(op.regions):
             args = ", ".join(f"{a!r}: {a.type}" for a in region.args)
             lines.append(f"{indent}  ^region{i}({args}):")
-            _format_block(region, lines, indent + "    ", show_layouts)
+            _format_block(region, lines, indent + "    ", layouts)
 
 
-def format_op(op: Op, show_layouts: bool = False) -> str:
+def format_op(op: Op, layouts: Callable[[Value], Any] | None = None) -> str:
     attrs = ""
     shown = {k: v for k, v in op.attrs.items() if not k.startswith("_")}
     if shown:
@@ -222,8 +223,8 @@ def format_op(op: Op, show_layouts: bool = False) -> str:
         names = ", ".join(repr(r) for r in op.results)
         types = ", ".join(str(r.type) for r in op.results)
         text = f"{names} = {text} : {types}"
-        if show_layouts:
-            lays = [str(r.layout) for r in op.results if r.layout is not None]
+        if layouts is not None:
+            lays = [str(lay) for lay in map(layouts, op.results) if lay is not None]
             if lays:
                 text += "  #" + " | ".join(lays)
     return text

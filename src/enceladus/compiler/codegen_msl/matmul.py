@@ -22,8 +22,8 @@ class DotMixin:
         a, b, acc = op.operands
         r = op.result
         home: TileLayout = self.plan.homes[r.id]
-        la: TileLayout = op.attrs["_a_layout"]
-        lb: TileLayout = op.attrs["_b_layout"]
+        decision = self.plan.dots[r.id]
+        la, lb = decision.a_layout, decision.b_layout
         ta, tb = (msl_type(x.type.element) for x in (a, b))
         self.smem_begin()
         sa = self.smem(ta, a.type.numel, f"operand A of dot %{r.id}", a.type.element.itemsize)
@@ -33,7 +33,7 @@ class DotMixin:
         self.barrier()
         if isinstance(home.parent, MmaLayout):
             self.emit_simdgroup_dot(op, home.parent, sa, sb)
-        elif op.attrs.get("_matmul2d"):
+        elif decision.matmul2d:
             self.emit_matmul2d_dot(op, home, sa, sb)
         else:
             self.emit_fma_dot(op, home, sa, sb)
@@ -91,8 +91,8 @@ class DotMixin:
         c = self.fresh("enc_c")
         self.notes.append(f"dot %{r.id}: simdgroup_matrix, {mma.warps[0]}x{mma.warps[1]} SIMD groups, "
                           f"{fm}x{fn} accumulator fragments of 8x8 each, A and B staged in threadgroup memory"
-                          + (f" (not matmul2d: {op.attrs['_why_not_matmul2d']})"
-                             if op.attrs.get("_why_not_matmul2d") else ""))
+                          + (f" (not matmul2d: {self.plan.dots[r.id].why_not_matmul2d})"
+                             if self.plan.dots[r.id].why_not_matmul2d else ""))
         self.emit(f"simdgroup_float8x8 {c}[{fm * fn}];")
         acc_ref = self.ref(acc, home, "{e}")
         accf = [acc_ref.replace("{e}", f"2 * f + {j}") for j in range(2)]
@@ -127,7 +127,7 @@ class DotMixin:
         m, n = shape[-2], shape[-1]
         batched = len(shape) == 3
         acc_t = "int" if a.type.element.is_int() else "float"
-        why = op.attrs.get("_why_fma") or "the result layout is not a fragment layout"
+        why = self.plan.dots[r.id].why_fma or "the result layout is not a fragment layout"
         self.notes.append(f"dot %{r.id}: multiply-add loop per output element (shape {list(shape)} x K={k}, "
                           f"{a.type.element}) because {why}; A and B staged in threadgroup memory")
         var = self.declare_tile(r, home)

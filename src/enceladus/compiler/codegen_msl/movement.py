@@ -215,7 +215,7 @@ class MovementMixin:
 
     def emit_reduce(self, op: ir.Op) -> None:
         axis = op.attrs["axis"]
-        lx: TileLayout = op.attrs["_operand_layout"]
+        lx: TileLayout = self.plan.operand_layouts[op.results[0].id]
         p = lx.parent
         pd = lx.dims[axis]
         xs = op.operands

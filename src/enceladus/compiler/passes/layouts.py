@@ -32,13 +32,37 @@ _VIA_SMEM = ops_where(layout=VIA_SMEM)
 
 
 @dataclass
+class DotPlan:
+    """How one ``dot`` is computed: simdgroup_matrix fragments (``mma``), Metal 4 matmul2d, or a multiply-add
+    loop, with the reasons the faster ways were not taken, and the layouts its operands are staged from."""
+
+    mma: MmaLayout | None = None
+    matmul2d: bool = False
+    why_fma: str | None = None  # why not simdgroup_matrix (None when it is used, or matmul2d is)
+    why_not_matmul2d: str | None = None  # why dot_backend='matmul2d' fell back
+    a_layout: TileLayout | None = None
+    b_layout: TileLayout | None = None
+
+
+@dataclass
 class LayoutPlan:
-    """The result of layout assignment."""
+    """The result of layout assignment: every decision the emitter needs, keyed by value id (never stored on
+    the IR, so planning the same function again with other options gives an independent answer)."""
 
     needs: dict[int, list[TileLayout]] = field(default_factory=dict)  # value id -> layouts it is needed in
     homes: dict[int, TileLayout] = field(default_factory=dict)  # value id -> the layout it is computed in
     pure: dict[int, bool] = field(default_factory=dict)
     parents: list[BlockedLayout] = field(default_factory=list)
+    dots: dict[int, DotPlan] = field(default_factory=dict)  # dot result id -> how it is computed
+    operand_layouts: dict[int, TileLayout] = field(default_factory=dict)  # reduce/scan first result id -> input's
+
+    def layout_of(self, v: ir.Value) -> TileLayout | None:
+        """The layout ``v`` is computed in (its home, else the first layout demanded of it), for printing."""
+        home = self.homes.get(v.id)
+        if home is not None:
+            return home
+        needs = self.needs.get(v.id)
+        return needs[0] if needs else None
 
     def demand(self, v: ir.Value, layout: TileLayout) -> None:
         if not v.type.is_tile:
@@ -92,7 +116,6 @@ class _Assigner:
     def home(self, v: ir.Value, layout: TileLayout) -> TileLayout:
         self.plan.homes[v.id] = layout
         self.plan.demand(v, layout)
-        v.layout = layout
         return layout
 
     # --- the backward walk ---------------------------------------------------------------------------
@@ -148,37 +171,35 @@ class _Assigner:
                         break
 
     def dot_layout(self, op: ir.Op) -> MmaLayout | None:
-        """The simdgroup_matrix accumulator layout of a dot, or None for the FMA path."""
-        if "_mma" not in op.attrs:
-            a = op.operands[0]
-            r = op.result
-            why = None
-            if len(r.type.shape) != 2:
-                why = "batched (3-D) dots use the multiply-add loop"
-            elif not a.type.element.is_floating():
-                why = f"simdgroup_matrix has no {a.type.element} type"
-            elif not all(s % 8 == 0 for s in (*r.type.shape, a.type.shape[-1])):
-                why = f"M, N and K must be multiples of 8 (got {list(r.type.shape)} x K={a.type.shape[-1]})"
-            op.attrs["_matmul2d"] = False
-            if why is None and self.dot_backend == "matmul2d":
-                k = a.type.shape[-1]
-                not_m2d = None
-                if a.type.element.name not in ("fp16", "fp32"):
-                    not_m2d = f"matmul2d takes fp16 or fp32 operands here, not {a.type.element}"
-                elif k % 32:
-                    not_m2d = f"matmul2d needs a static K that is a multiple of 32 (macOS 26.1), got K={k}"
-                op.attrs["_why_not_matmul2d"] = not_m2d
-                if not_m2d is None:  # the accumulator lives in a cooperative tensor; the tile around it is blocked
-                    op.attrs["_matmul2d"] = True
-                    op.attrs["_mma"] = None
-                    op.attrs["_why_fma"] = None
-                    return None
-            mma = mma_layout(r.type.shape, self.num_warps) if why is None else None
-            if why is None and mma is None:
-                why = f"a {list(r.type.shape)} tile does not split into 8x8 fragments over {self.num_warps} SIMD groups"
-            op.attrs["_mma"] = mma
-            op.attrs["_why_fma"] = why
-        return op.attrs["_mma"]
+        """The simdgroup_matrix accumulator layout of a dot, or None for the FMA and matmul2d paths (decided
+        once per plan, recorded in ``plan.dots``)."""
+        r = op.result
+        if r.id in self.plan.dots:
+            return self.plan.dots[r.id].mma
+        a = op.operands[0]
+        decision = self.plan.dots[r.id] = DotPlan()
+        why = None
+        if len(r.type.shape) != 2:
+            why = "batched (3-D) dots use the multiply-add loop"
+        elif not a.type.element.is_floating():
+            why = f"simdgroup_matrix has no {a.type.element} type"
+        elif not all(s % 8 == 0 for s in (*r.type.shape, a.type.shape[-1])):
+            why = f"M, N and K must be multiples of 8 (got {list(r.type.shape)} x K={a.type.shape[-1]})"
+        if why is None and self.dot_backend == "matmul2d":
+            k = a.type.shape[-1]
+            if a.type.element.name not in ("fp16", "fp32"):
+                decision.why_not_matmul2d = f"matmul2d takes fp16 or fp32 operands here, not {a.type.element}"
+            elif k % 32:
+                decision.why_not_matmul2d = f"matmul2d needs a static K that is a multiple of 32 (macOS 26.1), got K={k}"
+            else:  # the accumulator lives in a cooperative tensor; the tile around it is blocked
+                decision.matmul2d = True
+                return None
+        mma = mma_layout(r.type.shape, self.num_warps) if why is None else None
+        if why is None and mma is None:
+            why = f"a {list(r.type.shape)} tile does not split into 8x8 fragments over {self.num_warps} SIMD groups"
+        decision.mma = mma
+        decision.why_fma = why
+        return mma
 
     def run(self) -> LayoutPlan:
         self.mark_pure(self.fn.ops)
@@ -247,8 +268,6 @@ class _Assigner:
             return
         if not plan.pure[r.id]:
             layouts = [self.home(r, self.pref.get(r.id, layouts[0]))]  # computed once; others are conversions
-        else:
-            r.layout = layouts[0]
         for layout in layouts:
             for i, o in enumerate(op.operands):
                 if o.type.is_tile:
@@ -308,7 +327,7 @@ class _Assigner:
             for r in op.results:
                 if r.type.is_tile:
                     self.home(r, TileLayout(lx.parent, lx.dims[:axis] + lx.dims[axis + 1:]))
-        op.attrs["_operand_layout"] = lx
+        plan.operand_layouts[r0.id] = lx
         for x in op.operands:
             plan.demand(x, lx)
         # combine regions hold only scalars
@@ -325,10 +344,11 @@ class _Assigner:
         self.home(r, home)
         a, b, acc = op.operands
         # operands are staged through threadgroup memory from whatever layout they are produced in
-        op.attrs["_a_layout"] = self.pref.get(a.id) or self.anchor(a.type.shape)
-        op.attrs["_b_layout"] = self.pref.get(b.id) or self.anchor(b.type.shape)
-        self.plan.demand(a, op.attrs["_a_layout"])
-        self.plan.demand(b, op.attrs["_b_layout"])
+        decision = self.plan.dots[r.id]
+        decision.a_layout = self.pref.get(a.id) or self.anchor(a.type.shape)
+        decision.b_layout = self.pref.get(b.id) or self.anchor(b.type.shape)
+        self.plan.demand(a, decision.a_layout)
+        self.plan.demand(b, decision.b_layout)
         self.plan.demand(acc, home)
 
 
