@@ -6,7 +6,7 @@ Layout of ``$ENCELADUS_CACHE_DIR`` (default ``~/.cache/enceladus``), every direc
     autotune/<k[:2]>/<k>.json   one autotuning result (with cache_results=True)
     cpu/                        the cpu backend's shared libraries (content-addressed by that backend)
                                 and its compiler probes (probe-<k>.json: `CXX --version`, see toolchain.py)
-    .compiler-<stamp>           compiler_digest() of one installation (stamp: source paths, sizes, mtimes)
+    .kdigest-<stamp>            compiler_digest() of one installation (stamp: source paths, sizes, mtimes)
 
 A kernel's key hashes the kernel's source, the source of every ``@jit`` function it calls
 (transitively, found from the AST and ``fn.__globals__``), the values of the globals those functions
@@ -16,10 +16,12 @@ name matters only as part of its source. The cpu backend keys its libraries by t
 headers, the host compiler's identity and flags, so a cached kernel's library is found without running
 the C++ compiler.
 
-Each file starts with a header line holding a SHA-256 of the payload; a truncated or damaged file fails
-the check, is deleted and the kernel is recompiled. Files are written to a temporary name in the same
-directory and renamed into place, so concurrent processes never see half a file and two processes
-compiling the same kernel both succeed. ``ENCELADUS_CACHE=0`` disables the cache.
+Each file starts with a header line recording its own key, a SHA-256 and the length of the payload
+(``enceladus/cachedir.py``); a truncated or damaged file, or one holding another key's entry, fails the
+check, is deleted with one warning and the kernel is recompiled. Files are written to a temporary name in
+the same directory and renamed into place, so concurrent processes never see half a file and two processes
+compiling the same kernel both succeed. ``ENCELADUS_CACHE=0`` disables the cache (the cpu backend then
+builds into a private temporary directory). The threat model is in docs/cache_and_autotune.md.
 """
 
 from __future__ import annotations
@@ -27,44 +29,23 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import stat
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import cachedir
+from ..cachedir import CacheSecurityError, sha256
 from ..compiler.kernel import VERSION, CompiledKernel, dump_kernel
 
-try:  # the interpreter's own SHA-256: importing hashlib loads OpenSSL (~3 ms per process); same digests
-    from _sha2 import sha256  # Python 3.12+
-except ImportError:
-    try:
-        from _sha256 import sha256  # Python 3.11
-    except ImportError:
-        from hashlib import sha256
+__all__ = ["CacheSecurityError", "cache_base", "cache_dir", "enabled", "load_or_compile", "read_entry",
+           "write_entry"]
 
-
-class _LazyLog:
-    """``logging.getLogger("enceladus.cache")``, imported on first message (not at startup)."""
-
-    def __getattr__(self, name: str) -> Any:
-        import logging
-
-        return getattr(logging.getLogger("enceladus.cache"), name)
-
-
-log = _LazyLog()
-
-MAGIC = b"ENCELADUS-CACHE"
-ENTRY_FORMAT = 1
+log = cachedir.log
 KINDS = ("kernels", "autotune", "cpu")
 # plain strings and os.path throughout: importing pathlib would cost a fresh process ~3 ms
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-
-
-class CacheSecurityError(RuntimeError):
-    """The cache directory is not private to the current user (cached entries become code)."""
 
 
 @dataclass
@@ -81,98 +62,59 @@ class CacheStats:
 
 
 stats = CacheStats()
+stats.notes = cachedir.notes  # one list of warnings for the disk cache and the cpu backend's build cache
 
 
 # --- where -----------------------------------------------------------------------------------------------
-def enabled() -> bool:
-    """False when ``ENCELADUS_CACHE=0`` (also ``false``/``off``/``no``)."""
-    return os.environ.get("ENCELADUS_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
+enabled = cachedir.enabled
 
 
 def cache_base() -> str:
-    """The cache directory (not created): ``$ENCELADUS_CACHE_DIR`` or ``~/.cache/enceladus``."""
-    return os.environ.get("ENCELADUS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "enceladus")
-
-
-def _check_private(path: str) -> None:
-    st = os.stat(path)
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        raise CacheSecurityError(
-            f"refusing to use cache directory {path}: it is owned by uid {st.st_uid}, not by you (uid {os.getuid()}). "
-            "Set ENCELADUS_CACHE_DIR to a private directory, or ENCELADUS_CACHE=0 to disable the cache.")
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise CacheSecurityError(
-            f"refusing to use cache directory {path}: it is writable by group or others "
-            f"(mode {stat.S_IMODE(st.st_mode):o}); cached kernels become code. Run `chmod 700 {path}`.")
+    """The user's cache directory (not created): ``$ENCELADUS_CACHE_DIR`` or ``~/.cache/enceladus``."""
+    return cachedir.configured()
 
 
 def cache_dir(kind: str) -> str:
-    """``<cache>/<kind>``, created mode 0700 and checked to be private to this user."""
+    """``<cache>/<kind>`` of the directory in use (see enceladus/cachedir.py), created mode 0700 and checked."""
     if kind not in KINDS:
         raise ValueError(f"unknown cache kind {kind!r}; expected one of {', '.join(KINDS)}")
-    base = cache_base()
-    path = os.path.join(base, kind)
-    for d in (base, path):
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        _check_private(d)
-    return path
+    return cachedir.subdir(kind)
 
 
-# --- entries: checksummed, atomic ---------------------------------------------------------------------------
+# --- entries: keyed, checksummed, atomic ----------------------------------------------------------------------
 def _entry_path(kind: str, key: str) -> str:
     return os.path.join(cache_dir(kind), key[:2], f"{key}.json")
 
 
-def write_entry(path: str | os.PathLike, payload: bytes) -> None:
-    """Write ``payload`` with a checksum header, atomically (temporary file in the same directory + rename)."""
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    header = b"%s %d %s %d\n" % (MAGIC, ENTRY_FORMAT, sha256(payload).hexdigest().encode(), len(payload))
-    _write_atomic(path, header + payload)
+def _writable_entry_path(kind: str, key: str) -> str:
+    """``_entry_path``; the first write of a process also removes temporaries interrupted writes left there."""
+    root = cache_dir(kind)
+    cachedir.sweep_stale_temporaries(root)
+    return os.path.join(root, key[:2], f"{key}.json")
 
 
-def _write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename, mode 0600:
-    readers see the old file or the new one, never a partial one."""
-    import tempfile  # only writers need it (and it imports shutil, bz2, lzma, random)
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+def _key_of(path: str | os.PathLike) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
 
 
-def read_entry(path: str | os.PathLike) -> bytes | None:
-    """The payload of a cache file, or None if it is missing. A damaged file is deleted and reported as None."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        _note(f"cannot read cache entry {path}: {e}")
-        return None
-    header, sep, payload = raw.partition(b"\n")
-    parts = header.split(b" ")
-    ok = (sep == b"\n" and len(parts) == 4 and parts[0] == MAGIC and parts[1] == str(ENTRY_FORMAT).encode()
-          and parts[3] == str(len(payload)).encode() and sha256(payload).hexdigest().encode() == parts[2])
-    if not ok:
+def write_entry(path: str | os.PathLike, payload: bytes, key: str | None = None) -> None:
+    """Write ``payload`` atomically with a header recording its key (default: the file's name), SHA-256 and
+    length."""
+    cachedir.write_entry(os.fspath(path), payload, key or _key_of(path))
+
+
+def read_entry(path: str | os.PathLike, key: str | None = None) -> bytes | None:
+    """The payload of a cache file written under ``key`` (default: the file's name), or None if it is missing.
+    A damaged file, or one holding another key's entry, is deleted with a warning and reported as None."""
+    before = len(cachedir.notes)
+    payload = cachedir.read_entry(os.fspath(path), key or _key_of(path))
+    if payload is None and len(cachedir.notes) > before:
         stats.corrupt += 1
-        _note(f"cache entry {path} is damaged (checksum or length mismatch); it will be rebuilt")
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        return None
     return payload
 
 
 def _note(message: str) -> None:
-    stats.notes.append(message)
-    log.warning(message)
+    cachedir.note(message)
 
 
 # --- keys ----------------------------------------------------------------------------------------------------
@@ -203,25 +145,21 @@ def compiler_digest() -> str:
             stamp.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     except OSError:
         return _hash_compiler_sources(files)
-    memo = None
+    memo = key = None
     if enabled():
-        with contextlib.suppress(OSError, CacheSecurityError):
-            cache_dir("kernels")  # creates the cache and checks it is private before the memo is trusted
-            memo = os.path.join(cache_base(), f".compiler-{stamp.hexdigest()[:40]}")
-            with open(memo) as f:
-                digest = f.read().strip()
+        try:
+            key = f"kdigest-{stamp.hexdigest()[:40]}"
+            memo = os.path.join(cachedir.base(), f".{key}")  # a dot file: not listed as an entry
+            digest = (cachedir.read_entry(memo, key) or b"").decode()
             if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
                 return digest
+        except (OSError, CacheSecurityError, UnicodeDecodeError):
+            memo = None
     digest = _hash_compiler_sources(files)
-    if memo is not None:
+    if memo is not None and key is not None:
         with contextlib.suppress(OSError):
-            write_memo(memo, digest)
+            cachedir.write_entry(memo, digest.encode(), key)
     return digest
-
-
-def write_memo(path: str, text: str) -> None:
-    """Write a small text file atomically (temporary file + rename), mode 0600."""
-    _write_atomic(path, text.encode())
 
 
 def _hash_compiler_sources(files: list[str]) -> str:
@@ -392,7 +330,7 @@ def load_kernel(key: str) -> CompiledKernel | None:
     """The cached kernel for ``key``, or None (missing, damaged or unreadable entries count as misses)."""
     from . import serialize
 
-    payload = read_entry(_entry_path("kernels", key))
+    payload = read_entry(_entry_path("kernels", key), key)
     if payload is None:
         stats.disk_misses += 1
         return None
@@ -412,7 +350,7 @@ def store_kernel(key: str, kernel: CompiledKernel) -> bool:
 
     try:
         payload = serialize.to_json(kernel).encode()
-        write_entry(_entry_path("kernels", key), payload)
+        write_entry(_writable_entry_path("kernels", key), payload, key)
     except serialize.SerializationError as e:
         log.info("kernel %s is not cached on disk: %s", kernel.name, e)
         return False
@@ -427,7 +365,7 @@ def load_json(kind: str, key: str) -> Any:
     """A JSON value stored with :func:`store_json`, or None."""
     import json
 
-    payload = read_entry(_entry_path(kind, key))
+    payload = read_entry(_entry_path(kind, key), key)
     if payload is None:
         return None
     try:
@@ -442,7 +380,7 @@ def store_json(kind: str, key: str, value: Any) -> None:
     import json
 
     try:
-        write_entry(_entry_path(kind, key), json.dumps(value, sort_keys=True).encode())
+        write_entry(_writable_entry_path(kind, key), json.dumps(value, sort_keys=True).encode(), key)
     except OSError as e:
         _note(f"cannot write the disk cache ({e}); continuing without it")
 

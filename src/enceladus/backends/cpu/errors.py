@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from ...cachedir import CacheSecurityError  # one class for the disk cache and the build cache
 from ...errors import LaunchError
+
+__all__ = ["CacheSecurityError", "CompilerNotFoundError", "CpuBackendError", "KernelLaunchError", "MSLCompileError",
+           "MSLSyntaxError"]
 
 
 class CpuBackendError(RuntimeError):
@@ -24,10 +28,6 @@ class MSLCompileError(CpuBackendError):
         super().__init__(message)
         self.compiler_output = compiler_output
         self.cpp = cpp
-
-
-class CacheSecurityError(CpuBackendError):
-    """The build cache directory is writable by others or owned by another user."""
 
 
 class KernelLaunchError(CpuBackendError, LaunchError):

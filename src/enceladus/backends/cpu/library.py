@@ -54,7 +54,7 @@ class _Runtime:
         path, _ = build_shared_library(
             source, compiler, RUNTIME_FLAGS, "runtime", "the cpu runtime (runtime.cpp)"
         )
-        self.lib = ctypes.CDLL(str(path))
+        self.lib = _open_library(path)
         if self.lib.enc_abi_version() != ABI_VERSION:
             raise CpuBackendError(
                 "cpu runtime ABI mismatch; clear the cache directory ~/.cache/enceladus/cpu"
@@ -80,6 +80,15 @@ class _Runtime:
             if cls._instance is None:
                 cls._instance = _Runtime(compiler)
             return cls._instance
+
+
+def _open_library(path: str) -> ctypes.CDLL:
+    """dlopen a library that matched its cache record; a CpuBackendError (not a bare OSError) if it still fails."""
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        raise CpuBackendError(f"cannot load the cached library {path}: {e}. Remove the cpu backend's cache "
+                              "(`enceladus cache clear --kind cpu`) and run again") from None
 
 
 class FastLauncher:
@@ -335,7 +344,7 @@ class CpuLibrary:
         return self._cpp
 
     def _load(self, path: str) -> ctypes.CDLL:
-        lib = ctypes.CDLL(str(path))
+        lib = _open_library(path)
         lib.enceladus_bind.argtypes = [ctypes.c_void_p]
         lib.enceladus_bind.restype = ctypes.c_uint
         if lib.enceladus_bind(self._runtime.api) != ABI_VERSION:

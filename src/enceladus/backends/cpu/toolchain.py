@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import shlex
-import stat
 import sys
 from dataclasses import dataclass
 
-from .errors import CacheSecurityError, CompilerNotFoundError, MSLCompileError
-
-try:  # the interpreter's own SHA-256: importing hashlib loads OpenSSL (~3 ms per process); same digests
-    from _sha2 import sha256  # Python 3.12+
-except ImportError:
-    try:
-        from _sha256 import sha256  # Python 3.11
-    except ImportError:
-        from hashlib import sha256
+from ... import cachedir
+from ...cachedir import CacheSecurityError, sha256
+from .errors import CompilerNotFoundError, MSLCompileError
 
 # plain strings and os.path throughout: importing pathlib would cost a fresh process ~3 ms
 _HERE = os.path.dirname(os.path.realpath(__file__))
@@ -134,23 +128,22 @@ def _probe_cached(command: tuple[str, ...]) -> CompilerInfo | None:
     stamp = _executable_stamp(command)
     if stamp is None:
         return _probe(command)
-    key = sha256(json.dumps([list(command), stamp]).encode()).hexdigest()[:40]
+    key = "cxx-" + sha256(json.dumps([list(command), stamp]).encode()).hexdigest()[:40]
     try:
-        path = os.path.join(cache_dir(), f"probe-{key}.json")
+        path = os.path.join(cache_dir(), f"{key}.json")
     except (OSError, CacheSecurityError):
         return _probe(command)
     try:
-        with open(path) as f:
-            data = json.loads(f.read())
+        data = json.loads(cachedir.read_entry(path, key) or b"null")
         if data["command"] == list(command) and data["stamp"] == stamp:
             return CompilerInfo(command=command, kind=str(data["kind"]), version=str(data["version"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         pass
     info = _probe(command)
     if info is None:
         return None
     record = {"command": list(command), "stamp": stamp, "kind": info.kind, "version": info.version}
-    _write_private(path, json.dumps(record))
+    _write_entry(path, json.dumps(record), key)
     return info
 
 
@@ -188,28 +181,10 @@ def find_compiler(cxx: str | None = None) -> CompilerInfo:
     return _find_compiler_cached(cxx or os.environ.get("ENCELADUS_CXX") or None)
 
 
-def _check_private_dir(path: str) -> None:
-    st = os.stat(path)
-    if st.st_uid != os.getuid():
-        raise CacheSecurityError(
-            f"refusing to use cache directory {path}: it is owned by uid {st.st_uid}, not by you "
-            f"(uid {os.getuid()}); a cached shared library is code. Set ENCELADUS_CACHE_DIR to a private directory."
-        )
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise CacheSecurityError(
-            f"refusing to use cache directory {path}: it is writable by group or others "
-            f"(mode {stat.S_IMODE(st.st_mode):o}); a cached shared library is code. Run `chmod 700 {path}`."
-        )
-
-
 def cache_dir() -> str:
-    """The directory holding built libraries: ``$ENCELADUS_CACHE_DIR/cpu`` or ``~/.cache/enceladus/cpu``."""
-    base = os.environ.get("ENCELADUS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "enceladus")
-    path = os.path.join(base, "cpu")
-    for d in (base, path):
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        _check_private_dir(d)
-    return path
+    """The directory holding built libraries: ``<cache>/cpu`` of the cache directory in use
+    (``$ENCELADUS_CACHE_DIR``, ``~/.cache/enceladus`` or a private temporary one: see enceladus/cachedir.py)."""
+    return cachedir.subdir("cpu")
 
 
 # Python sources that decide the C++ made from an MSL text (part of the library index key).
@@ -231,71 +206,65 @@ def headers_digest() -> str:
         for p in files:
             st = os.stat(p)
             stamp.update(f"\0{p}\0{st.st_size}\0{st.st_mtime_ns}".encode())
-        memo: str | None = os.path.join(cache_dir(), f"digest-{stamp.hexdigest()[:40]}")
+        key: str | None = f"headers-{stamp.hexdigest()[:40]}"
+        memo: str | None = os.path.join(cache_dir(), f"{key}.json")
     except (OSError, CacheSecurityError):
-        memo = None
-    if memo is not None:
-        try:
-            with open(memo) as f:
-                digest = f.read().strip()
-            if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
-                return digest
-        except OSError:
-            pass
+        key = memo = None
+    if memo is not None and key is not None:
+        digest = (cachedir.read_entry(memo, key) or b"").decode(errors="replace")
+        if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
+            return digest
     h = sha256()
     for p in files:
         h.update(os.path.relpath(p, root).encode())
         with open(p, "rb") as f:
             h.update(f.read())
     digest = h.hexdigest()
-    if memo is not None:
-        _write_private(memo, digest)
+    if memo is not None and key is not None:
+        _write_entry(memo, digest, key)
     return digest
 
 
-def _write_private(path: str, text: str) -> None:
-    """Write a small file atomically (temporary file + rename), mode 0600; failures are ignored."""
-    import tempfile
-
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path))
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+def _write_entry(path: str, text: str, key: str) -> None:
+    """A small keyed, checksummed cache entry (see enceladus/cachedir.py); failures are ignored."""
+    with contextlib.suppress(OSError):
+        cachedir.write_entry(path, text.encode(), key)
 
 
 def library_index_path(msl: str, compiler: CompilerInfo, race_check: bool) -> str:
-    """Where the index entry of a kernel library lives: ``lib-<key>.json``, keyed by the MSL text, the
-    headers and translator, the compiler and the flags. It names the built ``kernel-*.so`` and holds
-    the parsed signatures, so a cached library is loaded without translating the MSL again."""
+    """Where the index entry of a kernel library lives: ``index-<key>.json``, keyed by the MSL text, the
+    headers and translator, the compiler and the flags. It names the built library (its build key) and
+    holds the parsed signatures, so a cached library is loaded without translating the MSL again."""
     h = sha256()
     for part in (msl, headers_digest(), compiler.identity, " ".join(KERNEL_FLAGS + compiler.warning_flags),
                  "race" if race_check else "plain"):
         h.update(part.encode())
         h.update(b"\0")
-    return os.path.join(cache_dir(), f"lib-{h.hexdigest()[:40]}.json")
+    return os.path.join(cache_dir(), f"index-{h.hexdigest()[:40]}.json")
+
+
+def _key_of(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 def read_library_index(path: str) -> dict | None:
-    """The index entry at ``path`` if it exists and its library is still there, else None."""
+    """The index entry at ``path`` with ``data["so"]`` the verified path of its library, or None (missing,
+    damaged or another key's entry, or its library is missing or damaged: the caller rebuilds both)."""
     try:
-        with open(path) as f:
-            data = json.loads(f.read())
-        so = os.path.join(os.path.dirname(path), data["so"])
-        if os.sep in data["so"] or not os.path.isfile(so):
-            return None
-        data["so"] = so
-        return data
-    except (OSError, ValueError, KeyError, TypeError):
+        data = json.loads(cachedir.read_entry(path, _key_of(path)) or b"null")
+        so = verified_library(str(data["library"]))
+    except (ValueError, KeyError, TypeError):
         return None
+    if so is None:
+        return None
+    data["so"] = so
+    return data
 
 
 def write_library_index(path: str, so: str, kernels: list, uses_fibers: bool) -> None:
     """Record a built (or found) library for :func:`read_library_index`."""
-    _write_private(path, json.dumps({"so": os.path.basename(so), "kernels": kernels, "uses_fibers": uses_fibers}))
+    record = {"library": _library_key_of(so), "kernels": kernels, "uses_fibers": uses_fibers}
+    _write_entry(path, json.dumps(record), _key_of(path))
 
 
 def cache_key(source: str, compiler: CompilerInfo, flags: tuple[str, ...]) -> str:
@@ -306,37 +275,78 @@ def cache_key(source: str, compiler: CompilerInfo, flags: tuple[str, ...]) -> st
     return h.hexdigest()[:40]
 
 
+def _library_key_of(so: str) -> str:
+    """``kernel-<key>`` of ``kernel-<key>-<content hash>.so``."""
+    return os.path.basename(so).rsplit("-", 1)[0]
+
+
+def verified_library(key: str) -> str | None:
+    """The path of the shared library built under ``key`` (``kernel-<hash>`` / ``runtime-<hash>``) if its record
+    (``<key>.json``: file name, size, SHA-256) and the file agree; else None. A library that does not match its
+    record (truncated, damaged, replaced) is deleted with one warning and never loaded: loading a truncated
+    ``.so`` can kill the process with SIGBUS. The check reads the file once per load (~0.1 ms for a kernel)."""
+    directory = cache_dir()
+    record_path = os.path.join(directory, f"{key}.json")
+    try:
+        record = json.loads(cachedir.read_entry(record_path, key) or b"null")
+        if record is None:
+            return None
+        name, size, digest = str(record["so"]), int(record["size"]), str(record["sha256"])
+    except (ValueError, KeyError, TypeError):
+        cachedir.discard(record_path, f"cache entry {record_path} is not a library record; it is rebuilt")
+        return None
+    if os.sep in name or "/" in name or not name.startswith(key + "-") or not name.endswith(".so"):
+        cachedir.discard(record_path, f"cache entry {record_path} names a library of another key; it is rebuilt")
+        return None
+    so = os.path.join(directory, name)
+    found = cachedir.file_digest(so)
+    if found == (size, digest):
+        return so
+    what = "is missing" if found is None else (f"has {found[0]} bytes, its record says {size}" if found[0] != size
+                                               else "does not match its recorded SHA-256")
+    cachedir.discard(so, None if found is None else f"cached library {so} {what}; it is discarded and rebuilt")
+    cachedir.discard(record_path, None)
+    return None
+
+
 def build_shared_library(
     source: str, compiler: CompilerInfo, flags: tuple[str, ...], prefix: str, what: str
 ) -> tuple[str, bool]:
-    """Compile ``source`` (C++) into a cached shared library; returns (path, built_now)."""
+    """Compile ``source`` (C++) into a cached shared library; returns (path, built_now).
+
+    The library is ``<prefix>-<key>-<content hash>.so`` with a record ``<prefix>-<key>.json`` (its file name,
+    size and SHA-256); a cached library is used only when both agree (:func:`verified_library`)."""
     directory = cache_dir()
-    target = os.path.join(directory, f"{prefix}-{cache_key(source, compiler, flags)}.so")
-    if os.path.exists(target):
-        return target, False
+    key = f"{prefix}-{cache_key(source, compiler, flags)}"
+    found = verified_library(key)
+    if found is not None:
+        return found, False
     import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="enceladus-build-") as tmp:
-        src = os.path.join(tmp, "kernel.cpp")
-        with open(src, "w") as f:
+        with open(os.path.join(tmp, "kernel.cpp"), "w") as f:
             f.write(source)
-        fd, partial = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
-        os.close(fd)
-        cmd = [*compiler.command, *flags, "-I", INCLUDE_DIR, src, "-o", partial]
+        partial = cachedir.temporary_path(os.path.join(directory, f"{key}.so"))
+        # a relative source name: the library's bytes do not depend on the temporary directory
+        cmd = [*compiler.command, *flags, "-I", INCLUDE_DIR, "kernel.cpp", "-o", partial]
         try:
-            res = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600)
+            res = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600, cwd=tmp)
         except subprocess.TimeoutExpired as exc:
             os.unlink(partial)
             raise MSLCompileError(f"{what}: the C++ compiler timed out after 600 s", "", source) from exc
         if res.returncode != 0:
             os.unlink(partial)
-            output = (res.stderr + res.stdout).replace(src, "kernel.cpp")
+            output = (res.stderr + res.stdout).replace(os.path.join(tmp, "kernel.cpp"), "kernel.cpp")
             raise MSLCompileError(
                 f"{what} failed to compile with {compiler.version or compiler.command[0]}:\n{output.strip()}",
                 output,
                 source,
             )
+        size, digest = cachedir.file_digest(partial) or (0, "")
+        target = os.path.join(directory, f"{key}-{digest[:16]}.so")
         os.chmod(partial, 0o700)
         os.replace(partial, target)  # atomic: concurrent builders of the same key both succeed
+    _write_entry(os.path.join(directory, f"{key}.json"),
+                 json.dumps({"so": os.path.basename(target), "size": size, "sha256": digest}), key)
     return target, True

@@ -1,0 +1,291 @@
+"""The cache directory, shared by the disk cache (``runtime/cache.py``) and the cpu backend's build cache
+(``backends/cpu/toolchain.py``): where it is, that it is private, checksummed entries and atomic writes.
+
+It sits below the backends (like ``errors.py``) so both layers use one implementation:
+
+- :func:`base` is ``$ENCELADUS_CACHE_DIR`` (default ``~/.cache/enceladus``), created mode 0700 and refused
+  (:class:`CacheSecurityError`) when another user owns it or group/others may write it. A path that cannot be
+  used (a file, not creatable, not writable) gives one :class:`CacheDirWarning` and a private temporary
+  directory instead, removed when the process exits. ``ENCELADUS_CACHE=0`` also uses a private temporary
+  directory: nothing is written to the user's cache.
+- :func:`write_entry` / :func:`read_entry`: a header line records the entry's format, its own key, a SHA-256
+  and the length of the payload; :func:`read_entry` discards (with one warning) a file that is damaged or
+  holds another key's data.
+- :func:`write_atomic` writes through a temporary file and a rename; temporaries left behind by an
+  interrupted write (``.<name>.<random>.tmp``) are removed by the next process that writes to that directory.
+
+Plain ``os.path`` strings throughout: importing pathlib (or tempfile, shutil, logging) would cost a fresh
+process milliseconds, and the cached path must stay light.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import time
+from typing import Any
+
+try:  # the interpreter's own SHA-256: importing hashlib loads OpenSSL (~3 ms per process); same digests
+    from _sha2 import sha256  # Python 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256  # Python 3.11
+    except ImportError:
+        from hashlib import sha256
+
+__all__ = ["CacheDirWarning", "CacheSecurityError", "base", "configured", "enabled", "read_entry", "sha256",
+           "subdir", "write_atomic", "write_entry"]
+
+MAGIC = b"ENCELADUS-CACHE"
+ENTRY_FORMAT = 2  # 2: the header records the entry's own key
+TMP_SUFFIX = ".tmp"
+STALE_TMP_S = 3600.0  # a temporary this old is left from an interrupted write (builds time out after 600 s)
+
+
+class CacheSecurityError(RuntimeError):
+    """The cache directory is not private to the current user (cached entries and libraries become code)."""
+
+
+class CacheDirWarning(UserWarning):
+    """The configured cache directory cannot be used; a private temporary directory is used instead."""
+
+
+class _Log:
+    """``logging.getLogger("enceladus.cache")``, imported on first message (not at startup)."""
+
+    def __getattr__(self, name: str) -> Any:
+        import logging
+
+        return getattr(logging.getLogger("enceladus.cache"), name)
+
+
+log = _Log()
+notes: list[str] = []  # every warning about damaged entries this process gave (tests and benchmarks read it)
+
+
+def note(message: str) -> None:
+    """Record and log one warning about the cache (a damaged entry, a failed write)."""
+    notes.append(message)
+    log.warning(message)
+
+
+# --- where --------------------------------------------------------------------------------------------------
+def enabled() -> bool:
+    """False when ``ENCELADUS_CACHE=0`` (also ``false``/``off``/``no``)."""
+    return os.environ.get("ENCELADUS_CACHE", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def configured() -> str:
+    """The user's cache directory (not created): ``$ENCELADUS_CACHE_DIR`` or ``~/.cache/enceladus``."""
+    return os.environ.get("ENCELADUS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "enceladus")
+
+
+_resolved: dict[tuple[bool, str], str] = {}  # (enabled, configured path) -> directory in use
+_made: set[str] = set()  # directories created and checked by this process
+_private: list[str] = []  # this process's temporary directory (at most one), removed at exit
+
+
+def base() -> str:
+    """The cache directory in use, created and checked (see the module docstring)."""
+    key = (enabled(), configured())
+    path = _resolved.get(key)
+    if path is None:
+        path = _resolved[key] = _resolve(*key)
+    return path
+
+
+def subdir(kind: str) -> str:
+    """``<base>/<kind>``, created mode 0700 and checked to be private."""
+    root = base()
+    path = os.path.join(root, kind)
+    if path in _made:
+        return path
+    try:
+        _make_private(path)
+    except OSError as e:
+        if root in _private:
+            raise
+        key = (enabled(), configured())
+        _resolved[key] = _fall_back(root, f"{path} cannot be created ({e.strerror or e})")
+        return subdir(kind)
+    return path
+
+
+def _resolve(use_cache: bool, path: str) -> str:
+    if not use_cache:
+        return _private_dir()
+    try:
+        _make_private(path)
+    except OSError as e:
+        what = "it is not a directory" if os.path.exists(path) and not os.path.isdir(path) else (e.strerror or e)
+        return _fall_back(path, what)
+    if not os.access(path, os.W_OK | os.X_OK):
+        return _fall_back(path, "it is not writable")
+    return path
+
+
+def _fall_back(path: str, why: Any) -> str:
+    import warnings
+
+    private = _private_dir()
+    warnings.warn(f"cannot use the Enceladus cache directory {path}: {why}. Kernels are cached in a private "
+                  f"temporary directory for this process only ({private}, removed at exit); set "
+                  "ENCELADUS_CACHE_DIR to a writable directory to keep them", CacheDirWarning, stacklevel=4)
+    return private
+
+
+def _private_dir() -> str:
+    if not _private:
+        import atexit
+        import tempfile
+
+        path = tempfile.mkdtemp(prefix="enceladus-cache-")  # mode 0700, owned by us
+        _private.append(path)
+        atexit.register(_remove_private, path)
+    return _private[0]
+
+
+def _remove_private(path: str) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _make_private(path: str) -> None:
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    check_private(path)
+    _made.add(path)
+
+
+def check_private(path: str) -> None:
+    """Raise :class:`CacheSecurityError` unless ``path`` is owned by this user and not writable by others."""
+    st = os.stat(path)
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise CacheSecurityError(
+            f"refusing to use cache directory {path}: it is owned by uid {st.st_uid}, not by you (uid {os.getuid()}); "
+            "cached kernels and libraries become code. Set ENCELADUS_CACHE_DIR to a private directory, or "
+            "ENCELADUS_CACHE=0 to use a private temporary one.")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise CacheSecurityError(
+            f"refusing to use cache directory {path}: it is writable by group or others "
+            f"(mode {stat.S_IMODE(st.st_mode):o}); cached kernels and libraries become code. Run `chmod 700 {path}`.")
+
+
+# --- writing --------------------------------------------------------------------------------------------------
+_swept: set[str] = set()
+
+
+def write_atomic(path: str, data: bytes, mode: int = 0o600) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename: readers see the
+    old file or the new one, never a partial one. The first write into a directory removes temporaries an
+    interrupted write left there."""
+    import tempfile  # only writers need it (and it imports shutil, bz2, lzma, random)
+
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    sweep_stale_temporaries(directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=TMP_SUFFIX, dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def temporary_path(path: str) -> str:
+    """A new, empty temporary file next to ``path`` (for a tool that writes it, e.g. the C++ compiler); the
+    caller renames it into place or removes it."""
+    import tempfile
+
+    directory = os.path.dirname(path)
+    sweep_stale_temporaries(directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=TMP_SUFFIX, dir=directory)
+    os.close(fd)
+    return tmp
+
+
+def sweep_stale_temporaries(directory: str, older_than_s: float = STALE_TMP_S) -> int:
+    """Remove ``.*.tmp`` files older than ``older_than_s`` from ``directory`` (once per process and directory;
+    a concurrent writer's temporary is younger). Returns how many were removed."""
+    if directory in _swept:
+        return 0
+    _swept.add(directory)
+    removed = 0
+    limit = time.time() - older_than_s
+    try:
+        with os.scandir(directory) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False) and len(e.name) == 2:  # kernels/<k[:2]>/, autotune/<k[:2]>/
+                    removed += sweep_stale_temporaries(e.path, older_than_s)
+                elif e.name.startswith(".") and e.name.endswith(TMP_SUFFIX):
+                    try:
+                        if e.stat(follow_symlinks=False).st_mtime < limit:
+                            os.unlink(e.path)
+                            removed += 1
+                    except OSError:
+                        pass
+    except OSError:
+        pass
+    return removed
+
+
+# --- checksummed entries ------------------------------------------------------------------------------------------
+def write_entry(path: str, payload: bytes, key: str) -> None:
+    """Write ``payload`` under ``key`` with a header recording the format, the key, a SHA-256 and the length."""
+    if not key or any(c in key for c in " \n"):
+        raise ValueError(f"cache key {key!r} must be a non-empty word")
+    header = b"%s %d %s %s %d\n" % (MAGIC, ENTRY_FORMAT, key.encode(), sha256(payload).hexdigest().encode(),
+                                     len(payload))
+    write_atomic(path, header + payload)
+
+
+def read_entry(path: str, key: str) -> bytes | None:
+    """The payload stored under ``key`` at ``path``, or None when there is none. A file that is damaged
+    (checksum, length), holds another key's entry (swapped or copied) or comes from another format is
+    deleted, with one warning for damage and mismatches, and reported as None (the caller rebuilds it)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        note(f"cannot read cache entry {path}: {e}")
+        return None
+    header, sep, payload = raw.partition(b"\n")
+    parts = header.split(b" ")
+    problem = None
+    if sep != b"\n" or len(parts) < 2 or parts[0] != MAGIC:
+        problem = "is damaged (no valid header)"
+    elif parts[1] != b"%d" % ENTRY_FORMAT:
+        problem = "old"  # written by another version: replaced quietly
+    elif len(parts) != 5 or parts[4] != b"%d" % len(payload) or sha256(payload).hexdigest().encode() != parts[3]:
+        problem = "is damaged (checksum or length mismatch)"
+    elif parts[2] != key.encode():
+        problem = f"holds the entry of another key ({parts[2][:16].decode(errors='replace')}...)"
+    if problem is None:
+        return payload
+    discard(path, None if problem == "old" else f"cache entry {path} {problem}; it is discarded and rebuilt")
+    return None
+
+
+def discard(path: str, warning: str | None) -> None:
+    """Delete a cache file that must not be used; ``warning`` (if any) is given once, here."""
+    if warning:
+        note(warning)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def file_digest(path: str) -> tuple[int, str] | None:
+    """(size, SHA-256) of a file's content, or None if it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    return len(data), sha256(data).hexdigest()
