@@ -39,13 +39,19 @@ __version__ = "0.1.0"
 
 
 def jit(fn: Callable | None = None, *, do_not_specialize: Any = (), do_not_specialize_on_alignment: Any = (),
-        debug: bool | None = None, interpret: bool | None = None, noinline: bool = False) -> Any:
-    """Compile a Python function as a kernel: ``@enceladus.jit`` or ``@enceladus.jit(do_not_specialize=["n"])``."""
+        debug: bool | None = None, interpret: bool | None = None, noinline: bool | None = False,
+        launch_metadata: Callable[..., dict] | None = None, repr: Callable[..., str] | None = None,
+        version: Any = None) -> Any:
+    """Compile a Python function as a kernel: ``@enceladus.jit`` or ``@enceladus.jit(do_not_specialize=["n"])``.
+
+    ``launch_metadata(grid, metadata, args) -> dict`` adds to what launch hooks receive
+    (``enceladus.knobs.runtime.launch_enter_hook``); ``repr`` and ``version`` are accepted as in Triton."""
 
     def wrap(f: Callable) -> JITFunction:
-        return JITFunction(f, do_not_specialize=do_not_specialize,
-                           do_not_specialize_on_alignment=do_not_specialize_on_alignment, debug=debug,
-                           interpret=interpret, noinline=noinline)
+        return JITFunction(f, do_not_specialize=do_not_specialize or (),
+                           do_not_specialize_on_alignment=do_not_specialize_on_alignment or (), debug=debug,
+                           interpret=interpret, noinline=bool(noinline), launch_metadata=launch_metadata,
+                           repr=repr)
 
     return wrap(fn) if fn is not None else wrap
 
@@ -114,7 +120,7 @@ def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[s
 
 
 __all__ = ["Autotuner", "CompilationError", "CompiledKernel", "Config", "Heuristics", "JITFunction", "KernelABI",
-           "LaunchError", "OutOfResources", "autotune", "cdiv", "compile", "heuristics", "jit", "language",
+           "LaunchError", "OutOfResources", "autotune", "cdiv", "compile", "heuristics", "jit", "knobs", "language",
            "next_power_of_2", "testing"]
 # Tensors, streams and hand-written MSL (runtime/tensor.py, stream.py, shader.py).
 __all__ += ["ShaderLibrary", "Stream", "Tensor", "TensorDescriptor", "compile_shader", "current_stream", "default_stream", "empty",
@@ -122,7 +128,7 @@ __all__ += ["ShaderLibrary", "Stream", "Tensor", "TensorDescriptor", "compile_sh
 
 
 # Imported on first use: not needed to launch a kernel (autotune pulls in concurrent.futures and logging).
-_LAZY = {"testing": (".testing", None)}
+_LAZY = {"testing": (".testing", None), "knobs": (".runtime.knobs", None)}
 _LAZY.update({n: (".runtime.autotune", n) for n in ("Autotuner", "Config", "Heuristics", "autotune", "heuristics")})
 _LAZY.update({n: (".runtime.shader", n) for n in ("ShaderLibrary", "compile_shader")})
 

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 
-class CompilationError(Exception):
+class EnceladusError(Exception):
+    """Base of the errors Enceladus raises for a kernel (``triton.TritonError`` under the compatibility entry)."""
+
+
+class CompilationError(EnceladusError):
     """A kernel the compiler refuses: says where (file, line, column), what is wrong and how to fix it."""
 
     def __init__(self, message: str, *, filename: str | None = None, lineno: int | None = None,
@@ -37,5 +41,5 @@ class OutOfResources(CompilationError):
     """The kernel needs more of a hardware resource (threads, threadgroup memory, buffer slots) than Metal allows."""
 
 
-class LaunchError(RuntimeError):
+class LaunchError(EnceladusError, RuntimeError):
     """A kernel failed while running (e.g. an out-of-bounds access caught by the cpu backend's debug mode)."""

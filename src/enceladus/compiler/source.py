@@ -21,9 +21,12 @@ class KernelSource:
     """A Python function's parsed source, with the offsets that map AST positions back to the file."""
 
     fn: Any
+    text_override: str | None = None  # the source when it is not in a file (exec, _unsafe_update_src)
 
     @cached_property
     def _parsed(self) -> tuple[ast.FunctionDef, list[str], int, int, str]:
+        if self.text_override is not None:
+            return _parse_text(self.text_override, self.fn)
         quick = _quick_source(self.fn)
         if quick is not None:
             return quick
@@ -74,6 +77,26 @@ def _parse(lines: list[str], start: int, filename: str) -> tuple[ast.FunctionDef
     if len(tree.body) != 1 or not fdefs:
         return None
     return fdefs[0], lines, start, indent, filename
+
+
+def _parse_text(text: str, fn: Any) -> tuple[ast.FunctionDef, list[str], int, int, str]:
+    """The definition of ``fn`` inside ``text`` (a module or function source given as a string)."""
+    all_lines = textwrap.dedent(text).splitlines(keepends=True)
+    try:
+        tree = ast.parse("".join(all_lines))
+    except SyntaxError as e:
+        raise CompilationError(f"cannot parse the source of {fn.__qualname__}: {e}", kernel=fn.__name__) from None
+    fdefs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == fn.__name__]
+    if not fdefs:
+        raise CompilationError(f"the source given for {fn.__qualname__} does not define it", kernel=fn.__name__)
+    node = fdefs[-1]
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    lines = all_lines[first - 1:node.end_lineno]
+    filename = getattr(getattr(fn, "__code__", None), "co_filename", "<source>")
+    parsed = _parse(lines, first, filename)
+    if parsed is None:
+        raise CompilationError(f"cannot parse the source of {fn.__qualname__}", kernel=fn.__name__)
+    return parsed
 
 
 def _quick_source(fn: Any) -> tuple[ast.FunctionDef, list[str], int, int, str] | None:

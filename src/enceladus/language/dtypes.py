@@ -16,6 +16,12 @@ class dtype:
 
     name: str
 
+    # Triton's groupings of type names (``tl.dtype.SINT_TYPES``...); ``tl.dtype(name)`` makes one.
+    SINT_TYPES = ("int8", "int16", "int32", "int64")
+    UINT_TYPES = ("int1", "uint8", "uint16", "uint32", "uint64")
+    FP_TYPES = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
+    STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
+
     # --- classification -------------------------------------------------------------------------
     @property
     def kind(self) -> str:
@@ -68,6 +74,8 @@ class dtype:
         """The NumPy dtype that holds this type (bfloat16 needs the optional ``ml_dtypes``)."""
         if self.name == "bf16":
             return bfloat16_numpy()
+        if self.name in FP8_NAMES:
+            return fp8_numpy(self)
         return np.dtype(_INFO[self.name][2])
 
     def __str__(self) -> str:
@@ -118,11 +126,20 @@ _INFO: dict[str, tuple[str, int, str]] = {
     "bf16": ("float", 16, "bfloat16"),
     "fp32": ("float", 32, "float32"),
     "fp64": ("float", 64, "float64"),
+    # Triton's fp8 formats: named so that programs mentioning them load; not supported by kernels yet
+    "fp8e4nv": ("float", 8, "float8_e4m3fn"),
+    "fp8e5": ("float", 8, "float8_e5m2"),
+    "fp8e4b15": ("float", 8, "float8_e4m3b11fnuz"),
+    "fp8e4b8": ("float", 8, "float8_e4m3fnuz"),
+    "fp8e5b16": ("float", 8, "float8_e5m2fnuz"),
 }
+FP8_NAMES = ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16")
 _PUBLIC_NAME = {
     "int1": "int1", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
     "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
     "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+    "fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp8e4b15": "float8e4b15", "fp8e4b8": "float8e4b8",
+    "fp8e5b16": "float8e5b16",
 }
 
 int1 = dtype("int1")
@@ -138,6 +155,13 @@ float16 = dtype("fp16")
 bfloat16 = dtype("bf16")
 float32 = dtype("fp32")
 float64 = dtype("fp64")
+# fp8: not in ALL_DTYPES (no kernel takes or computes them yet); tl.float8e5 etc. exist so that Triton programs
+# that mention them load, and arrays of them are refused at launch.
+float8e4nv = dtype("fp8e4nv")
+float8e5 = dtype("fp8e5")
+float8e4b15 = dtype("fp8e4b15")
+float8e4b8 = dtype("fp8e4b8")
+float8e5b16 = dtype("fp8e5b16")
 
 ALL_DTYPES = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64)
 BY_NAME: dict[str, dtype] = {d.name: d for d in ALL_DTYPES}
@@ -156,6 +180,15 @@ def bfloat16_numpy() -> np.dtype:
             "bfloat16 needs the optional 'ml_dtypes' package for NumPy arrays: pip install 'enceladus[bfloat16]'"
         ) from exc
     return np.dtype(ml_dtypes.bfloat16)
+
+
+def fp8_numpy(ty: dtype) -> np.dtype:
+    """The ``ml_dtypes`` NumPy dtype of an fp8 type (for reinterpreted host data)."""
+    try:
+        import ml_dtypes
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise TypeError(f"{ty!r} data needs the optional 'ml_dtypes' package: pip install ml_dtypes") from exc
+    return np.dtype(getattr(ml_dtypes, _INFO[ty.name][2]))
 
 
 def from_numpy(np_dtype: np.dtype) -> dtype | None:

@@ -112,7 +112,8 @@ class KernelInterface:
         return fn
 
     def explain(self, *args: Any, **kwargs: Any) -> str:
-        return self.base_fn.explain(*args, **kwargs)
+        """``explain()`` of the kernel underneath, with the arguments each wrapper adds (configs, heuristics)."""
+        return self.fn.explain(*args, **kwargs)
 
 
 def _arg_names(fn: Any) -> list[str]:
@@ -309,6 +310,7 @@ class Autotuner(KernelInterface):
                      configs: list[Config]) -> tuple[list[Config], dict[Config, BaseException]]:
         """Compile (and, on the cpu backend, build) every config in parallel. Returns (ok, failures)."""
         base = self.base_fn
+        self._same_as: dict[Config, Config] = {}
         if getattr(base, "interpret", False):
             return list(configs), {}
 
@@ -330,7 +332,35 @@ class Autotuner(KernelInterface):
                 if not _is_resource_or_compile_error(exc):
                     raise exc
                 failures[c] = exc
-        return [c for c in configs if c not in failures], failures
+        ok = [c for c in configs if c not in failures]
+        self._same_as = self._identical_configs(args, grid, kwargs, ok)
+        return ok, failures
+
+    def _identical_configs(self, args: tuple, grid: Any, kwargs: dict[str, Any],
+                           configs: list[Config]) -> dict[Config, Config]:
+        """Configs that would launch exactly what an earlier config launches (the same MSL, threads per
+        threadgroup and grid, no pre-hook of their own), mapped to that earlier config: they are not timed.
+        Configs differing only in knobs with no effect on Apple GPUs (``num_stages``, ``num_ctas``, ``maxnreg``)
+        are the usual case."""
+        from .jit import resolve_grid
+
+        seen: dict[tuple, Config] = {}
+        same: dict[Config, Config] = {}
+        for c in configs:
+            if c.pre_hook is not None:
+                continue
+            try:
+                kernel = self.fn.warmup(*args, grid=grid, **kwargs, **c.all_kwargs())  # cached: no recompilation
+                nargs = {**self.nargs, **kwargs, **c.all_kwargs()}
+                launch_grid = resolve_grid(grid, nargs)
+                ident = (kernel.asm["msl"], kernel.abi.threads_per_threadgroup, launch_grid)
+            except Exception:  # noqa: BLE001 - no identity: time it
+                continue
+            if ident in seen:
+                same[c] = seen[ident]
+            else:
+                seen[ident] = c
+        return same
 
     def _bench(self, *args: Any, grid: Any, config: Config, **meta: Any) -> list[float]:
         self._check_conflicts(meta, config)
@@ -360,9 +390,12 @@ class Autotuner(KernelInterface):
             self._check_conflicts(kwargs, c)
         ok, failures = self._compile_all(args, grid, kwargs, configs)
         timings: dict[Config, list[float]] = {c: [float("inf")] * 3 for c in failures}
-        progress = _Progress(len(ok), f"autotuning {self.__name__}")
+        same_as = getattr(self, "_same_as", {})
+        progress = _Progress(len(ok) - len(same_as), f"autotuning {self.__name__}")
         try:
             for c in ok:
+                if c in same_as:
+                    continue
                 try:
                     timings[c] = self._bench(*args, grid=grid, config=c, **kwargs)
                 except Exception as e:
@@ -373,13 +406,15 @@ class Autotuner(KernelInterface):
                 progress.update()
         finally:
             progress.close()
+        for c, first in same_as.items():  # identical launches: the first one's timing stands for all
+            timings[c] = timings.get(first, [float("inf")] * 3)
         for c, exc in failures.items():
             warnings.warn(f"autotune of '{self.__name__}': skipping config {{{c}}}: {_first_line(exc)}", stacklevel=4)
         if len(failures) == len(configs):
             raise _all_configs_failed(self.__name__, [(c, failures[c]) for c in configs])
         self.bench_time = time.perf_counter() - start
         self.configs_timings = timings
-        return builtins.min(timings, key=lambda c: timings[c][0])
+        return builtins.min((c for c in configs if c in timings), key=lambda c: timings[c][0])
 
     # --- disk -------------------------------------------------------------------------------------------------------
     def _disk_key(self, key: tuple) -> str | None:
@@ -455,6 +490,22 @@ class Autotuner(KernelInterface):
         """Compile every (pruned) config for these arguments without launching; returns the compiled kernels."""
         self.nargs = dict(zip(self.arg_names, args))
         return [self.fn.warmup(*args, grid=grid, **kwargs, **c.all_kwargs()) for c in self.prune_configs(kwargs)]
+
+    def explain(self, *args: Any, **kwargs: Any) -> str:
+        """``explain()`` for the config these arguments launch with: the tuned choice for their key if tuning
+        already ran, else the first config (say so in the first line)."""
+        kwargs.pop("grid", None)
+        self.nargs = dict(zip(self.arg_names, args))
+        config = self.configs[0]
+        how = "the first config (not tuned yet for these arguments)"
+        if len(self.configs) > 1:
+            key = self._tuning_key(args, kwargs)
+            if key in self.cache:
+                config, how = self.cache[key], "the tuned config"
+        elif self.configs:
+            how = "the only config"
+        text = self.fn.explain(*args, **kwargs, **config.all_kwargs())
+        return f"autotuned kernel '{self.__name__}': {how}: {{{config}}}\n{text}"
 
 
 def _is_resource_or_compile_error(e: BaseException) -> bool:
@@ -547,6 +598,11 @@ class Heuristics(KernelInterface):
     def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> Any:
         """Compile with the heuristic values added, without launching."""
         return self.fn.warmup(*args, grid=grid, **self._apply(args, kwargs))
+
+    def explain(self, *args: Any, **kwargs: Any) -> str:
+        """``explain()`` with the heuristic values added."""
+        kwargs.pop("grid", None)
+        return self.fn.explain(*args, **self._apply(args, kwargs))
 
 
 def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[Any], Heuristics]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import textwrap
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,14 +18,15 @@ from ..compiler.kernel import CompiledKernel
 from ..compiler.source import KernelSource
 from ..language.core import constexpr
 from ..language.dtypes import dtype
-from . import arguments, structs
+from . import arguments, knobs, structs
 from .arguments import ArgSpec
 from .backend import get_backend
 from .fastpath import LaunchPlan, SlowPath, arg_key
 from .launch import debug_enabled, launch, launcher_for
 
 STRUCT_PREFIX = "__struct__"  # constexpr entries that record the structure of tuple/descriptor arguments
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "dot_backend")
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "dot_backend",
+                  "extern_libs")
 DOT_BACKENDS = ("auto", "simdgroup", "matmul2d")
 MAX_GRID = 2**32 - 1
 
@@ -55,17 +58,39 @@ def _annotation_dtype(ann: Any) -> dtype | None:
     return None
 
 
+# Every live kernel, so that setting a launch hook can drop their launch fast paths (knobs.py).
+_ALL: weakref.WeakSet = weakref.WeakSet()
+
+
+def _drop_fast_paths() -> None:
+    for f in list(_ALL):
+        f._fast.clear()
+
+
+knobs._listeners.append(_drop_fast_paths)
+
+
 class JITFunction:
     """A kernel: launch with ``kernel[grid](*args, num_warps=4, **constexprs)``."""
 
     __enceladus_jit__ = True
 
     def __init__(self, fn: Callable, *, do_not_specialize: Any = (), do_not_specialize_on_alignment: Any = (),
-                 debug: bool | None = None, interpret: bool | None = None, noinline: bool = False):
+                 debug: bool | None = None, interpret: bool | None = None, noinline: bool = False,
+                 launch_metadata: Callable[..., dict] | None = None, repr: Callable[..., str] | None = None,
+                 source_text: str | None = None):
         if not inspect.isfunction(fn):
             raise TypeError(f"@enceladus.jit decorates Python functions, got {type(fn).__name__}")
+        if launch_metadata is not None and not callable(launch_metadata):
+            raise TypeError("launch_metadata must be a function (grid, metadata, args) -> dict, "
+                            f"got {launch_metadata!r}")
         self.fn = fn
-        self.source = KernelSource(fn)
+        self.source = KernelSource(fn, source_text if source_text is not None else exec_source(fn))
+        self.launch_metadata = launch_metadata
+        self._repr = repr
+        self._options = {"do_not_specialize": do_not_specialize,
+                             "do_not_specialize_on_alignment": do_not_specialize_on_alignment, "debug": debug,
+                             "interpret": interpret, "noinline": noinline, "launch_metadata": launch_metadata, "repr": repr}
         functools.update_wrapper(self, fn)
         sig = inspect.signature(fn)
         names = list(sig.parameters)
@@ -92,9 +117,30 @@ class JITFunction:
         self._cflags = tuple(p.is_constexpr for p in self.params)
         self._key_by_value = {p.name for p in self.params if p.is_constexpr} | set(LAUNCH_OPTIONS)
         self._defaults = [p.default for p in self.params]
+        _ALL.add(self)
 
     def __repr__(self) -> str:
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+    # --- source, as Triton's JITFunction.src ------------------------------------------------------------
+    @property
+    def src(self) -> str:
+        """The kernel's source from its ``def`` line (decorators left out), as Triton's ``JITFunction.src``."""
+        return source_from_def(self.source.text)
+
+    @src.setter
+    def src(self, new_src: str) -> None:
+        raise AttributeError("JITFunction.src cannot be assigned; use _unsafe_update_src(new_src), as in Triton")
+
+    def _unsafe_update_src(self, new_src: str) -> None:
+        """Replace the kernel's source (Triton's escape hatch, used by its tests to patch kernels).
+
+        The new source is compiled against the kernel's module globals; the compiled and in-memory caches
+        start afresh. Callers that inline this kernel keep their own copy, as in Triton."""
+        if not isinstance(new_src, str):
+            raise TypeError(f"_unsafe_update_src takes the new source text, got {type(new_src).__name__}")
+        fn = function_from_source(new_src, self.fn)
+        self.__init__(fn, source_text=source_from_def(new_src), **self._options)  # type: ignore[misc]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(
@@ -216,6 +262,21 @@ class JITFunction:
                 plan.run(args, kwargs, grid)
                 return plan.kernel
         values, options = self.bind(args, dict(kwargs))
+        if knobs.hooks_active():  # the fast path is off while hooks are set (knobs._listeners)
+            return self._run_hooked(grid, values, options)
+        debug = bool(options.get("debug", False) or self.debug or debug_enabled())
+        kernel = self._launch_bound(grid, values, options)
+        if kernel is None:  # interpreted
+            return None
+        if fkey is not None and not debug and not kernel.metadata.get("log_sites"):
+            spec_key = self._key(*self.specialization(values, options), options.get("num_warps", 4))
+            if self.cache.get(spec_key) is kernel:
+                self._fast[fkey] = LaunchPlan(spec_key, launcher_for(kernel), self.param_names, self._defaults,
+                                              len(args), [values[n] for n in self.param_names])
+        return kernel
+
+    def _launch_bound(self, grid: Any, values: dict[str, Any], options: dict[str, Any]) -> CompiledKernel | None:
+        """The launch of ``run`` after binding, without the fast path."""
         if self.interpret:
             from ..interpreter import interpret_launch
 
@@ -230,17 +291,33 @@ class JITFunction:
                 if not p.is_constexpr and structs.is_struct(values[p.name]):
                     launch_values.update(structs.flatten(p.name, values[p.name])[0])
         launch(kernel, resolve_grid(grid, values), launch_values, debug=debug)
-        if fkey is not None and not debug and not kernel.metadata.get("log_sites"):
-            spec_key = self._key(*self.specialization(values, options), options.get("num_warps", 4))
-            if self.cache.get(spec_key) is kernel:
-                self._fast[fkey] = LaunchPlan(spec_key, launcher_for(kernel), self.param_names, self._defaults,
-                                              len(args), [values[n] for n in self.param_names])
         return kernel
 
-    def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> CompiledKernel:
-        """Compile for these arguments without launching; returns the compiled kernel."""
+    def _run_hooked(self, grid: Any, values: dict[str, Any], options: dict[str, Any]) -> CompiledKernel | None:
+        """A launch with ``knobs.runtime.launch_enter_hook``/``launch_exit_hook`` set (Triton's launch hooks)."""
+        resolved = resolve_grid(grid, values)
+        metadata = LaunchMetadata({"name": self.__name__, "function": self.fn, "stream": None})
+        if self.launch_metadata is not None:
+            md = {"num_warps": options.get("num_warps", 4), "num_stages": options.get("num_stages", 3),
+                  "name": self.__name__}
+            metadata.add(self.launch_metadata, (resolved, _AttrDict(md), dict(values)))
+        enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+        if enter:
+            enter(metadata)
+        kernel = self._launch_bound(grid, values, options)
+        if leave:
+            leave(metadata)
+        return kernel
+
+    def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> Any:
+        """Compile for these arguments without launching; returns the compiled kernel, which launches itself
+        with ``compiled[grid](*every_argument)`` (``runtime/compiled.py``)."""
+        from .compiled import CompiledHandle
+
         values, options = self.bind(args, dict(kwargs))
-        return self.compile_for(values, options)
+        kernel = None if self.interpret else self.compile_for(values, options)  # the interpreter compiles nothing
+        constexprs = {p.name: values[p.name] for p in self.params if p.is_constexpr}
+        return CompiledHandle(self, kernel, constexprs, options.get("num_warps", 4), options.get("num_stages", 3))
 
     def explain(self, *args: Any, save: str | None = None, **kwargs: Any) -> str:
         """The IR with layouts, threads per threadgroup and vectorization decisions for these arguments.
@@ -249,12 +326,104 @@ class JITFunction:
         register holds each element of every layout.
         """
         kwargs.pop("grid", None)
-        kernel = self.warmup(*args, **kwargs)
+        values, options = self.bind(args, dict(kwargs))
+        kernel = self.compile_for(values, options)
         if save is not None:
             from ..tools.layout_svg import save_kernel_layouts
 
             save_kernel_layouts(kernel, save)
         return kernel.explain()
+
+
+class _AttrDict(dict):
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class LaunchMetadata:
+    """What launch hooks receive (Triton's ``LazyDict``): ``get()`` is the dict, computed on first call."""
+
+    def __init__(self, data: dict[str, Any]):
+        self.data = data
+        self.extras: list[tuple[Callable[..., dict], tuple]] = []
+
+    def add(self, func: Callable[..., dict], args: tuple) -> None:
+        self.extras.append((func, args))
+
+    def get(self) -> dict[str, Any]:
+        for func, args in self.extras:
+            self.data = self.data | func(*args)
+        self.extras.clear()
+        return self.data
+
+
+def source_from_def(text: str) -> str:
+    """``text`` from its first ``def`` line (what Triton calls a kernel's ``src``)."""
+    import re
+
+    m = re.search(r"^\s*def\s+\w+\s*\(", text, re.MULTILINE)
+    return textwrap.dedent(text[m.start():]) if m else text
+
+
+def function_from_source(src: str, like: Callable) -> Callable:
+    """The function ``src`` defines, compiled against ``like``'s module globals (decorators dropped)."""
+    import ast
+
+    text = textwrap.dedent(src)
+    tree = ast.parse(text)
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if len(defs) != 1:
+        raise ValueError("the new kernel source must define exactly one function")
+    defs[0].decorator_list = []
+    namespace: dict[str, Any] = {}
+    filename = f"<enceladus-src {like.__name__} {abs(hash(text)):x}>"
+    exec(compile(tree, filename, "exec"), like.__globals__, namespace)  # noqa: S102 - the user's kernel source
+    fn = namespace[defs[0].name]
+    fn.__module__ = like.__module__
+    return fn
+
+
+def exec_source(fn: Callable) -> str | None:
+    """The source of a function defined by ``exec(text)``, found in the caller that ran ``exec`` (Triton's tests
+    build kernels that way); None when the function has a file or no such text is found. A candidate counts only
+    if it compiles to the function's own bytecode."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not code.co_filename.startswith("<") or code.co_filename.startswith("<enceladus"):
+        return None
+    import linecache
+    import sys
+
+    if linecache.getlines(code.co_filename):
+        return None
+    frame = sys._getframe(1)
+    for _ in range(12):  # up to the frame that called exec
+        frame = frame.f_back
+        if frame is None:
+            return None
+        if frame.f_code.co_filename == code.co_filename:
+            break
+    else:
+        return None
+    for _ in range(3):
+        frame = frame.f_back
+        if frame is None:
+            return None
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, str) and f"def {code.co_name}" in value and _defines(value, code):
+                return value
+    return None
+
+
+def _defines(text: str, code: Any) -> bool:
+    try:
+        module = compile(text, code.co_filename, "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return any(getattr(c, "co_name", None) == code.co_name and c.co_code == code.co_code
+               and c.co_firstlineno == code.co_firstlineno for c in module.co_consts)
 
 
 def _annotated_type(p: KernelParam, value: Any) -> str:

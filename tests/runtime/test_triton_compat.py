@@ -1,0 +1,255 @@
+"""The Triton compatibility entry (enceladus.triton) and the host API Triton programs use."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import enceladus
+import enceladus.language as tl
+from enceladus import triton as compat
+
+ENV = {**os.environ}
+
+
+def _run(args: list[str], cwd: str, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**ENV, **(extra_env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (cwd, env.get("PYTHONPATH", "")) if p)
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def fake_triton(tmp_path):
+    """A directory holding a stand-in 'installed' triton package."""
+    pkg = tmp_path / "triton"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("INSTALLED = True\n")
+    return tmp_path
+
+
+@pytest.fixture
+def aliased():
+    triton = compat.install()
+    try:
+        yield triton
+    finally:
+        compat.uninstall()
+
+
+def test_importing_enceladus_leaves_triton_alone(fake_triton):
+    code = ("import sys, enceladus, enceladus.triton, enceladus.language\n"
+            "assert 'triton' not in sys.modules, sys.modules.get('triton')\n"
+            "import triton\nassert triton.INSTALLED\n"
+            "enceladus.triton.install(); import triton as t2\nassert t2.jit is enceladus.jit\n"
+            "enceladus.triton.uninstall(); import triton as t3\nassert t3.INSTALLED\nprint('ok')\n")
+    r = _run(["-c", code], str(fake_triton))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
+
+def test_alias_names(aliased):
+    import triton
+    import triton.language as tl2
+    from triton.runtime import driver
+    from triton.runtime.errors import InterpreterError
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    assert tl2 is enceladus.language
+    for name in ("jit", "autotune", "Config", "heuristics", "cdiv", "next_power_of_2", "testing", "reinterpret",
+                 "TensorWrapper", "constexpr_function", "set_allocator", "knobs", "must_use_result", "TritonError",
+                 "CompilationError", "InterpreterError", "OutOfResources"):
+        assert hasattr(triton, name), name
+    assert triton.jit is enceladus.jit and triton.knobs is enceladus.knobs
+    assert {"do_bench", "perf_report", "Benchmark", "assert_close"} <= set(dir(triton.testing))
+    assert issubclass(triton.CompilationError, triton.TritonError)
+    assert issubclass(InterpreterError, triton.TritonError)
+    assert TensorDescriptor is enceladus.TensorDescriptor
+    target = driver.active.get_current_target()
+    assert target.backend in ("cpu", "metal") and target.warp_size == 32
+    props = driver.active.utils.get_device_properties(0)
+    assert {"multiprocessor_count", "max_shared_mem", "max_num_regs", "warpSize"} <= set(props)
+    assert props["warpSize"] == 32 and props["max_shared_mem"] > 0
+    with pytest.raises(ModuleNotFoundError, match="docs/porting.md"):
+        import triton.backends  # noqa: F401
+
+
+@enceladus.jit(launch_metadata=lambda grid, metadata, args: {"n": args["n"], "grid": grid})
+def _double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def test_warmup_returns_a_launchable_kernel():
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros_like(x)
+    compiled = _double.warmup(x, y, x.size, BLOCK=64, grid=(1,))
+    compiled._init_handles()
+    assert compiled.n_regs > 0 and compiled.n_spills == 0
+    assert compiled.metadata.num_warps == 4 and compiled.metadata.shared >= 0
+    compiled[(2, 1, 1)](x, y, x.size, 64)
+    np.testing.assert_array_equal(y, 2 * x)
+    with pytest.raises(TypeError, match="constexprs included"):
+        compiled[(2,)](x, y, x.size)
+
+
+def test_launch_hooks_and_launch_metadata():
+    from enceladus import knobs
+
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros_like(x)
+    _double[(2,)](x, y, x.size, BLOCK=64)  # a fast path exists before the hook is set
+    seen, left = [], []
+
+    def enter(md):
+        seen.append(md.get())
+
+    knobs.runtime.launch_enter_hook.add(enter)
+    knobs.runtime.launch_exit_hook.add(left.append)
+    try:
+        y[:] = 0
+        _double[(2,)](x, y, x.size, BLOCK=64)
+    finally:
+        knobs.runtime.launch_enter_hook.remove(enter)
+        knobs.runtime.launch_exit_hook.remove(left.append)
+    np.testing.assert_array_equal(y, 2 * x)
+    assert len(seen) == 1 and len(left) == 1
+    assert seen[0]["name"] == "_double" and seen[0]["n"] == 100 and seen[0]["grid"] == (2, 1, 1)
+    assert not knobs.hooks_active()
+    _double[(2,)](x, y, x.size, BLOCK=64)
+    assert len(seen) == 1  # removed: not called again
+
+
+def test_extern_libs_accepted():
+    x = np.arange(10, dtype=np.float32)
+    y = np.zeros_like(x)
+    _double[(1,)](x, y, x.size, BLOCK=16, extern_libs={"libdevice": "/opt/cuda/libdevice.10.bc"})
+    np.testing.assert_array_equal(y, 2 * x)
+
+
+@enceladus.jit
+def _patchable(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) + 1)
+
+
+def test_src_and_unsafe_update_src():
+    kernel = enceladus.JITFunction(_patchable.fn)
+    assert kernel.src.startswith("def _patchable(")
+    kernel._unsafe_update_src(kernel.src.replace("+ 1", "+ 5"))
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros_like(x)
+    kernel[(1,)](x, y, BLOCK=16)
+    np.testing.assert_array_equal(y, x + 5)
+    _patchable[(1,)](x, y, BLOCK=16)  # the original is untouched
+    np.testing.assert_array_equal(y, x + 1)
+
+
+def test_kernel_built_with_exec():
+    src = textwrap.dedent("""
+        @enceladus.jit
+        def made_by_exec(x_ptr, y_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(y_ptr + offs, tl.load(x_ptr + offs) * 3)
+    """)
+    namespace: dict = {}
+    exec(src, globals(), namespace)
+    x = np.arange(16, dtype=np.float32)
+    y = np.zeros_like(x)
+    namespace["made_by_exec"][(1,)](x, y, BLOCK=16)
+    np.testing.assert_array_equal(y, 3 * x)
+
+
+def test_script_entry(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        import numpy as np
+        import triton
+        import triton.language as tl
+        import enceladus
+
+        @triton.jit
+        def add_one(x_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+        assert tl is enceladus.language
+        x = np.zeros(100, np.float32)
+        add_one[(triton.cdiv(100, 64),)](x, 100, BLOCK=64)
+        assert (x == 1).all()
+        print("ran", sys.argv[1:], __name__)
+    """))
+    r = _run(["-m", "enceladus.triton", str(script), "a", "b"], str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ran ['a', 'b'] __main__"
+
+
+def test_pytest_plugin(tmp_path, fake_triton):
+    (tmp_path / "test_uses_triton.py").write_text(textwrap.dedent("""
+        import pytest
+        import triton
+        import triton.language as tl
+        from triton._internal_testing import is_interpreter, is_cuda
+
+        @pytest.mark.interpreter
+        def test_alias():
+            import enceladus
+            assert tl is enceladus.language and is_interpreter() and not is_cuda()
+    """))
+    r = _run(["-m", "pytest", "-p", "enceladus.triton", "-q", "-p", "no:cacheprovider", "test_uses_triton.py"],
+             str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 passed" in r.stdout
+
+
+def test_explain_on_autotuned_kernel():
+    tuned = enceladus.autotune([enceladus.Config({"BLOCK": 32}), enceladus.Config({"BLOCK": 64}, num_warps=2)],
+                               key=["n"])(enceladus.jit(_double.fn))
+    x = np.arange(100, dtype=np.float32)
+    text = tuned.explain(x, np.zeros_like(x), x.size)
+    assert "first config" in text and "BLOCK: 32" in text and "threads per threadgroup" in text
+
+
+def test_autotuner_times_identical_configs_once():
+    calls = []
+
+    def bench(fn, quantiles=None):
+        fn()
+        calls.append(1)
+        return [1.0 + len(calls), 1.0, 1.0]
+
+    configs = [enceladus.Config({"BLOCK": 64}, num_stages=s) for s in (1, 2, 3, 4)]
+    configs.append(enceladus.Config({"BLOCK": 32}))
+    tuned = enceladus.autotune(configs, key=["n"], do_bench=bench)(enceladus.jit(_double.fn))
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros_like(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tuned[lambda m: (enceladus.cdiv(m["n"], m["BLOCK"]),)](x, y, x.size)
+    np.testing.assert_array_equal(y, 2 * x)
+    assert len(calls) == 2  # BLOCK=64 once (four configs, the same MSL), BLOCK=32 once
+    timings = tuned.configs_timings
+    assert timings is not None and len({tuple(timings[c]) for c in configs[:4]}) == 1
+
+
+def test_reinterpret_unsigned_data(aliased):
+    import triton
+
+    signed = np.array([-1, 1, 2], np.int32)  # as Triton's tests hold uint32 data in int32 torch tensors
+    wrapped = triton.reinterpret(signed, tl.uint32)
+    out = np.zeros(3, np.uint32)
+
+    @triton.jit
+    def copy(x_ptr, y_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < 3) >> 1, mask=offs < 3)
+
+    copy[(1,)](wrapped, out, BLOCK=4)
+    np.testing.assert_array_equal(out, np.array([0xFFFFFFFF >> 1, 0, 1], np.uint32))
