@@ -4,7 +4,8 @@
 makes the inputs from ``LAUNCH["seed"]``, launches both paths and compares every output:
 
 - integers and booleans bit-exactly;
-- floats with NaNs and infinities in the same places and finite values within ``tolerance(...)``.
+- floats with NaNs and infinities in the same places and finite values within ``tolerance(...)``: per element,
+  in ulps of the least precise float type of the program, derived from the operations it contains.
 """
 
 from __future__ import annotations
@@ -22,12 +23,60 @@ import numpy as np
 from enceladus.language.dtypes import bfloat16_numpy
 from enceladus.runtime.jit import JITFunction
 
-# bits of precision lost to rounding per unit of the dtype's epsilon
-EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+# mantissa bits and smallest normal exponent of each float type: ulp(x) = 2**(floor(log2|x|) - bits)
+FLOAT_BITS = {"float32": (23, -126), "float16": (10, -14), "bfloat16": (7, -126)}
+
+# How far apart the two paths may be, in ulps, per kind of operation a program contains (its "features").
+# Both paths round every correctly rounded operation (+ - * /, casts, sqrt) identically (the cpu backend
+# builds with -ffp-contract=off; fp16/bf16 are computed in fp32 and rounded on both paths), so the
+# remaining differences come from:
+OP_ULPS = {
+    "exact": 1,  # every program: one rounding step of slack (a boundary case rounded via fp32 vs directly)
+    "transcendental": 4,  # NumPy's and the C library's exp/log/sin/erf... differ by <= 2 ulp; x2 for one later step
+    "float_reduction": 16,  # sums, scans, dots: the addition order differs; <= 32 terms, each <= 1/2 ulp
+    "loop": 4,  # a loop carries an inexact accumulator through up to 3 iterations
+    "div": 2,  # a quotient of an inexact value doubles its relative error
+    "fmod": 2,
+}
+# Features whose error is absolute, not relative to the element: a sum, scan or dot that cancels (and any
+# later subtraction of such values) leaves an error of a few ulps of the terms, which can be far larger
+# than the ulp of the small result. For programs with one of them, the same count of ulps of the
+# output's scale (max |value|) is allowed on top.
+ABSOLUTE = {"float_reduction", "transcendental", "loop"}
 
 
 class Mismatch(AssertionError):
     pass
+
+
+def ulp(values: np.ndarray, dtype: str) -> np.ndarray:
+    """The spacing of float type ``dtype`` at ``|values|`` (the subnormal spacing below the normal range)."""
+    bits, emin = FLOAT_BITS[dtype]
+    mag = np.maximum(np.abs(np.asarray(values, dtype=np.float64)), 2.0**emin)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf have no ulp: compared separately
+        return np.exp2(np.floor(np.log2(mag)) - bits)
+
+
+def unit_type(dtype: str, floats: list[str] = ()) -> str:
+    """The float type whose ulp measures the error: the least precise float the values pass through (an
+    fp16 intermediate's last-bit difference carries into an fp32 output)."""
+    return max((dtype, *floats), key=lambda t: 2.0 ** -FLOAT_BITS[t][0])
+
+
+def tolerance(dtype: str, features: list[str], floats: list[str] = ()) -> tuple[str, int, int]:
+    """(unit type, ulps of each element, ulps of the output's scale) allowed between the two paths for a
+    float output of type ``dtype`` of a program with these features (see ``OP_ULPS``, ``ABSOLUTE``).
+
+    An element ``w`` (interpreter) and ``g`` (cpu) agree when
+    ``|g - w| <= ulps * ulp(w) + scale_ulps * ulp(scale)``, ulps of the unit type. The total stays below
+    2**(mantissa bits - 1) ulps (64 for bfloat16), i.e. below half of the largest element: a negated, halved
+    or zeroed output always fails.
+    """
+    unit = unit_type(dtype, floats)
+    ulps = OP_ULPS["exact"] + sum(OP_ULPS[f] for f in set(features) if f in OP_ULPS)
+    scale_ulps = ulps if ABSOLUTE & set(features) else 0
+    assert ulps + scale_ulps < 2 ** (FLOAT_BITS[unit][0] - 1), (unit, features)
+    return unit, ulps, scale_ulps
 
 
 def np_dtype(name: str) -> np.dtype:
@@ -89,26 +138,6 @@ def arguments(launch: dict) -> list[Any]:
     return [*args, launch["n"], launch["n_iter"], launch["flag"]]
 
 
-def tolerance(dtype: str, features: list[str], floats: list[str] = ()) -> tuple[float, float]:
-    """(rtol, atol relative to the output's scale) for a float output of a program with these features.
-
-    The epsilon is that of the least precise float type anywhere in the program (``floats``): an fp16
-    intermediate's last-bit difference carries into an fp32 output.
-
-    - Plain arithmetic, casts, where, min/max, shape ops: both paths round every operation to the dtype
-      (the cpu backend builds with -ffp-contract=off; fp16/bf16 are computed in fp32 and rounded on both
-      paths, which is exact for + - * /), so they agree to the last bit; we allow 2 ulp.
-    - Transcendentals: NumPy's and the C library's exp/log/sin/erf... differ by an ulp or two, and later
-      operations (cancellation, exp) can amplify that: 2^-(mantissa-8) relative to the output's scale.
-    - Float reductions and scans: the tree order of the compiled reduction differs from NumPy's pairwise
-      order; each of up to 32 additions can lose half an ulp of the running partial sum: the same bound.
-    """
-    eps = max(EPS[t] for t in (dtype, *floats))
-    if {"transcendental", "float_reduction", "fmod", "div", "loop"} & set(features):
-        return 256 * eps, 256 * eps  # 8 bits of slack
-    return 2 * eps, 2 * eps
-
-
 def compare(name: str, got: np.ndarray, want: np.ndarray, dtype: str, features: list[str],
             floats: list[str] = ()) -> None:
     if got.dtype.kind in "biu":
@@ -123,10 +152,11 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, dtype: str, features: 
         raise Mismatch(f"{name}: NaN in different places, first at {bad[0]}: cpu {g[bad[0]]}, interpreter {w[bad[0]]}")
     finite = np.isfinite(w) & np.isfinite(g)
     inf_diff = ~finite & ~np.isnan(w) & (g != w)
-    rtol, arel = tolerance(dtype, features, floats)
-    scale = max(1.0, float(np.max(np.abs(w[finite]), initial=0.0)))
+    unit, ulps, scale_ulps = tolerance(dtype, features, floats)
+    scale = float(np.max(np.abs(w[finite]), initial=0.0))
+    allowed = ulps * ulp(w, unit) + scale_ulps * ulp(scale, unit)
     with np.errstate(invalid="ignore", over="ignore"):
-        close = np.abs(g - w) <= arel * scale + rtol * np.abs(w)
+        close = np.abs(g - w) <= allowed
     if {"transcendental", "float_reduction", "loop"} & set(features):
         # an infinity on one side only: a value at the edge of the range rounded differently
         big = np.finfo(np.float16 if dtype == "float16" else np.float32).max / 4
@@ -134,8 +164,9 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, dtype: str, features: 
     bad = np.flatnonzero((finite & ~close) | inf_diff)
     if bad.size:
         i = bad[0]
-        raise Mismatch(f"{name}: {bad.size} of {got.size} floats differ beyond rtol={rtol:.3g}, "
-                       f"atol={arel * scale:.3g}; first at {i}: cpu {g[i]!r}, interpreter {w[i]!r}")
+        raise Mismatch(f"{name}: {bad.size} of {got.size} floats differ by more than {ulps} {unit} ulp of the "
+                       f"element + {scale_ulps} ulp of the scale {scale:.3g}; first at {i}: cpu {g[i]!r}, "
+                       f"interpreter {w[i]!r} (allowed {allowed[i]:.3g})")
 
 
 def differential(path: Path) -> None:
