@@ -28,3 +28,23 @@ def swizzle_kernel(out_ptr, SIZE_I: tl.constexpr, SIZE_J: tl.constexpr, SIZE_G: 
     j = tl.arange(0, SIZE_J)[None, :]
     ni, nj = tl.swizzle2d(i, j, SIZE_I, SIZE_J, SIZE_G)
     tl.store(out_ptr + i * SIZE_J + j, ni * SIZE_J + nj)
+
+
+@enceladus.jit
+def philox_kernel(out_ptr, seed, c0, c1, c2, c3):
+    one = tl.arange(0, 1)
+    a, b, c, d = tl.philox(seed, c0 + one * 0, c1 + one * 0, c2 + one * 0, c3 + one * 0)
+    tl.store(out_ptr + one, a)
+    tl.store(out_ptr + 1 + one, b)
+    tl.store(out_ptr + 2 + one, c)
+    tl.store(out_ptr + 3 + one, d)
+
+
+@enceladus.jit
+def randint4x_kernel(out_ptr, seed, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a, b, c, d = tl.randint4x(seed, offs)
+    tl.store(out_ptr + offs * 4, a)
+    tl.store(out_ptr + offs * 4 + 1, b)
+    tl.store(out_ptr + offs * 4 + 2, c)
+    tl.store(out_ptr + offs * 4 + 3, d)
