@@ -18,7 +18,7 @@ from typing import Any
 
 from . import language
 from .compiler.kernel import CompiledKernel, KernelABI
-from .errors import CompilationError, LaunchError, OutOfResources
+from .errors import CompilationError, LaunchError, OutOfResources, StaleGlobalError
 from .runtime.jit import JITFunction
 from .runtime.stream import Stream, current_stream, default_stream, synchronize
 from .runtime.structs import TensorDescriptor
@@ -120,7 +120,8 @@ def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[s
 
 
 __all__ = ["Autotuner", "CompilationError", "CompiledKernel", "Config", "Heuristics", "JITFunction", "KernelABI",
-           "LaunchError", "OutOfResources", "autotune", "cdiv", "compile", "heuristics", "jit", "knobs", "language",
+           "LaunchError", "OutOfResources", "StaleGlobalError", "autotune", "cdiv", "compile", "heuristics", "jit",
+           "knobs", "language",
            "next_power_of_2", "testing"]
 # Tensors, streams and hand-written MSL (runtime/tensor.py, stream.py, shader.py).
 __all__ += ["ShaderLibrary", "Stream", "Tensor", "TensorDescriptor", "compile_shader", "current_stream", "default_stream", "empty",

@@ -43,3 +43,7 @@ class OutOfResources(CompilationError):
 
 class LaunchError(EnceladusError, RuntimeError):
     """A kernel failed while running (e.g. an out-of-bounds access caught by the cpu backend's debug mode)."""
+
+
+class StaleGlobalError(RuntimeError):
+    """A global (or attribute, helper, defaults) that a compiled kernel read has changed since it was compiled."""

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import enceladus
-from enceladus.runtime import cache, serialize
+from enceladus.runtime import cache, guards, serialize
 
 from . import launch_kernels as lk
 
@@ -180,8 +180,10 @@ def test_json_round_trip(name: str) -> None:
     back = serialize.from_json(serialize.to_json(k))
     assert back.asm == k.asm and back.abi == k.abi and back.accesses == k.accesses
     assert back.metadata["layouts"] == k.metadata["layouts"]
-    assert {key: v for key, v in back.metadata.items() if key != "read_globals"} == \
-        {key: v for key, v in k.metadata.items() if key != "read_globals"}
+    per_process = ("read_globals", "global_reads", "stored_global_reads")  # bound to this process on load
+    assert {key: v for key, v in back.metadata.items() if key not in per_process} == \
+        {key: v for key, v in k.metadata.items() if key not in per_process}
+    assert back.metadata["stored_global_reads"] == guards.encode_reads(k.metadata["global_reads"])
     assert back.explain() == k.explain()
 
 

@@ -96,6 +96,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
             else:
                 arg_div[pname] = 16 if div16 else 1
     fn, read_globals = lower_kernel(source, name, params)
+    global_reads = read_globals.pop("__global_reads__", ())
     nbuffers = sum(1 for a in fn.args if a.type.is_ptr) + (1 if any(not a.type.is_ptr for a in fn.args) else 0)
     if nbuffers > MAX_BUFFER_SLOTS:
         args = source.tree.args.args
@@ -125,6 +126,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
         metadata={"num_warps": num_warps, "layouts": module.layouts, "threads_per_threadgroup":
                   module.threads_per_threadgroup, "threadgroup_memory": module.threadgroup_memory,
                   "barriers": module.barriers, "notes": module.notes, "read_globals": read_globals,
+                  "global_reads": global_reads,
                   "log_sites": module.log_sites, "dot_backend": dot_backend,
                   "uses_tensor_ops": module.uses_tensor_ops},
         accesses=module.accesses,

@@ -19,6 +19,7 @@ from ..language.builtins import static_range
 from ..language.core import builtin_name, constexpr
 from ..language.dtypes import dtype, pointer_type
 from . import ir, semantic
+from .kernel import GlobalRead
 from .refusals import REFUSED
 from .semantic import Builder, SemanticError, is_value
 from .source import KernelSource
@@ -141,6 +142,8 @@ class Lowering(ast.NodeVisitor):
         self.kernel_name = kernel_name
         self.call_stack = call_stack + (source.fn,)
         self.read_globals: dict[str, Any] = {}
+        # what the compilation read outside the arguments, checked again on every launch (GlobalRead)
+        self.global_reads: dict[tuple[int, tuple[str, ...]], GlobalRead] = {}
 
     # --- errors ------------------------------------------------------------------------------------
     def error(self, node: ast.AST, message: str, fix: str | None = None) -> CompilationError:
@@ -506,6 +509,7 @@ class Lowering(ast.NodeVisitor):
                 raise self.error(node, f"global '{name}' is a mutable {type(value).__name__}, which kernels cannot use",
                                  "pass it as a kernel argument, or make it a tl.constexpr constant")
             self.read_globals[name] = value
+            self._record_read(node, (name,), self.globals[name])
             return value
         if name in _PY_BUILTINS:
             return _PY_BUILTINS[name]
@@ -553,7 +557,32 @@ class Lowering(ast.NodeVisitor):
                                  REFUSED[attr].fix) from None
             raise self.error(node, f"'{what}' has no attribute '{attr}'",
                              "see the language reference for the supported tl.* builtins") from None
+        path = self._global_path(node)
+        if path is not None:  # cfg.BLOCK, mod.helper, Config.ATTR: checked again at launch
+            self._record_read(node, path, value)
         return value.value if isinstance(value, constexpr) else value
+
+    def _global_path(self, node: ast.expr) -> tuple[str, ...] | None:
+        """``("cfg", "BLOCK")`` for ``cfg.BLOCK`` when ``cfg`` is a global of this function, else None."""
+        if isinstance(node, ast.Name):
+            return (node.id,) if node.id not in self.scope and node.id in self.globals else None
+        if isinstance(node, ast.Attribute):
+            parent = self._global_path(node.value)
+            return None if parent is None else (*parent, node.attr)
+        return None
+
+    def _record_read(self, node: ast.AST, path: tuple[str, ...], value: Any, owner: Any = None) -> None:
+        """Remember a value read outside the arguments (``owner``'s global or defaults; default: this function's
+        global), located at ``node`` of this function's source."""
+        if owner is None:
+            root = self.globals.get(path[0])
+            if _is_enceladus_module(root) or (len(path) == 1 and _is_enceladus_builtin(value)):
+                return  # tl.* and enceladus.* themselves are part of the compiler's own digest
+        owner = self.src.fn if owner is None else owner
+        key = (id(owner), path)
+        if key not in self.global_reads:
+            lineno, _, line = self.src.locate(node)
+            self.global_reads[key] = GlobalRead(owner, path, value, f"{self.src.filename}:{lineno}", line.strip())
 
     def eval_Tuple(self, node: ast.Tuple) -> tuple:
         return tuple(self.eval(e) for e in node.elts)
@@ -780,13 +809,21 @@ class Lowering(ast.NodeVisitor):
         for name, value in bound.arguments.items():
             scope[name] = value.value if isinstance(value, constexpr) else value
         callee = Lowering(self.b, fn.source, scope, self.kernel_name, self.call_stack)
+        for attr in ("__defaults__", "__kwdefaults__"):  # defaults are compiled in: changing them makes it stale
+            if getattr(fn.fn, attr, None):
+                self._record_read(node, (attr,), getattr(fn.fn, attr), owner=fn.fn)
         try:
             callee.run_body(callee.src.tree.body)
         except _Return as r:
-            self.read_globals.update(callee.read_globals)
+            self._merge(callee)
             return r.value
-        self.read_globals.update(callee.read_globals)
+        self._merge(callee)
         return None
+
+    def _merge(self, callee: Lowering) -> None:
+        self.read_globals.update(callee.read_globals)
+        for k, v in callee.global_reads.items():
+            self.global_reads.setdefault(k, v)
 
     # --- helpers --------------------------------------------------------------------------------------
     def apply(self, node: ast.AST, thunk: Any) -> Any:
@@ -854,7 +891,19 @@ def lower_kernel(source: KernelSource, name: str, params: list[tuple[str, Any]])
             raise lowering.error(r.node, "a kernel cannot return a value",
                                  "store results through a pointer argument with tl.store") from None
     ir.verify(fn)
+    lowering.read_globals["__global_reads__"] = tuple(lowering.global_reads.values())
     return fn, lowering.read_globals
+
+
+def _is_enceladus_module(value: Any) -> bool:
+    return type(value).__name__ == "module" and (getattr(value, "__name__", "") or "").split(".")[0] == "enceladus"
+
+
+def _is_enceladus_builtin(value: Any) -> bool:
+    """tl builtins imported by name (``from enceladus.language import arange``); user @jit helpers are not."""
+    if getattr(value, "__enceladus_jit__", False):
+        return False
+    return callable(value) and (getattr(value, "__module__", "") or "").split(".")[0] == "enceladus"
 
 
 @dataclass

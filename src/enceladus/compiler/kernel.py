@@ -130,6 +130,26 @@ class KernelAsm(dict):
     __hash__ = None  # type: ignore[assignment]
 
 
+@dataclass(eq=False)
+class GlobalRead:
+    """One value a compilation read from outside the kernel's arguments: a global of ``owner`` (``path`` =
+    ``("BLOCK",)``), an attribute of one (``("cfg", "BLOCK")``) or ``owner``'s ``("__defaults__",)`` /
+    ``("__kwdefaults__",)``. The runtime compares it again on every launch (runtime/guards.py)."""
+
+    owner: Any  # the Python function whose globals (or defaults) were read
+    path: tuple[str, ...]
+    value: Any
+    where: str  # file:line of the first read
+    source_line: str = ""
+
+    @property
+    def name(self) -> str:
+        """How the kernel's source spells it (``cfg.BLOCK``, ``helper.__defaults__``)."""
+        if self.path[0] in ("__defaults__", "__kwdefaults__"):
+            return f"{getattr(self.owner, '__qualname__', '?')}.{self.path[0]}"
+        return ".".join(self.path)
+
+
 @dataclass
 class CompiledKernel:
     """A kernel compiled to MSL for one specialization."""

@@ -261,10 +261,12 @@ def function_digest(fn: Any, seen: set[int] | None = None) -> str:
         if name not in glb:
             continue  # an attribute name, a local, or a builtin
         value = glb[name]
-        if type(value).__name__ == "module":
-            if (value.__name__ or "").split(".")[0] == "enceladus":
+        if type(value).__name__ == "module" or isinstance(value, type):
+            if type(value).__name__ == "module" and (value.__name__ or "").split(".")[0] == "enceladus":
                 continue  # tl.* itself is covered by compiler_digest()
-            for attr in names:  # mod.helper / cfg.BLOCK: every name the code uses that the module has
+            if isinstance(value, type):
+                h.update(f"{name}={_describe_loose(value, seen)}\0".encode())
+            for attr in names:  # mod.helper / cfg.BLOCK / Config.BLOCK: every name the code uses that it has
                 if attr != name and hasattr(value, attr):
                     h.update(f"{name}.{attr}={_describe_loose(getattr(value, attr), seen)}\0".encode())
             continue
@@ -315,6 +317,17 @@ def load_or_compile(fn: Any, signature: dict[str, str], constexprs: dict[str, An
     # only what compile_kernel receives goes into the key (options it ignores would split the cache)
     key = kernel_key(fn, signature, constexprs, facts, {"num_warps": num_warps}) if enabled() else None
     kernel = load_kernel(key) if key else None
+    if kernel is not None:
+        from .guards import bind_reads
+
+        reads = bind_reads(fn, constexprs, kernel.metadata.pop("stored_global_reads", []))
+        if reads is None:  # a global it read differs from the one compiled in (a value the key cannot see)
+            log.info("cached kernel %s read globals that have changed since; compiling it again", fn.__name__)
+            stats.disk_hits -= 1
+            stats.disk_misses += 1
+            kernel = None
+        else:
+            kernel.metadata["global_reads"] = reads
     if kernel is not None:
         dump_kernel(kernel)  # ENCELADUS_DUMP: the same files as for a kernel compiled now
         return complete(kernel, target(), "disk")

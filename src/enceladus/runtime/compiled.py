@@ -102,6 +102,7 @@ class CompiledHandle:
         return runner
 
     def _launch(self, grid: Any, args: tuple) -> None:
+        from .guards import check as check_globals
         from .jit import resolve_grid
         from .launch import launch
 
@@ -123,4 +124,5 @@ class CompiledHandle:
                 values[p.name] = a
             else:
                 values[p.name] = a
+        check_globals(self.kernel)  # the globals it was compiled with (runtime/guards.py)
         launch(self.kernel, resolve_grid(grid, values), values)

@@ -67,11 +67,12 @@ class LaunchPlan:
     """How to launch one kernel from positional/keyword arguments of one fast key."""
 
     __slots__ = ("spec_key", "kernel", "launcher", "nargs", "tail", "buffer_index", "scalar_index",
-                 "numpy_writes", "asynchronous", "names")
+                 "numpy_writes", "asynchronous", "names", "guard")
 
     def __init__(self, spec_key: Any, launcher: KernelLauncher, names: Sequence[str], defaults: Sequence[Any],
-                 nargs: int, values: Sequence[Any]) -> None:
+                 nargs: int, values: Sequence[Any], guard: Any = None) -> None:
         self.spec_key = spec_key
+        self.guard = guard  # runtime/guards.KernelGuard: the globals the kernel was compiled with, or None
         self.launcher = launcher
         self.kernel = launcher.kernel
         self.nargs = nargs

@@ -22,6 +22,8 @@ from . import arguments, knobs, structs
 from .arguments import ArgSpec
 from .backend import get_backend
 from .fastpath import LaunchPlan, SlowPath, arg_key
+from .guards import check as check_globals
+from .guards import guard_of
 from .launch import debug_enabled, launch, launcher_for
 
 STRUCT_PREFIX = "__struct__"  # constexpr entries that record the structure of tuple/descriptor arguments
@@ -117,6 +119,7 @@ class JITFunction:
         self._cflags = tuple(p.is_constexpr for p in self.params)
         self._key_by_value = {p.name for p in self.params if p.is_constexpr} | set(LAUNCH_OPTIONS)
         self._defaults = [p.default for p in self.params]
+        self._fn_defaults = (fn.__defaults__, fn.__kwdefaults__)
         _ALL.add(self)
 
     def __repr__(self) -> str:
@@ -152,8 +155,26 @@ class JITFunction:
         return functools.partial(self.run, grid=grid)
 
     # --- binding ------------------------------------------------------------------------------------
+    def _defaults_current(self) -> bool:
+        """Whether the parameters' defaults are still those of ``fn`` (after ``fn.__defaults__ = ...`` they are
+        read again, and launch plans that filled them in are dropped)."""
+        fn = self.fn
+        if fn.__defaults__ is self._fn_defaults[0] and fn.__kwdefaults__ is self._fn_defaults[1]:
+            return True
+        params = inspect.signature(fn).parameters
+        self.params = [KernelParam(p.name, p.index, p.is_constexpr,
+                                   params[p.name].default if params[p.name].default is not params[p.name].empty
+                                   else inspect.Parameter.empty, p.annotation_type, p.do_not_specialize)
+                       for p in self.params]
+        self._by_name = {p.name: p for p in self.params}
+        self._defaults = [p.default for p in self.params]
+        self._fn_defaults = (fn.__defaults__, fn.__kwdefaults__)
+        self._fast.clear()
+        return False
+
     def bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Map the launch's arguments to parameters. Returns (values by name, launch options)."""
+        self._defaults_current()
         options = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS if k in kwargs and k not in self._by_name}
         if len(args) > len(self.params):
             raise TypeError(f"kernel '{self.__name__}' takes {len(self.params)} arguments "
@@ -258,7 +279,10 @@ class JITFunction:
                 plan = self._fast.get(fkey)
             except (SlowPath, TypeError):  # TypeError: an unhashable constexpr
                 fkey = plan = None
-            if plan is not None and self.cache.get(plan.spec_key) is plan.kernel and not debug_enabled():
+            if plan is not None and self.cache.get(plan.spec_key) is plan.kernel and not debug_enabled() and \
+                    (not plan.tail or self._defaults_current()):
+                if plan.guard is not None:
+                    plan.guard.check()  # the globals it was compiled with (runtime/guards.py)
                 plan.run(args, kwargs, grid)
                 return plan.kernel
         values, options = self.bind(args, dict(kwargs))
@@ -272,7 +296,7 @@ class JITFunction:
             spec_key = self._key(*self.specialization(values, options), options.get("num_warps", 4))
             if self.cache.get(spec_key) is kernel:
                 self._fast[fkey] = LaunchPlan(spec_key, launcher_for(kernel), self.param_names, self._defaults,
-                                              len(args), [values[n] for n in self.param_names])
+                                              len(args), [values[n] for n in self.param_names], guard_of(kernel))
         return kernel
 
     def _launch_bound(self, grid: Any, values: dict[str, Any], options: dict[str, Any]) -> CompiledKernel | None:
@@ -284,6 +308,7 @@ class JITFunction:
             return None
         debug = bool(options.pop("debug", False) or self.debug or debug_enabled())
         kernel = self.compile_for(values, options)
+        check_globals(kernel)
         launch_values = values
         if any(structs.is_struct(values[p.name]) for p in self.params if not p.is_constexpr):
             launch_values = dict(values)

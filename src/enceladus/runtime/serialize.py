@@ -24,8 +24,8 @@ from typing import Any
 
 from ..compiler.kernel import CompiledKernel, KernelAsm
 
-FORMAT = 1
-_RUNTIME_METADATA = ("read_globals", "cache", "target")  # not stored: read_globals separately, the rest per process
+FORMAT = 2  # 2: global_reads
+_RUNTIME_METADATA = ("read_globals", "global_reads", "cache", "target")  # not stored: read_globals separately, the rest per process
 _PACKAGE = "enceladus"
 
 
@@ -139,8 +139,15 @@ def kernel_to_dict(kernel: CompiledKernel) -> dict[str, Any]:
         "abi": encode(kernel.abi),
         "metadata": encode(metadata),
         "read_globals": encode(dict(read_globals), strict=False),
+        "global_reads": _encode_reads(kernel.metadata.get("global_reads") or ()),
         "accesses": encode(list(kernel.accesses)),
     }
+
+
+def _encode_reads(reads: Any) -> list:
+    from .guards import encode_reads
+
+    return encode_reads(tuple(reads))
 
 
 def kernel_from_dict(data: dict[str, Any]) -> CompiledKernel:
@@ -151,6 +158,7 @@ def kernel_from_dict(data: dict[str, Any]) -> CompiledKernel:
     try:
         metadata = decode(data["metadata"])
         metadata["read_globals"] = decode(data["read_globals"])
+        metadata["stored_global_reads"] = list(data["global_reads"])  # bound to this process by the cache
         return CompiledKernel(name=data["name"], asm=decode(data["asm"]), abi=decode(data["abi"]),
                               metadata=metadata, accesses=decode(data["accesses"]))
     except KeyError as e:
