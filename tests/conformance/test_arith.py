@@ -34,7 +34,10 @@ def binary_reference(x: np.ndarray, y: np.ndarray, a: str, b: str) -> dict[str, 
             out["div"] = (xs.astype(np.float32) / ys.astype(np.float32)).astype(np.float32)
             out["fdiv"], out["mod"] = c_div(xs, ys), c_mod(xs, ys)
             m = BITS[res] - 1
-            out.update({"and": xs & ys, "or": xs | ys, "xor": xs ^ ys, "shl": xs << (ys & m), "shr": xs >> (ys & m)})
+            # Triton's >> is arithmetic when the left operand's own type is signed, even in an unsigned common type
+            left = xs.view(f"i{xs.itemsize}") if a.startswith("int") and xs.dtype.kind == "u" else xs
+            shr = (left >> (ys & m).astype(left.dtype)).view(xs.dtype)
+            out.update({"and": xs & ys, "or": xs | ys, "xor": xs ^ ys, "shl": xs << (ys & m), "shr": shr})
         else:
             xf, yf = x.astype(np.float32), y.astype(np.float32)
             out["div"], out["mod"] = xf / yf, np.fmod(xf, yf)

@@ -197,7 +197,12 @@ def binary(b: Builder, op: str, x: Any, y: Any) -> Value:
         if xt.is_floating() or yt.is_floating():
             raise SemanticError(f"operator {op} needs integer operands, got {xt} and {yt}",
                                 "cast to an integer type first, or use .to(tl.int32, bitcast=True) for the bits")
+        # Triton picks an arithmetic or a logical >> from the signedness of the left tile (of the right one when
+        # the left is a Python literal) before both are converted to the common type
+        arithmetic = (xt if is_value(x) else yt).is_int_signed()
         x, y = _common(b, x, y)
+        if op == ">>" and arithmetic != x.type.element.is_int_signed():
+            return b.emit("shr", [x, y], x.type, arithmetic=arithmetic)
         return b.emit(_ARITH[op], [x, y], x.type)
     x, y = _common(b, x, y)
     return b.emit(_ARITH[op], [x, y], x.type)
@@ -587,7 +592,7 @@ _minmax("minimum")
 
 @rule("clamp")
 def clamp(b: Builder, x: Any, min: Any, max: Any, propagate_nan: Any = None) -> Value:
-    return RULES["minimum"](b, RULES["maximum"](b, x, min), max)
+    return RULES["minimum"](b, RULES["maximum"](b, x, min, propagate_nan), max, propagate_nan)
 
 
 @rule("fdiv")
@@ -603,8 +608,9 @@ def fdiv(b: Builder, x: Any, y: Any, ieee_rounding: Any = False) -> Value:
 @rule("umulhi")
 def umulhi(b: Builder, x: Any, y: Any) -> Value:
     xv, yv = _common(b, x, y)
-    if xv.type.element.name not in ("int32", "uint32"):
-        raise SemanticError(f"tl.umulhi expects 32-bit integers, got {xv.type.element}", "cast with .to(tl.uint32)")
+    if xv.type.element.name not in ("int32", "uint32", "int64", "uint64"):
+        raise SemanticError(f"tl.umulhi expects 32- or 64-bit integers, got {xv.type.element}",
+                            "cast with .to(tl.uint32)")
     return b.emit("umulhi", [xv, yv], xv.type)
 
 
@@ -742,12 +748,23 @@ def _arg_combine(better: str, tie_break_left: bool) -> Combine:
     def combine(b: Builder, lhs: list[Value], rhs: list[Value]) -> list[Value]:
         (v1, i1), (v2, i2) = lhs, rhs
         bool_t = Type(D.int1)
+        if v1.type.element.is_floating():
+            # As Triton 3.9 (numpy's nanmax/nanargmax): the value ignores NaN, and for the index a NaN counts as
+            # -inf for max (+inf for min), so argmax([1, nan, 3, 0]) == 2 and an all-NaN row gives index 0
+            value = b.emit(better == "gt" and "max" or "min", [v1, v2], v1.type)
+            stand_in = b.const(float("-inf") if better == "gt" else float("inf"), v1.type.element)
+            v1 = b.emit("select", [RULES["isnan"](b, v1), stand_in, v1], v1.type)
+            v2 = b.emit("select", [RULES["isnan"](b, v2), stand_in, v2], v2.type)
+        else:
+            value = None
         pick = b.emit(better, [v1, v2], bool_t)
         if tie_break_left:
             eq = b.emit("eq", [v1, v2], bool_t)
             lower = b.emit("lt", [i1, i2], bool_t)
             pick = b.emit("or", [pick, b.emit("and", [eq, lower], bool_t)], bool_t)
-        return [b.emit("select", [pick, v1, v2], v1.type), b.emit("select", [pick, i1, i2], i1.type)]
+        if value is None:
+            value = b.emit("select", [pick, v1, v2], v1.type)
+        return [value, b.emit("select", [pick, i1, i2], i1.type)]
 
     return combine
 
@@ -974,6 +991,8 @@ def split(b: Builder, a: Any) -> tuple[Value, Value]:
 @rule("interleave")
 def interleave(b: Builder, a: Any, other: Any) -> Value:
     j = join(b, a, other)
+    if len(j.type.shape) == 1:  # two scalars: joined they are already interleaved
+        return j
     shape = j.type.shape[:-2] + (j.type.shape[-2] * 2,)
     return reshape(b, j, shape)
 

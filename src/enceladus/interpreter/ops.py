@@ -303,11 +303,10 @@ def umulhi(x: Any, y: Any) -> Tile:
     if ty.name not in ("int32", "uint32", "int64", "uint64"):
         raise ValueError(f"Expected dtype ['int32', 'int64', 'uint32', 'uint64'] but got {ty} in tl.umulhi")
     bits = ty.primitive_bitwidth
-    if bits == 32:
-        wide = np.int64 if ty.is_int_signed() else np.uint64
-        r = (a.astype(wide) * b.astype(wide)) >> 32
-        return Tile(r.astype(ty.to_numpy()), ty)
-    ua, ub = a.astype(np.uint64), b.astype(np.uint64)
+    if bits == 32:  # the unsigned product's high word, whatever the signedness (Triton: umulhi(-5, 3) == 2)
+        ua, ub = a.view(np.uint32).astype(np.uint64), b.view(np.uint32).astype(np.uint64)
+        return Tile(((ua * ub) >> np.uint64(32)).astype(np.uint32).view(ty.to_numpy()), ty)
+    ua, ub = a.view(np.uint64), b.view(np.uint64)
     mask = np.uint64(0xFFFFFFFF)
     s32 = np.uint64(32)
     a_lo, a_hi, b_lo, b_hi = ua & mask, ua >> s32, ub & mask, ub >> s32
@@ -315,9 +314,7 @@ def umulhi(x: Any, y: Any) -> Tile:
     mid1 = a_hi * b_lo + (lo_lo >> s32)
     mid2 = a_lo * b_hi + (mid1 & mask)
     hi = a_hi * b_hi + (mid1 >> s32) + (mid2 >> s32)
-    if ty.is_int_signed():  # signed high half: subtract the two's-complement corrections
-        hi = hi - np.where(a < 0, ub, 0).astype(np.uint64) - np.where(b < 0, ua, 0).astype(np.uint64)
-    return Tile(hi.astype(ty.to_numpy()), ty)
+    return Tile(hi.view(ty.to_numpy()), ty)
 
 
 @op("cdiv", member=True)

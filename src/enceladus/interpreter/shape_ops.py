@@ -136,6 +136,8 @@ def split(a: Any) -> tuple[Tile, Tile]:
 def interleave(a: Any, b: Any) -> Tile:
     j = join(a, b)
     shape = j.shape
+    if len(shape) == 1:  # two scalars: joined they are already interleaved
+        return j
     return reshape(j, *shape[:-2], shape[-2] * 2)
 
 
@@ -225,10 +227,13 @@ def _extreme(name: str, fn: Callable, arg: Callable) -> None:
 
 def _arg_index(t: Tile, data: np.ndarray, a: int, keep_dims: bool, arg: Callable, left: bool) -> Tile:
     wide = data.astype(np.float32) if t.dtype.name in ("fp16", "bf16") else data
-    if left:
-        idx = arg(wide, axis=-1)
-    else:
-        idx = wide.shape[-1] - 1 - arg(wide[..., ::-1], axis=-1)
+    if not left:
+        wide = wide[..., ::-1]
+    if wide.dtype.kind == "f":  # NaN counts as -inf for argmax, +inf for argmin (numpy's nanargmax, Triton 3.9)
+        wide = np.where(np.isnan(wide), -np.inf if arg is np.argmax else np.inf, wide)
+    idx = arg(wide, axis=-1)
+    if not left:
+        idx = wide.shape[-1] - 1 - idx
     return _finish(t, idx.astype(np.int32), a, keep_dims, D.int32)
 
 

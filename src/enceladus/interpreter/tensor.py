@@ -376,6 +376,8 @@ class Tile:
     def __neg__(self) -> Tile:
         if self.dtype.is_ptr():
             raise TypeError("cannot negate a pointer")
+        if self.dtype.is_bool():  # -x of a 1-bit integer is x (mod 2)
+            return self
         return binary("-", 0, self) if self.dtype.is_int() else self.like(-self.data)
 
     def __pos__(self) -> Tile:
@@ -510,8 +512,8 @@ def binary(op: str, x: Any, y: Any) -> Tile:
             a, b, ty, _ = operands(x, y)
             if not ty.is_int():
                 raise TypeError(f"operator {op} needs integer operands, got {ty}; cast with .to(...) first")
-            if op in ("<<", ">>") and not ty.is_bool():
-                b = b.astype(a.dtype)
+            if op in ("<<", ">>"):
+                return _shift(op, x if isinstance(x, Tile) else y, a, b, ty)
             return Tile(_BIT[op](a, b), ty)
         if op in _CMP:
             a, b, ty, _ = operands(x, y)
@@ -530,6 +532,20 @@ def binary(op: str, x: Any, y: Any) -> Tile:
         if ty.is_bool():
             r = (r & 1).astype(bool)
         return Tile(r, ty)
+
+
+def _shift(op: str, decides: Any, a: np.ndarray, b: np.ndarray, ty: dtype) -> Tile:
+    """``<<`` and ``>>`` in the common type ``ty``; ``>>`` is arithmetic when the left tile is signed (the right
+    tile decides when the left is a literal), as in Triton, whatever the signedness of ``ty``."""
+    if ty.is_bool():  # a 1-bit integer: 1 << 1 wraps to 0
+        r = _BIT[op](a.astype(np.uint8), b.astype(np.uint8)) & 1
+        return Tile(r.astype(bool), ty)
+    work = a.dtype
+    if op == ">>":
+        signed = decides.dtype.is_int_signed() if isinstance(decides, Tile) else ty.is_int_signed()
+        work = np.dtype(f"{'i' if signed else 'u'}{a.dtype.itemsize}")
+    r = _BIT[op](a.view(work), b.astype(work))
+    return Tile(r.astype(work).view(a.dtype), ty)
 
 
 def pointer_arith(op: str, x: Any, y: Any) -> Tile:

@@ -28,6 +28,7 @@ from .movement import MovementMixin
 from .tables import BINARY_INFIX, FLOAT_CALL, FLOAT_CALL2, HELPERS, NEEDS
 
 LOG_PARAM = "__enc_log"  # the hidden device-log buffer of kernels that print or assert
+_WRAPPING = {"add", "sub", "mul", "shl"}  # arithmetic that leaves {0, 1} on int1 operands
 VIEW_OPS = ops_where(layout=VIEW)  # free: expressions over the operand's registers or coordinates
 
 
@@ -396,6 +397,19 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             return f"as_type<{MSL_TYPE[rt.name]}>({a[0]})"
         if name in VIEW_OPS:
             return a[0]
+        if name == "shr" and "arithmetic" in op.attrs:  # the left operand's signedness decides, not the common type
+            t = MSL_TYPE[rt.name]
+            other = MSL_TYPE[(rt.name[1:] if rt.name.startswith("u") else "u" + rt.name)]
+            return f"static_cast<{t}>({other}({a[0]}) >> {a[1]})"
+        if rt.is_bool() and src.is_bool() and name in _WRAPPING:  # int1 is a 1-bit integer: True + True == False
+            return f"(((int({a[0]}) {BINARY_INFIX[name]} int({a[1]})) & 1) != 0)"
+        if name == "umulhi":  # the high word of the unsigned product, whatever the signedness
+            t = MSL_TYPE[rt.name]
+            u = t if rt.is_int_unsigned() else "u" + t
+            if rt.primitive_bitwidth == 64:
+                self.helpers.add("enc_umulhi64")
+                return f"as_type<{t}>(enc_umulhi64(as_type<ulong>({a[0]}), as_type<ulong>({a[1]})))"
+            return f"as_type<{t}>(mulhi(as_type<{u}>({a[0]}), as_type<{u}>({a[1]})))"
         return self._arith(name, a, float_type=src.is_floating(), signed=src.is_int_signed(), src=src)
 
     def _arith(self, name: str, a: list[str], float_type: bool, signed: bool, src: Any = None) -> str:
@@ -409,8 +423,6 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             return f"fmod({a[0]}, {a[1]})"
         if name in ("max", "min"):
             return f"{'f' if float_type else ''}{name}({a[0]}, {a[1]})"
-        if name == "umulhi":
-            return f"mulhi({a[0]}, {a[1]})"
         if name == "neg":
             return f"(-{a[0]})"
         if name == "not":

@@ -23,6 +23,12 @@ NEEDS = {"erf": "enc_erf", "erfc": "enc_erf", "log1p": "enc_extra", "expm1": "en
          "hypot": "enc_extra"}
 
 HELPERS = {
+    "enc_umulhi64": """// The high 64 bits of a 64x64-bit unsigned product, from 32-bit halves.
+static inline ulong enc_umulhi64(ulong a, ulong b) {
+    const ulong al = a & 0xFFFFFFFFul, ah = a >> 32, bl = b & 0xFFFFFFFFul, bh = b >> 32;
+    const ulong ll = al * bl, m1 = ah * bl + (ll >> 32), m2 = al * bh + (m1 & 0xFFFFFFFFul);
+    return ah * bh + (m1 >> 32) + (m2 >> 32);
+}""",
     "enc_atomic": """// Atomics on device memory, relaxed order (the only order Metal's atomic operations take; Triton's acquire
 // and release come from fences around them). Floats other than add go through the bits with a compare-and-swap loop.
 template <typename T, typename A> static inline T enc_atomic_cas_loop(device A* a, T cmp, T val) {
