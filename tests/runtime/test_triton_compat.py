@@ -253,3 +253,19 @@ def test_reinterpret_unsigned_data(aliased):
 
     copy[(1,)](wrapped, out, BLOCK=4)
     np.testing.assert_array_equal(out, np.array([0xFFFFFFFF >> 1, 0, 1], np.uint32))
+
+
+def test_suite_script_exclusions_and_classes():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "tools" / "triton_suite.py"
+    spec = importlib.util.spec_from_file_location("triton_suite_under_test", path)
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    assert suite.excluded("test/unit/language/test_core.py::test_bin_op[float64-int8-+]") == "float64"
+    assert suite.excluded("test/unit/language/test_core.py::test_atomic_rmw[add-int64-False-acq_rel]") == "atomic64"
+    assert suite.excluded("test/unit/language/test_core.py::test_atomic_rmw[add-float32-False-acq_rel]") is None
+    assert suite.excluded("test/unit/language/test_core.py::test_bin_op[int64-int8-+]") is None
+    assert suite.classify("E   AssertionError: Not equal to tolerance")[0] == "wrong values"
+    assert suite.classify("CompilationError: x\n    tl.foo()\nerror: tl.foo takes 2 arguments")[0] == "compile error"
