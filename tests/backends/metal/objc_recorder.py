@@ -8,7 +8,11 @@ the callback sees the C-level values (an int too wide for its declared type arri
 For each message it checks: the selector is one Apple's metadata knows, the C types the bridge
 passed match the metadata's encodings (argument widths), the receiver is a live object of the
 right kind, +0 objects are only produced inside an autorelease pool, and encoder/command-buffer
-state moves in the documented order. It keeps reference counts, so tests can assert that every
+state moves in the documented order. Buffers carry their resource options: a buffer whose storage is not Shared is refused where
+the host code needs host-visible memory (``contents`` of a Private buffer is nil, as in Metal; Managed
+needs synchronization messages the host code never sends; Memoryless buffers do not exist; no-copy
+buffers must be Shared), and so is untracked hazard tracking (the host code sends no fences). It keeps
+reference counts, so tests can assert that every
 object we created was released. Dispatches are executed on the cpu backend when the command
 buffer is waited for, with the bound buffers' addresses + offsets and the ``setBytes`` data, so
 the metal host code's argument binding is checked end to end. None of this says anything about
@@ -28,6 +32,11 @@ from enceladus.backends.cpu.signature import parse_kernels
 from enceladus.backends.metal.objc import ENCODINGS, MTLSize, NSRange
 
 DATA = Path(__file__).parent / "data" / "metal_selectors.json"
+# MTLResourceOptions (MTLResource.h): CPU cache mode in bits 0-3, storage mode in bits 4-7, hazard tracking
+# mode in bits 8-9
+CPU_CACHE_MODES = {0: "DefaultCache", 1: "WriteCombined"}
+STORAGE_MODES = {0: "Shared", 1: "Managed", 2: "Private", 3: "Memoryless"}
+HAZARD_MODES = {0: "Default", 1: "Untracked", 2: "Tracked"}
 PROTOCOL_KINDS = {"MTLDevice", "MTLCommandQueue", "MTLCommandBuffer", "MTLComputeCommandEncoder", "MTLLibrary",
                   "MTLFunction", "MTLComputePipelineState", "MTLBuffer"}
 
@@ -285,17 +294,49 @@ class RecordingObjCRuntime:
     def _m_staticThreadgroupMemoryLength(self, rid: int, obj: Obj) -> int:
         return 0
 
+    @staticmethod
+    def resource_options(options: int) -> tuple[str, str, str]:
+        """(CPU cache mode, storage mode, hazard tracking mode) of MTLResourceOptions; unknown bits refused."""
+        cache, storage, hazard = options & 0xF, (options >> 4) & 0xF, (options >> 8) & 0x3
+        if cache not in CPU_CACHE_MODES or storage not in STORAGE_MODES or hazard not in HAZARD_MODES \
+                or options >> 10:
+            raise ProtocolViolation(f"MTLResourceOptions {options:#x} has bits no MTLResourceOptions value defines")
+        return CPU_CACHE_MODES[cache], STORAGE_MODES[storage], HAZARD_MODES[hazard]
+
+    def _check_buffer_options(self, options: int, nocopy: bool) -> str:
+        _, storage, hazard = self.resource_options(options)
+        if storage == "Memoryless":
+            raise ProtocolViolation("a Memoryless MTLBuffer: memoryless storage exists only for render-pass "
+                                    "attachments (textures), never for buffers")
+        if storage == "Managed":
+            raise ProtocolViolation("a Managed MTLBuffer: its host writes need didModifyRange: and its host reads a "
+                                    "blit synchronizeResource:, which the host code never sends; use Shared")
+        if nocopy and storage != "Shared":
+            raise ProtocolViolation(f"newBufferWithBytesNoCopy with {storage} storage: wrapping host memory "
+                                    "needs Shared storage")
+        if hazard == "Untracked":
+            raise ProtocolViolation("an untracked MTLBuffer: Metal then leaves ordering between command buffers "
+                                    "to fences/events, which the host code never encodes")
+        return storage
+
     def _m_newBufferWithLength_options_(self, rid: int, obj: Obj, n: int, options: int) -> int:
-        mem = (ctypes.c_uint8 * n)()
-        return self._new("MTLBuffer", memory=mem, address=ctypes.addressof(mem), length=n, options=options)
+        storage = self._check_buffer_options(options, nocopy=False)
+        mem = (ctypes.c_uint8 * n)()  # for a Private buffer: memory only dispatches reach (contents is nil)
+        return self._new("MTLBuffer", memory=mem, address=ctypes.addressof(mem), length=n, options=options,
+                         storage=storage)
 
     def _m_newBufferWithBytesNoCopy_length_options_deallocator_(self, rid: int, obj: Obj, ptr: int, n: int,
                                                                 options: int, dealloc: int | None) -> int:
         if ptr % 16384 or n % 16384:  # Apple silicon's 16 KiB pages
             raise ProtocolViolation(f"newBufferWithBytesNoCopy with unaligned range {ptr:#x}+{n}")
-        return self._new("MTLBuffer", address=ptr, length=n, options=options, nocopy=True)
+        storage = self._check_buffer_options(options, nocopy=True)
+        return self._new("MTLBuffer", address=ptr, length=n, options=options, nocopy=True, storage=storage)
 
     def _m_contents(self, rid: int, obj: Obj) -> int:
+        if obj.data.get("storage", "Shared") != "Shared":
+            # Metal returns nil; the message is recorded as a violation and the caller gets nil (0)
+            raise ProtocolViolation(f"contents of a {obj.data['storage']} MTLBuffer: its memory is not "
+                                    "host-visible (Metal returns nil)")
         return obj.data["address"]
 
     def _m_length(self, rid: int, obj: Obj) -> int:

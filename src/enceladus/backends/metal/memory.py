@@ -86,6 +86,10 @@ class MetalBuffer:
         """A new zero-length-safe shared buffer of ``nbytes``."""
         handle = metal.new_buffer(nbytes)
         address = int(metal.bridge.send(handle, "contents") or 0)
+        if not address:  # a buffer whose storage is not host-visible (Private) has nil contents
+            metal.bridge.release(handle)
+            raise RuntimeError(f"Metal gave a new {nbytes}-byte buffer no host address (contents is nil): "
+                               "Enceladus needs Shared storage, which every Apple-silicon Mac provides")
         return cls(metal, handle, int(nbytes), address, registry)
 
     def host_view(self) -> np.ndarray:
