@@ -134,17 +134,30 @@ def access_summary(r: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def compute_rows() -> list[dict[str, Any]]:
+    """The report's rows: deterministic (no timing), so the committed JSON must equal them (tests/test_benchmarks.py)."""
+    rows = []
+    old_cache = os.environ.get("ENCELADUS_CACHE_DIR")
+    try:
+        with tempfile.TemporaryDirectory(prefix="enceladus-codegen-report-") as tmp:
+            os.environ["ENCELADUS_CACHE_DIR"] = str(Path(tmp) / "cache")  # compile now; leave the user's cache alone
+            modules = write_modules(Path(tmp))
+            for name, kernel, args, kwargs in cases(modules):
+                rows.append(report(name, kernel, args, kwargs))
+    finally:
+        if old_cache is None:
+            os.environ.pop("ENCELADUS_CACHE_DIR", None)
+        else:
+            os.environ["ENCELADUS_CACHE_DIR"] = old_cache
+    return json.loads(json.dumps(rows, default=str))  # as the JSON file holds them
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "codegen_report.json"))
     opts = ap.parse_args()
     os.environ.pop("ENCELADUS_DUMP", None)
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="enceladus-codegen-report-") as tmp:
-        os.environ["ENCELADUS_CACHE_DIR"] = str(Path(tmp) / "cache")  # compile now; leave the user's cache alone
-        modules = write_modules(Path(tmp))
-        for name, kernel, args, kwargs in cases(modules):
-            rows.append(report(name, kernel, args, kwargs))
+    rows = compute_rows()
 
     head = f"{'kernel':<16} {'threads':>7} {'elems/thr':>9} {'tg mem':>7} {'barriers':>8}  {'accesses (l/s, vector x dtype)':<34} simd ops"
     print(head)
