@@ -49,4 +49,4 @@ def test_a_stale_report_is_detected():
     softmax = next(r for r in old if r["kernel"] == "softmax")
     softmax["simd_ops"]["call_sites"] = {"simd_shuffle_xor": 999}  # e.g. the code before simd_sum/simd_max
     assert stale_fields(old, committed) == ["softmax: simd_ops"]
-    assert stale_fields(old[1:], committed) == [f"{committed[0]['kernel']}: missing from the committed report"]
+    assert stale_fields(committed[1:], committed) == [f"{committed[0]['kernel']}: missing from the committed report"]
