@@ -7,14 +7,13 @@ from typing import Any
 from ..errors import CompilationError, OutOfResources
 from ..language import dtypes as D
 from ..language.dtypes import pointer_type
+from ..language.structs import leaf_names
 from . import ir
 from .codegen_msl import MSLEmitter
 from .frontend import KernelSource, StructParam, lower_kernel, specialized_constant
 from .kernel import VERSION, CompiledKernel, KernelABI, KernelAsm, dump_kernel
+from .metal_limits import MAX_BUFFER_SLOTS, MAX_THREADS_PER_THREADGROUP  # noqa: F401  (re-exported)
 from .passes import axis_info, layouts
-
-MAX_BUFFER_SLOTS = 31
-MAX_THREADS_PER_THREADGROUP = 1024
 
 
 def parse_signature_type(t: str, name: str) -> ir.Type | None:
@@ -41,11 +40,14 @@ def parse_signature_type(t: str, name: str) -> ir.Type | None:
 
 def compile_kernel(source: KernelSource, name: str, param_names: list[str], signature: dict[str, str],
                    constexprs: dict[str, Any], facts: dict[str, tuple[bool, bool]] | None = None,
-                   num_warps: int = 4, origin: str = "") -> CompiledKernel:
+                   num_warps: int = 4, origin: str = "", structs: dict[str, Any] | None = None,
+                   dot_backend: str = "simdgroup") -> CompiledKernel:
     """Compile one specialization of a kernel to MSL.
 
     ``signature`` gives each runtime argument's type; ``constexprs`` each constexpr's value;
-    ``facts`` maps argument name -> (divisible_by_16, equal_to_1).
+    ``facts`` maps argument name -> (divisible_by_16, equal_to_1); ``structs`` maps each tuple or
+    TensorDescriptor parameter to its structure (``language.structs.flatten``), passed by its leaves;
+    ``dot_backend`` is how ``tl.dot`` is lowered ("simdgroup" or "matmul2d").
     """
     if not isinstance(num_warps, int) or num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
         raise CompilationError(f"num_warps={num_warps!r} is not supported", kernel=name,
@@ -54,6 +56,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
     params: list[tuple[str, Any]] = []
     arg_types: dict[str, str] = {}
     arg_div: dict[str, int] = {}
+
     def runtime_param(pname: str) -> Any:
         """The frontend's view of one runtime (leaf) argument; records its type and facts."""
         t = signature[pname]
@@ -74,27 +77,12 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
         if pname in constexprs:
             params.append((pname, constexprs[pname]))
             continue
-        structure = constexprs.get("__struct__" + pname)
+        structure = (structs or {}).get(pname)
         if structure is not None:  # a tuple or tensor-descriptor argument, passed by its leaves
-            from ..runtime.structs import leaf_names
-
             params.append((pname, StructParam(pname, structure,
                                               {n: runtime_param(n) for n in leaf_names(pname, structure)})))
             continue
-        t = signature[pname]
-        ty = parse_signature_type(t, pname)
-        div16, eq1 = facts.get(pname, (False, False))
-        if ty is None:
-            params.append((pname, None))
-        elif eq1 and not ty.is_ptr:
-            params.append((pname, specialized_constant(1, ty.element)))
-        else:
-            params.append((pname, ty))
-            arg_types[pname] = t
-            if ty.is_ptr:
-                arg_div[pname] = 16 if div16 else ty.element.element_ty.itemsize
-            else:
-                arg_div[pname] = 16 if div16 else 1
+        params.append((pname, runtime_param(pname)))
     fn, read_globals = lower_kernel(source, name, params)
     global_reads = read_globals.pop("__global_reads__", ())
     nbuffers = sum(1 for a in fn.args if a.type.is_ptr) + (1 if any(not a.type.is_ptr for a in fn.args) else 0)
@@ -106,7 +94,6 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
             filename=source.filename, lineno=lineno, col=col, source_line=line,
             fix="pass fewer pointer arguments (e.g. one buffer plus offsets)")
     info = axis_info.analyze(fn, arg_div)
-    dot_backend = constexprs.get("__dot_backend__", "simdgroup")
     if dot_backend not in ("simdgroup", "matmul2d"):
         raise CompilationError(f"dot_backend={dot_backend!r} is not supported", kernel=name,
                                fix="use 'simdgroup', 'matmul2d' or 'auto'")

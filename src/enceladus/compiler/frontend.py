@@ -915,7 +915,7 @@ class StructParam:
     leaves: dict[str, Any]  # leaf name -> ir.Type, _Const or None
 
     def build(self, fn: ir.Function, builder: Builder) -> Any:
-        from ..runtime.structs import rebuild
+        from ..language.structs import rebuild
         from .aggregates import TensorDescriptor
 
         def leaf(name: str) -> Any:

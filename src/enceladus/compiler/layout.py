@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-WARP_SIZE = 32
+from .metal_limits import SIMD_WIDTH
+
+WARP_SIZE = SIMD_WIDTH  # lanes per SIMD group (compiler/metal_limits.py)
 
 
 def order_stride(order: tuple[int, ...], sizes: tuple[int, ...], d: int) -> int:

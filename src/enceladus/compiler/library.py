@@ -6,7 +6,8 @@ Triton and as the interpreter, whatever the block size or grid.
 """
 
 import enceladus.language as tl
-from enceladus.runtime.jit import JITFunction
+
+from .source import KernelSource
 
 PHILOX_KEY_A = 0x9E3779B9
 PHILOX_KEY_B = 0xBB67AE85
@@ -14,8 +15,20 @@ PHILOX_ROUND_A = 0xD2511F53
 PHILOX_ROUND_B = 0xCD9E8D57
 
 
+class TileFunction:
+    """A function written in the tile language that the frontend inlines: what ``@enceladus.jit`` gives the
+    frontend (``fn``, ``source``), without the runtime's launch machinery (the compiler never imports it)."""
+
+    __enceladus_jit__ = True
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.source = KernelSource(fn)
+
+
 def jit(fn):
-    return JITFunction(fn)
+    return TileFunction(fn)
 
 
 @jit

@@ -168,6 +168,8 @@ def _common(b: Builder, x: Any, y: Any, div_or_mod: bool = False) -> tuple[Value
     xt, yt = element_type(x), element_type(y)
     try:
         ty = D.computation_type(xt, not is_value(x), yt, not is_value(y), div_or_mod)
+    except D.NoFloat64Error as e:
+        raise SemanticError(str(e), e.fix) from None
     except TypeError as e:
         raise SemanticError(str(e), "cast one operand with .to(...) so both have the same signedness") from None
     shape = b.broadcast_shapes(shape_of(x), shape_of(y))
@@ -742,6 +744,15 @@ def xor_sum(b: Builder, input: Any, axis: Any = None, keep_dims: Any = False) ->
     if not x.type.element.is_int():
         raise SemanticError(f"tl.xor_sum needs an integer tile, got {x.type.element}")
     return build_reduce(b, x, axis, _binary_combine("xor"), keep_dims, "tl.xor_sum")
+
+
+@rule("reduce_or")
+def reduce_or(b: Builder, input: Any, axis: Any, keep_dims: Any = False) -> Any:
+    (x,) = _tiles(input, "tl.reduce_or")
+    if not x.type.element.is_int():
+        raise SemanticError(f"tl.reduce_or needs an integer tile, got {x.type.element}",
+                            "cast it first, e.g. x.to(tl.int32), or reduce with tl.max for floats")
+    return build_reduce(b, x, axis, _binary_combine("or"), keep_dims, "tl.reduce_or")
 
 
 def _arg_combine(better: str, tie_break_left: bool) -> Combine:

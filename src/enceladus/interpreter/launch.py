@@ -20,10 +20,10 @@ import numpy as np
 from .. import language
 from ..language import dtypes as D
 from ..language import math as tl_math
+from ..language import structs
 from ..language.builtins import range as tl_range_cls
 from ..language.builtins import static_range as tl_static_range_cls
 from ..language.core import builtin_name, constexpr
-from ..runtime import arguments
 from . import descriptors, extra, ops, random, shape_ops  # noqa: F401  (registration)
 from .context import Launch, activate, current, env_flag, rollback
 from .memory import Buffer
@@ -270,33 +270,32 @@ def needs_sequential(fn: Any, seen: set[int] | None = None) -> bool:
 
 # --- arguments ----------------------------------------------------------------------------------------------------
 
-def _arguments(jitfn: Any, values: dict[str, Any]) -> dict[str, Any]:
-    signature, constexprs, _ = jitfn.specialize(values)  # the same validation (and errors) as a compiled launch
+def _arguments(jitfn: Any, values: dict[str, Any], as_numpy: Callable[[Any], np.ndarray]) -> dict[str, Any]:
+    signature, _, _ = jitfn.specialize(values)  # the same validation (and errors) as a compiled launch
     args: dict[str, Any] = {}
     for p in jitfn.params:
         v = values[p.name]
         if p.is_constexpr:
             args[p.name] = v
             continue
-        structure = constexprs.get("__struct__" + p.name)
-        if structure is not None:  # a tuple or TensorDescriptor: convert its leaves, then rebuild it
-            from ..runtime import structs
+        if structs.is_struct(v):  # a tuple or TensorDescriptor: convert its leaves, then rebuild it
             from .descriptors import TensorDescriptor
 
-            leaves = dict(structs.flatten(p.name, v)[0])
+            flat, structure = structs.flatten(p.name, v)
+            leaves = dict(flat)
             args[p.name] = structs.rebuild(p.name, structure,
-                                           lambda n, leaves=leaves: _argument(n, leaves[n], signature[n]),
+                                           lambda n, leaves=leaves: _argument(n, leaves[n], signature[n], as_numpy),
                                            lambda base, shape, strides, block: TensorDescriptor(base, shape,
                                                                                                 strides, block))
             continue
-        args[p.name] = _argument(p.name, v, signature[p.name])
+        args[p.name] = _argument(p.name, v, signature[p.name], as_numpy)
     return args
 
 
-def _argument(name: str, v: Any, t: str) -> Any:
+def _argument(name: str, v: Any, t: str, as_numpy: Callable[[Any], np.ndarray]) -> Any:
     """One runtime argument as the interpreter sees it: a pointer tile, a scalar tile or None."""
     if t.startswith("*"):
-        return Buffer(name, v, arguments.as_numpy(v), D.BY_NAME[t[1:]]).pointer()
+        return Buffer(name, v, as_numpy(v), D.BY_NAME[t[1:]]).pointer()
     if t == "none":
         return None
     ty = D.BY_NAME[t]
@@ -316,12 +315,15 @@ def _check_options(jitfn: Any, options: dict[str, Any]) -> None:
 # --- launch --------------------------------------------------------------------------------------------------------
 
 def interpret_launch(jitfn: Any, grid: tuple[int, int, int], values: dict[str, Any],
-                     options: dict[str, Any]) -> None:
-    """Run ``jitfn`` over ``grid`` with the NumPy interpreter; writes land in the caller's arrays."""
+                     options: dict[str, Any], as_numpy: Callable[[Any], np.ndarray] = np.asarray) -> None:
+    """Run ``jitfn`` over ``grid`` with the NumPy interpreter; writes land in the caller's arrays.
+
+    ``as_numpy`` views an array argument (a Tensor, a torch or MLX array) as NumPy: the runtime passes its own,
+    so the interpreter never imports the runtime."""
     _check_options(jitfn, options)
     if env_flag("ENCELADUS_VERIFY"):
         jitfn.compile_for(values, options)  # refuse exactly what the compiler refuses
-    args = _arguments(jitfn, values)
+    args = _arguments(jitfn, values, as_numpy)
     total = grid[0] * grid[1] * grid[2]
     if total == 0:
         return

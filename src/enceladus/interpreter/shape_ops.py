@@ -210,6 +210,15 @@ def xor_sum(input: Any, axis: Any = None, keep_dims: bool = False) -> Tile:
     return _finish(t, np.bitwise_xor.reduce(data, axis=-1), a, keep_dims, t.dtype)
 
 
+@op("reduce_or", member=True)
+def reduce_or(input: Any, axis: Any, keep_dims: bool = False) -> Tile:
+    t = to_tile(input)
+    if not t.dtype.is_int():
+        raise ValueError(f"reduce_or only supported for integers, got {t.dtype}")
+    data, a = _reduced(t, axis, "reduce_or")
+    return _finish(t, np.bitwise_or.reduce(data, axis=-1), a, keep_dims, t.dtype)
+
+
 def _extreme(name: str, fn: Callable, arg: Callable) -> None:
     def run(input: Any, axis: Any = None, return_indices: bool = False, return_indices_tie_break_left: bool = True,
             keep_dims: bool = False) -> Any:

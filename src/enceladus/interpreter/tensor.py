@@ -95,6 +95,10 @@ def computation_type(a: dtype, a_lit: bool, b: dtype, b_lit: bool, div_or_mod: b
         lit, ten = (a, b) if a_lit else (b, a)
         if _KIND[lit.kind] <= _KIND[ten.kind]:
             a = b = ten
+    if (a_lit and a.is_fp64()) or (b_lit and b.is_fp64()):
+        # Triton would compute in fp64; the compiler refuses it, so the interpreter does too
+        raise TypeError("a float literal outside float32's range is fp64 in Triton, and Apple GPUs have no fp64; "
+                        "write the literal within float32's range (or 0.0, inf, nan)")
     if a.is_fp64() or b.is_fp64():
         return D.float64
     if div_or_mod and (a.is_floating() or b.is_floating()):

@@ -268,6 +268,14 @@ def xor_sum(input, axis=None, keep_dims=False):
 
 
 @builtin
+def reduce_or(input, axis, keep_dims=False):
+    """Bitwise or of an integer (or boolean) tile along ``axis``, in the tile's own dtype.
+
+    Example: ``any_set = tl.reduce_or(flags, 0)`` or ``flags.reduce_or(1, keep_dims=True)``.
+    """
+
+
+@builtin
 def reduce(input, axis, combine_fn, keep_dims=False):
     """Reduce ``input`` (a tile or a tuple of tiles) along ``axis`` with the ``@jit`` function ``combine_fn``.
 

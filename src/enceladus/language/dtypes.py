@@ -208,6 +208,12 @@ def from_numpy(np_dtype: np.dtype) -> dtype | None:
 _KIND_RANK = {"bool": 0, "uint": 1, "int": 1, "float": 2}
 
 
+class NoFloat64Error(TypeError):
+    """An operation would compute in fp64 (Triton's type for float literals outside fp32's range)."""
+
+    fix = "write the literal within float32's range (or 0.0, inf, nan), e.g. 3.0e38 or 1.0e-30"
+
+
 def integer_promote(a: dtype, b: dtype) -> dtype:
     """Triton's integer promotion: wider wins; same width: unsigned wins; bool takes the other side."""
     if a.is_bool():
@@ -236,6 +242,10 @@ def computation_type(a: dtype, a_is_literal: bool, b: dtype, b_is_literal: bool,
                 return float32
             return other
     if a.is_fp64() or b.is_fp64():
+        if (a_is_literal and a.is_fp64()) or (b_is_literal and b.is_fp64()):
+            raise NoFloat64Error(
+                "a float literal outside float32's range (magnitude below 1.2e-38 or above 3.4e38) is fp64 in "
+                "Triton, and Apple GPUs have no fp64")
         return float64
     if a.is_fp32() or b.is_fp32():
         return float32
@@ -243,7 +253,7 @@ def computation_type(a: dtype, a_is_literal: bool, b: dtype, b_is_literal: bool,
         return float32 if div_or_mod else float16
     if a.is_bf16() or b.is_bf16():
         return bfloat16 if (a.is_bf16() and b.is_bf16() and not div_or_mod) else float32
-    if div_or_mod and a.is_int_signed() != b.is_int_signed() and not (a.is_bool() or b.is_bool()):
+    if div_or_mod and a.is_int_signed() != b.is_int_signed():  # bool counts as unsigned (Triton 3.9)
         raise TypeError(
             f"cannot use /, // or % between {a} and {b}: they differ in signedness; cast one side with .to()"
         )
@@ -265,7 +275,11 @@ def literal_dtype(value: object) -> dtype:
             return uint64
         raise ValueError(f"integer {value} does not fit in 64 bits")
     if isinstance(value, float):
-        return float32
+        ax = abs(value)
+        # Triton types a float literal outside fp32's normal range as fp64 (refused where it would compute)
+        if ax == float("inf") or ax == 0.0 or value != value or 2.0**-126 <= ax <= (2 - 2.0**-23) * 2.0**127:
+            return float32
+        return float64
     raise TypeError(f"{value!r} is not a scalar")
 
 

@@ -33,7 +33,19 @@ def _metal() -> Any:
     reason = unavailable_reason()
     if reason is not None:
         raise RuntimeError(reason)
-    return MetalBackend()
+    return supply(MetalBackend())
+
+
+def supply(backend: Any) -> Any:
+    """Hand a backend what it needs from above without importing it (backends never import the runtime or each
+    other): the runtime's view of host arrays, and the cpu backend debug mode runs Metal kernels on."""
+    if hasattr(backend, "host_view"):
+        from .arguments import as_numpy
+
+        backend.host_view = as_numpy
+    if getattr(backend, "cpu_twin_backend", False) is None:
+        backend.cpu_twin_backend = _cpu
+    return backend
 
 
 def _cpu() -> Any:
@@ -59,6 +71,7 @@ def use_backend(backend: Any) -> Iterator[Any]:
     from . import stream
 
     previous, previous_default = _active, stream._default
+    supply(backend)
     stream.wait_all_idle()
     _active, stream._default = backend, None
     try:

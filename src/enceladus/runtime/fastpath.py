@@ -18,11 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from ..compiler.metal_limits import MAX_GRID
 from . import arguments
 from .launch import KernelLauncher
 from .tensor import Tensor
-
-MAX_GRID = 2**32 - 1
 
 
 class SlowPath(Exception):

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..compiler.kernel import CompiledKernel
+from ..compiler.metal_limits import MAX_GRID
 from ..compiler.source import KernelSource
 from ..language.core import constexpr
 from ..language.dtypes import dtype
@@ -26,11 +27,11 @@ from .guards import check as check_globals
 from .guards import guard_of
 from .launch import debug_enabled, launch, launcher_for
 
-STRUCT_PREFIX = "__struct__"  # constexpr entries that record the structure of tuple/descriptor arguments
+STRUCT_PREFIX = "__struct__"  # specialization entries that record the structure of tuple/descriptor arguments
+DOT_BACKEND_KEY = "__dot_backend__"  # the specialization entry of the dot lowering (a launch option)
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "dot_backend",
                   "extern_libs")
 DOT_BACKENDS = ("auto", "simdgroup", "matmul2d")
-MAX_GRID = 2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ class JITFunction:
     def specialization(self, values: dict[str, Any], options: dict[str, Any]) -> tuple[dict, dict, dict]:
         """``specialize`` plus the launch options that change the generated code (the dot lowering)."""
         signature, constexprs, facts = self.specialize(values)
-        constexprs["__dot_backend__"] = resolve_dot_backend(options.get("dot_backend"))
+        constexprs[DOT_BACKEND_KEY] = resolve_dot_backend(options.get("dot_backend"))
         return signature, constexprs, facts
 
     def _key(self, signature: dict[str, str], constexprs: dict[str, Any], facts: dict[str, Any],
@@ -304,7 +305,7 @@ class JITFunction:
         if self.interpret:
             from ..interpreter import interpret_launch
 
-            interpret_launch(self, resolve_grid(grid, values), values, options)
+            interpret_launch(self, resolve_grid(grid, values), values, options, arguments.as_numpy)
             return None
         debug = bool(options.pop("debug", False) or self.debug or debug_enabled())
         kernel = self.compile_for(values, options)
@@ -456,11 +457,18 @@ def _annotated_type(p: KernelParam, value: Any) -> str:
     return ty.name
 
 
-def compile_kernel(*args: Any, **kwargs: Any) -> CompiledKernel:
-    """The compiler, loaded on the first compile (a process that only launches cached kernels never loads it)."""
+def compile_kernel(source: Any, name: str, param_names: list[str], signature: dict[str, str],
+                   constexprs: dict[str, Any], *args: Any, **kwargs: Any) -> CompiledKernel:
+    """The compiler, loaded on the first compile (a process that only launches cached kernels never loads it).
+
+    The runtime's specialization records tuple/descriptor structures and the dot lowering beside the constexprs
+    (they are part of the cache key); the compiler gets them as explicit arguments."""
     from ..compiler import driver
 
-    return driver.compile_kernel(*args, **kwargs)
+    plain = {k: v for k, v in constexprs.items() if not k.startswith(STRUCT_PREFIX) and k != DOT_BACKEND_KEY}
+    struct_args = {k[len(STRUCT_PREFIX):]: v for k, v in constexprs.items() if k.startswith(STRUCT_PREFIX)}
+    return driver.compile_kernel(source, name, param_names, signature, plain, *args, structs=struct_args,
+                                 dot_backend=constexprs.get(DOT_BACKEND_KEY, "simdgroup"), **kwargs)
 
 
 def resolve_dot_backend(choice: Any) -> str:

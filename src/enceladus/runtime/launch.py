@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..compiler.kernel import CompiledKernel
+from ..compiler.metal_limits import MAX_GRID as U32
 from ..errors import LaunchError
 from . import arguments, devicelog
 from .backend import get_backend
@@ -22,7 +23,6 @@ from .tensor import Tensor
 
 _PACK = {"int1": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
          "uint32": "I", "uint64": "Q", "fp32": "f"}
-U32 = 2**32 - 1
 
 
 def debug_enabled() -> bool:

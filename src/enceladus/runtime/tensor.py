@@ -172,7 +172,14 @@ class Tensor:
                    dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
         """Export through DLPack after synchronizing (kDLCPU on the cpu backend)."""
         export = getattr(self._alloc, "dlpack", None)
-        if callable(export):  # a backend with its own device type (Metal) answers itself
+        if callable(export):  # a backend with its own device type (Metal) answers itself, once every stream is done
+            from .stream import synchronize
+
+            synchronize()
+            if copy and (dl_device is None or tuple(dl_device) == self.__dlpack_device__()):
+                fresh = tensor(self)  # exported instead of the original (the backend never imports the runtime)
+                return fresh._alloc.dlpack(fresh, stream=stream, max_version=max_version, dl_device=dl_device,
+                                           copy=copy)
             return export(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
         if dl_device is not None and tuple(dl_device) != (1, 0):
             raise BufferError(f"an enceladus cpu Tensor lives in host memory (kDLCPU); cannot export to {dl_device}")

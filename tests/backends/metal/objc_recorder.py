@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from enceladus.backends.cpu.signature import parse_kernels
 from enceladus.backends.metal.objc import ENCODINGS, MTLSize, NSRange
+from enceladus.compiler.msl_signature import parse_kernels
 
 DATA = Path(__file__).parent / "data" / "metal_selectors.json"
 # MTLResourceOptions (MTLResource.h): CPU cache mode in bits 0-3, storage mode in bits 4-7, hazard tracking

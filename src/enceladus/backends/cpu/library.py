@@ -9,6 +9,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ...compiler.metal_limits import MAX_GRID, MAX_THREADGROUP_MEMORY, MAX_THREADS_PER_THREADGROUP
 from .errors import CpuBackendError, KernelLaunchError
 from .memory import CpuAllocation
 from .signature import KernelParam, KernelSignature
@@ -29,9 +30,8 @@ if TYPE_CHECKING:
 
 ABI_VERSION = 5
 MAX_BUFFERS = 31
-MAX_THREADS_PER_THREADGROUP = 1024
-THREADGROUP_MEMORY_LIMIT = 32 * 1024
-_U32 = (1 << 32) - 1
+THREADGROUP_MEMORY_LIMIT = MAX_THREADGROUP_MEMORY
+_U32 = MAX_GRID
 
 # The EncLaunch struct of include/enceladus/abi.h, packed with `struct` (no ctypes objects on the hot
 # path): a constant head per kernel, then the per-launch part, then the packed scalar bytes.

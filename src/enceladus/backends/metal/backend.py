@@ -5,20 +5,31 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from ...compiler.metal_limits import MAX_GRID
+from ...compiler.msl_signature import KernelSignature, parse_kernels
 from ...errors import CompilationError, LaunchError, OutOfResources
-from ..cpu.signature import KernelSignature, parse_kernels
 from .device import MetalDevice, MTLLanguageVersion4_0, Pipeline
 from .launcher import MetalLauncher
 from .memory import AllocationRegistry, HostBinding, MetalBuffer, bind_host_array
 from .objc import ObjCBridge, ObjCError, ObjCRuntime
 from .stream import GPUTimer, MetalQueue, Stream, buffer_runs
 
-_U32 = (1 << 32) - 1
+_U32 = MAX_GRID
+
+
+def _host_view(value: Any) -> np.ndarray:
+    """A host array as NumPy without the runtime: arrays, and objects with ``__enceladus_array__`` (Tensors).
+    The runtime installs its full view (torch and MLX arrays too) as ``MetalBackend.host_view``."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__enceladus_array__"):
+        return value.__enceladus_array__()
+    return np.asarray(value)
 Binding = Any  # np.ndarray | MetalBuffer | tuple[MetalBuffer, int] | int (address in a MetalBuffer) | bytes
 
 
@@ -57,9 +68,12 @@ class MetalFunction:
         """The same MSL kernel on the cpu backend: debug mode (``ENCELADUS_DEBUG=1``) runs there, with its
         out-of-bounds and race checks, on the Tensors' shared memory."""
         if self._cpu_twin is None:
-            from ..cpu import CpuBackend
-
-            self._cpu_twin = CpuBackend().compile(self.library.msl).function(self.name)
+            make = self._backend.cpu_twin_backend
+            if make is None:
+                raise LaunchError(f"kernel '{self.name}': debug mode runs on the cpu backend, and none was given to "
+                                  "this metal backend; launch through enceladus (its runtime supplies one) or set "
+                                  "backend.cpu_twin_backend")
+            self._cpu_twin = make().compile(self.library.msl).function(self.name)
         return self._cpu_twin
 
     def dispatch_threads(self, threads: Sequence[int], threads_per_threadgroup: Sequence[int],
@@ -284,6 +298,10 @@ class MetalBackend:
 
             runtime = SystemRuntime()
         self.bridge = ObjCBridge(runtime)
+        # supplied by the runtime (backends never import each other or the runtime): a factory of the cpu
+        # backend that debug mode runs kernels on, and the view of host arrays (Tensors, torch, MLX) as NumPy
+        self.cpu_twin_backend: Callable[[], Any] | None = None
+        self.host_view: Callable[[Any], np.ndarray] = _host_view
         self.device = MetalDevice(self.bridge, macos=macos)
         self._matmul2d: bool | None = None
         self.registry = AllocationRegistry()

@@ -122,13 +122,11 @@ def metal_capsule(handle: int, byte_offset: int, view: np.ndarray, keep: Any, ve
 
 def export_tensor(buffer: Any, tensor: Any, *, max_version: tuple[int, int] | None = None,
                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
-    """``__dlpack__`` of a Tensor stored in the MetalBuffer ``buffer`` (see the module docstring)."""
-    from ...runtime.stream import synchronize
-
+    """``__dlpack__`` of a Tensor stored in the MetalBuffer ``buffer`` (see the module docstring). The runtime
+    has synchronized every stream first, and for ``copy=True`` to kDLMetal passes a fresh copy of the tensor."""
     device = None if dl_device is None else tuple(int(v) for v in dl_device)
     if device not in (None, (KDL_METAL, 0), (KDL_CPU, 0)):
         raise BufferError(f"a Metal tensor can be exported to kDLMetal (8, 0) or kDLCPU (1, 0), not {device}")
-    synchronize()
     view = tensor._view
     if device == (KDL_CPU, 0):  # shared storage: the contents pointer is host memory
         if view.dtype.name == "bfloat16":
@@ -139,10 +137,5 @@ def export_tensor(buffer: Any, tensor: Any, *, max_version: tuple[int, int] | No
         if copy is not None:
             kwargs["copy"] = copy
         return view.__dlpack__(**kwargs)
-    if copy:
-        from ...runtime.tensor import tensor as new_tensor
-
-        tensor = new_tensor(tensor)
-        buffer, view = tensor.allocation, tensor._view
     versioned = max_version is not None and int(max_version[0]) >= 1
     return metal_capsule(buffer.handle, tensor.byte_offset, view, (buffer, tensor), versioned)

@@ -16,8 +16,8 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...compiler.metal_limits import MAX_GRID
 from ...errors import LaunchError
-from ...runtime import arguments
 from .memory import HostBinding, MetalBuffer, bind_host_array
 from .objc import MTLSize, NSRange
 from .stream import MAX_SET_BYTES, MetalQueue, Stream
@@ -25,7 +25,7 @@ from .stream import MAX_SET_BYTES, MetalQueue, Stream
 if TYPE_CHECKING:
     from .backend import MetalBackend, MetalFunction
 
-_U32 = (1 << 32) - 1
+_U32 = MAX_GRID
 
 
 class MetalLauncher:
@@ -114,7 +114,7 @@ class MetalLauncher:
                     handles.append(known[0])
                     offsets.append(known[1])
                     continue
-                arr = arguments.as_numpy(objects[i])
+                arr = self.backend.host_view(objects[i])
                 hb = bind_host_array(self.backend.device, arr, self.writes[i], f"buffer({self.slots[i]})")
                 host.append(hb)
                 handles.append(hb.buffer.handle)
@@ -150,7 +150,7 @@ class MetalLauncher:
                 offsets.append(known[1])
                 continue
             if isinstance(objects, list) and len(objects) == len(addresses) and not self.writes[i]:
-                temp = _copy_to_device(self.backend, arguments.as_numpy(objects[i]))
+                temp = _copy_to_device(self.backend, self.backend.host_view(objects[i]))
                 temps.append(temp)
                 handles.append(temp.handle)
                 offsets.append(0)

@@ -6,9 +6,8 @@ from __future__ import annotations
 from ... import errors
 from .. import ir
 from ..layout import MmaLayout, TileLayout
+from ..metal_limits import MAX_THREADGROUP_MEMORY
 from ..msl_types import msl_type
-
-MAX_THREADGROUP_MEMORY = 32 * 1024
 
 
 def op_name(emitter) -> str:
