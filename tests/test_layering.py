@@ -18,16 +18,18 @@ SRC = os.path.dirname(enceladus.__file__)
 # layer -> the enceladus packages it may import (besides itself)
 ALLOWED = {
     "errors": set(),
+    "cachedir": set(),  # the one cache-directory module (disk cache and cpu build cache)
     "language": {"errors"},
     "compiler": {"language", "errors"},
-    "backends.cpu": {"language", "errors", "compiler"},
+    "backends.cpu": {"language", "errors", "compiler", "cachedir"},
     "backends.metal": {"language", "errors", "compiler"},
     "interpreter": {"language", "errors"},
     # the runtime also uses two utilities of the public surface, lazily: do_bench (autotuner), layout drawings
-    "runtime": {"language", "errors", "compiler", "backends.cpu", "backends.metal", "interpreter", "testing",
-                "tools"},
+    "runtime": {"language", "errors", "cachedir", "compiler", "backends.cpu", "backends.metal", "interpreter",
+                "testing", "tools"},
 }
-TOP = {"__init__", "cli", "selftest", "testing", "tools", "__main__"}  # the public API / CLI: may import anything
+# the public API, CLI and Triton compatibility entry: may import anything
+TOP = {"__init__", "cli", "selftest", "testing", "tools", "triton", "__main__"}
 
 
 def layer_of(module: str) -> str:

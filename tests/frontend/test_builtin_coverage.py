@@ -26,7 +26,6 @@ def test_every_refusal_states_the_limit_and_a_fix():
     for name, refusal in REFUSED.items():
         assert "Apple GPU" in refusal.reason or "Metal" in refusal.reason, name
         assert refusal.fix.strip(), name
-        assert not hasattr(tl, name), f"tl.{name} is refused but also exposed"
 
 
 def test_every_triton_name_is_exposed_refused_or_known_missing():
@@ -52,6 +51,6 @@ def test_refused_builtin_is_a_located_error_with_the_fix(kernel, name):
     with pytest.raises(CompilationError) as info:
         enceladus.compile(kernel, signature="*i32")
     err = info.value
-    assert f"tl.{name} cannot run on Apple GPUs" in err.message
+    assert f"tl.{name} cannot run on Apple GPUs" in err.message, err
     assert err.fix == REFUSED[name].fix
     assert err.lineno is not None and f"tl.{name}" in err.source_line

@@ -15,6 +15,7 @@ from ..language import dtypes as D
 from ..language.dtypes import dtype, pointer_type
 from . import ir
 from .ir import Type, Value
+from .refusals import REFUSED
 
 MAX_TILE_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
 
@@ -111,6 +112,7 @@ class Builder:
         src = x.type.element
         if src == ty:
             return x
+        refuse_unsupported_dtype(ty)
         if bitcast:
             if src.is_ptr() or ty.is_ptr():
                 raise SemanticError("bitcast of pointers is not supported", "bitcast the loaded values instead")
@@ -259,6 +261,13 @@ def unary(b: Builder, op: str, x: Value) -> Value:
 
 # --- builtins ---------------------------------------------------------------------------------------
 
+def refuse_unsupported_dtype(ty: Any) -> None:
+    """Refuse the dtypes Triton names that Apple GPUs do not have (fp8), with the refusal table's reason."""
+    if isinstance(ty, dtype) and ty.name in D.FP8_NAMES:
+        refusal = REFUSED[repr(ty).removeprefix("tl.")]
+        raise SemanticError(f"{ty!r} cannot run on Apple GPUs: {refusal.reason}", refusal.fix)
+
+
 RULES: dict[str, Callable[..., Any]] = {}
 
 
@@ -332,6 +341,7 @@ def _shape_arg(shape: Any) -> tuple[int, ...]:
 def _dtype_arg(ty: Any) -> dtype:
     if not isinstance(ty, dtype):
         raise SemanticError(f"expected a dtype such as tl.float32, got {ty!r}")
+    refuse_unsupported_dtype(ty)
     if ty.is_fp64():
         raise SemanticError("Apple GPUs have no float64", "use tl.float32")
     return ty
