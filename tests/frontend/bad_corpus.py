@@ -480,3 +480,17 @@ def histogram_tile(x_ptr):
 def gather_tile(x_ptr):
     x = tl.arange(0, 8)
     tl.store(x_ptr + x, tl.gather(x, x[:, None], 0))  # <- here
+
+
+@enceladus.jit
+def xor_sum_of_float(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 8))
+    tl.store(x_ptr, tl.xor_sum(x, 0))  # <- here
+
+
+@enceladus.jit
+def for_else(x_ptr, n):
+    for i in range(n):  # <- here
+        tl.store(x_ptr + i, 1.0)
+    else:
+        tl.store(x_ptr, 2.0)

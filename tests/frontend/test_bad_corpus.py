@@ -87,6 +87,8 @@ CASES: dict[str, tuple] = {
     "constexpr_called": ("*fp32", {"B": 16}, "cannot be called inside a kernel", "tl.* builtins", "B(1)"),
     "constexpr_division_by_zero": ("*fp32", {"B": 16}, "division or modulo by zero", "zero", "B // 0"),
     "range_step_zero": ("*fp32, i32", {}, "must not be zero", "step", "range(0, n, 0)"),
+    "xor_sum_of_float": ("*fp32", {}, "tl.xor_sum needs an integer tile", "bitcast", "tl.xor_sum(x, 0)"),
+    "for_else": ("*fp32, i32", {}, "for/else is not supported", "flag", "for i"),
     # shapes and resources
     "full_not_pow2": ("*fp32", {}, "must be powers of two", "next_power_of_2", "tl.full"),
     "zeros_not_pow2": ("*fp32", {}, "must be powers of two", "next_power_of_2", "tl.zeros"),

@@ -37,16 +37,20 @@ class Aggregate:
 
 def _ints(b: Builder, values: Any, what: str, n: int | None = None) -> tuple[Any, ...]:
     if not isinstance(values, (tuple, list)):
-        raise SemanticError(f"{what} must be a tuple, got {values!r}")
+        raise SemanticError(f"{what} must be a tuple, got {values!r}",
+                            "pass a tuple with one entry per dimension, e.g. (M, N)")
     values = tuple(values)
     if n is not None and len(values) != n:
-        raise SemanticError(f"{what} needs {n} entries (one per dimension), got {len(values)}")
+        raise SemanticError(f"{what} needs {n} entries (one per dimension), got {len(values)}",
+                            "pass one entry per dimension of the block")
     for v in values:
         if is_value(v):
             if v.type.is_tile or not v.type.element.is_int():
-                raise SemanticError(f"{what} entries must be integer scalars, got {v.type}")
+                raise SemanticError(f"{what} entries must be integer scalars, got {v.type}",
+                                    "use integer scalars (cast with .to(tl.int32) or reduce a tile first)")
         elif isinstance(v, bool) or not isinstance(v, int):
-            raise SemanticError(f"{what} entries must be integers, got {v!r}")
+            raise SemanticError(f"{what} entries must be integers, got {v!r}",
+                                "use integers")
     return values
 
 
@@ -121,7 +125,8 @@ class TensorDescriptor(Aggregate):
                                  tuple(range(len(self.block_shape))))
         if shape_of(value) not in ((), tuple(self.block_shape)):
             raise SemanticError(f"storing a tile of shape {list(shape_of(value))} through a descriptor with blocks of "
-                                f"{list(self.block_shape)}")
+                                f"{list(self.block_shape)}",
+                                "store a tile of exactly the descriptor's block shape")
         return RULES["store"](b, ptr, value, mask=mask)
 
 
@@ -130,7 +135,8 @@ def make_block_ptr(b: Builder, base: Any, shape: Any, strides: Any, offsets: Any
     from .semantic import _shape_arg
 
     if not is_value(base) or not base.type.is_ptr or base.type.is_tile:
-        raise SemanticError("tl.make_block_ptr expects a pointer argument as its base")
+        raise SemanticError("tl.make_block_ptr expects a pointer argument as its base",
+                            "pass a pointer kernel argument (an array) as base")
     block = _shape_arg(tuple(block_shape))
     rank = len(block)
     shape = tuple(_as_value(b, v) for v in _ints(b, shape, "shape", rank))
@@ -138,13 +144,15 @@ def make_block_ptr(b: Builder, base: Any, shape: Any, strides: Any, offsets: Any
     offsets = tuple(_as_value(b, v) for v in _ints(b, offsets, "offsets", rank))
     order = tuple(order) if isinstance(order, (tuple, list)) else ()
     if sorted(order) != list(range(rank)):
-        raise SemanticError(f"order={order!r} must be a permutation of the {rank} dimensions")
+        raise SemanticError(f"order={order!r} must be a permutation of the {rank} dimensions",
+                            "pass each dimension index exactly once, e.g. order=(1, 0)")
     return BlockPointer(base, shape, strides, offsets, block, order)
 
 
 def advance(b: Builder, base: Any, offsets: Any) -> BlockPointer:
     if not isinstance(base, BlockPointer):
-        raise SemanticError("tl.advance expects a block pointer made by tl.make_block_ptr")
+        raise SemanticError("tl.advance expects a block pointer made by tl.make_block_ptr",
+                            "create the block pointer with tl.make_block_ptr first")
     deltas = _ints(b, offsets, "the offsets of tl.advance", len(base.block_shape))
     new = base.unflatten(base.flatten())
     new.offsets = tuple(_as_value(b, binary(b, "+", o, d) if is_value(d) or d else o)
@@ -156,7 +164,8 @@ def make_tensor_descriptor(b: Builder, base: Any, shape: Any, strides: Any, bloc
     from .semantic import _shape_arg
 
     if not is_value(base) or not base.type.is_ptr or base.type.is_tile:
-        raise SemanticError("tl.make_tensor_descriptor expects a pointer argument as its base")
+        raise SemanticError("tl.make_tensor_descriptor expects a pointer argument as its base",
+                            "pass a pointer kernel argument (an array) as base")
     block = _shape_arg(tuple(block_shape))
     rank = len(block)
     shape = tuple(_as_value(b, v) for v in _ints(b, shape, "shape", rank))
@@ -169,7 +178,8 @@ def padding_value(padding_option: Any, elem: Any) -> Any:
         return 0
     if padding_option == "nan":
         if not elem.is_floating():
-            raise SemanticError("padding_option='nan' needs a floating-point tensor")
+            raise SemanticError("padding_option='nan' needs a floating-point tensor",
+                                "use padding_option='zero' for integer tensors")
         return float("nan")
     raise SemanticError(f"unknown padding_option {padding_option!r}", "use 'zero' or 'nan'")
 

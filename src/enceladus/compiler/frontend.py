@@ -202,7 +202,8 @@ class Lowering(ast.NodeVisitor):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if not isinstance(node.target, ast.Name):
-            raise self.error(node.target, "only plain names can be updated with an augmented assignment")
+            raise self.error(node.target, "only plain names can be updated with an augmented assignment",
+                             "assign to a plain name (x = x + 1), or write through a pointer with tl.store")
         current = self.eval(node.target)
         value = self.eval(node.value)
         self.assign(node.target, self.binop(node, _BINOPS[type(node.op)], current, value))
@@ -212,7 +213,8 @@ class Lowering(ast.NodeVisitor):
             self.scope[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if not isinstance(value, tuple) or len(value) != len(target.elts):
-                raise self.error(target, f"cannot unpack {self.describe(value)} into {len(target.elts)} names")
+                raise self.error(target, f"cannot unpack {self.describe(value)} into {len(target.elts)} names",
+                                 "unpack a tuple with as many values as names, or assign to one name")
             for t, v in zip(target.elts, value):
                 self.assign(t, v)
         else:
@@ -313,9 +315,11 @@ class Lowering(ast.NodeVisitor):
     def visit_For(self, node: ast.For) -> None:
         it = self.eval(node.iter)
         if not isinstance(it, (static_range, tl_range)):
-            raise self.error(node.iter, "kernels can only loop over range(...), tl.range(...) or tl.static_range(...)")
+            raise self.error(node.iter, "kernels can only loop over range(...), tl.range(...) or tl.static_range(...)",
+                             "loop with `for i in range(lo, hi, step)` (or tl.range / tl.static_range)")
         if node.orelse:
-            raise self.error(node, "for/else is not supported in kernels")
+            raise self.error(node, "for/else is not supported in kernels",
+                             "move the else block after the loop, guarded by a flag set in the loop")
         if isinstance(it, static_range):
             if any(is_value(a) for a in it.args):
                 raise self.error(node.iter, "tl.static_range needs constexpr bounds",
@@ -329,14 +333,17 @@ class Lowering(ast.NodeVisitor):
                 self.run_body(node.body)
             return
         if not isinstance(node.target, ast.Name):
-            raise self.error(node.target, "the loop variable must be a single name")
+            raise self.error(node.target, "the loop variable must be a single name",
+                             "loop over `for i in range(...)` and index or unpack inside the body")
         a1, a2, a3 = it.args
         lb, ub, step = (0, a1, 1) if a2 is None else (a1, a2, 1 if a3 is None else a3)
         for x in (lb, ub, step):
             if not is_value(x) and (isinstance(x, bool) or not isinstance(x, int)):
-                raise self.error(node.iter, f"loop bounds must be integers, got {x!r}")
+                raise self.error(node.iter, f"loop bounds must be integers, got {x!r}",
+                                 "pass integers (or integer scalars) to range(); cast a float with int(...) outside the kernel")
             if is_value(x) and (x.type.is_tile or not x.type.element.is_int()):
-                raise self.error(node.iter, f"loop bounds must be integer scalars, got {x.type}")
+                raise self.error(node.iter, f"loop bounds must be integer scalars, got {x.type}",
+                                 "use integer scalar bounds; reduce a tile to a scalar first (e.g. tl.max(t, 0)) or cast with .to(tl.int32)")
         if not is_value(step) and step == 0:
             raise self.error(node.iter, "the step of range() must not be zero", "use a positive or negative step")
         iv_ty = ir.Type(semantic.D.int64) if any(
@@ -349,7 +356,8 @@ class Lowering(ast.NodeVisitor):
 
     def visit_While(self, node: ast.While) -> None:
         if node.orelse:
-            raise self.error(node, "while/else is not supported in kernels")
+            raise self.error(node, "while/else is not supported in kernels",
+                             "move the else block after the loop, guarded by a flag set in the loop")
         self.runtime_loop(node, "while", node.body, [], cond_node=node.test)
 
     def runtime_loop(self, node: ast.AST, kind: str, body: list[ast.stmt], bounds: list[ir.Value],
@@ -620,7 +628,8 @@ class Lowering(ast.NodeVisitor):
         return self.apply(node, lambda: semantic.binary(self.b, op, lhs, rhs))
 
     def _bad_op(self, node: ast.AST, op: str) -> Any:
-        raise self.error(node, f"operator {op} is not supported")
+        raise self.error(node, f"operator {op} is not supported",
+                         "use one of + - * / // % ** << >> & | ^ and the comparisons, or the tl.* builtin for the operation")
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> Any:
         op = _UNARYOPS[type(node.op)]
@@ -641,7 +650,8 @@ class Lowering(ast.NodeVisitor):
             return (lhs is rhs) if isinstance(op, ast.Is) else (lhs is not rhs)
         if isinstance(op, (ast.In, ast.NotIn)):
             if is_value(lhs) or is_value(rhs):
-                raise self.error(node, "'in' is not defined on tiles")
+                raise self.error(node, "'in' is not defined on tiles",
+                                 "compare elements explicitly (e.g. tl.where(x == a, ...)) or test constexpr values outside the kernel")
             return (lhs in rhs) if isinstance(op, ast.In) else (lhs not in rhs)
         sym = _CMPOPS[type(op)]
         if not is_value(lhs) and not is_value(rhs):
@@ -682,7 +692,8 @@ class Lowering(ast.NodeVisitor):
             try:
                 return base[idx]
             except Exception as e:  # noqa: BLE001 - report any indexing failure at its location
-                raise self.error(node, f"cannot index {self.describe(base)}: {e}") from None
+                raise self.error(node, f"cannot index {self.describe(base)}: {e}",
+                                 "index tiles with constexpr slices and None only (x[:, None]); gather elements with tl.load through pointers") from None
         x = base
         dim = 0
         for sub in idx_nodes:
@@ -696,7 +707,8 @@ class Lowering(ast.NodeVisitor):
                 raise self.error(sub, "tiles can only be indexed with None and ':' (e.g. x[:, None])",
                                  "slicing and element access are not supported; use masks or tl.where")
         if dim != len(x.type.shape) and dim > len(x.type.shape):
-            raise self.error(node, f"too many indices for a tile of rank {len(base.type.shape)}")
+            raise self.error(node, f"too many indices for a tile of rank {len(base.type.shape)}",
+                             "use one index (or None / :) per dimension of the tile")
         return x
 
     def eval_Call(self, node: ast.Call) -> Any:
@@ -706,7 +718,8 @@ class Lowering(ast.NodeVisitor):
             if isinstance(a, ast.Starred):
                 v = self.eval(a.value)
                 if not isinstance(v, tuple):
-                    raise self.error(a, "only tuples can be unpacked with * in kernels")
+                             raise self.error(a, "only tuples can be unpacked with * in kernels",
+                                              "unpack a tuple (or pass the elements one by one)")
                 args.extend(v)
             else:
                 args.append(self.eval(a))
@@ -744,7 +757,8 @@ class Lowering(ast.NodeVisitor):
             return self.apply(node, lambda: rule_fn(self.b, *args, **kwargs))
         if isinstance(fn, dtype):  # tl.float32(x) is a cast
             if len(args) != 1 or kwargs:
-                raise self.error(node, f"{fn!r}(...) takes exactly one argument")
+                raise self.error(node, f"{fn!r}(...) takes exactly one argument",
+                                 "pass a single argument")
             return self.apply(node, lambda: semantic.RULES["cast"](self.b, args[0], fn))
         if is_jit_function(fn):
             return self.inline(node, fn, args, kwargs)
@@ -766,7 +780,8 @@ class Lowering(ast.NodeVisitor):
             try:
                 return fn(*args, **kwargs)
             except Exception as e:  # noqa: BLE001 - report at the call site
-                raise self.error(node, f"{getattr(fn, '__name__', fn)}(...) failed: {e}") from None
+                raise self.error(node, f"{getattr(fn, '__name__', fn)}(...) failed: {e}",
+                                 "check the arguments of this call against its documentation (docs/language.md)") from None
         fname = getattr(fn, "__name__", repr(fn))
         raise self.error(node, f"'{fname}' cannot be called inside a kernel",
                          "kernels can call tl.* builtins, @enceladus.jit functions and min/max/int/float on constexprs")
@@ -793,7 +808,8 @@ class Lowering(ast.NodeVisitor):
         if is_value(cond):
             raise self.error(node, "tl.static_assert needs a constexpr condition", "use a condition on constexprs")
         if not cond:
-            raise self.error(node, f"static_assert failed: {msg}" if msg else "static_assert failed")
+            raise self.error(node, f"static_assert failed: {msg}" if msg else "static_assert failed",
+                             "change the constexpr arguments so the asserted condition holds, or fix the condition")
 
     def inline(self, node: ast.AST, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if fn.fn in self.call_stack:
@@ -928,7 +944,8 @@ class StructParam:
 
         def descriptor(base: Any, shape: tuple, strides: tuple, block: tuple) -> Any:
             if not is_value(base) or not base.type.is_ptr:
-                raise CompilationError(f"argument '{self.name}': a TensorDescriptor needs an array as its base")
+                raise CompilationError(f"argument '{self.name}': a TensorDescriptor needs an array as its base",
+                                       fix="build it as TensorDescriptor(array, shape, strides, block_shape) with a NumPy array or enceladus.Tensor")
             return TensorDescriptor(base, shape, strides, block)
 
         return rebuild(self.name, self.structure, leaf, descriptor)

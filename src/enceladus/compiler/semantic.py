@@ -84,7 +84,8 @@ class Builder:
             return self.splat(x, shape)
         src = x.type.shape
         if len(src) > len(shape):
-            raise SemanticError(f"cannot broadcast a tile of shape {list(src)} to {list(shape)}")
+            raise SemanticError(f"cannot broadcast a tile of shape {list(src)} to {list(shape)}",
+                                "make the shapes compatible: sizes must be equal or 1 in each dimension (add dimensions with x[:, None])")
         while len(x.type.shape) < len(shape):
             x = self.emit("expand_dims", [x], x.type.with_shape((1,) + x.type.shape), axis=0)
         for have, want in zip(x.type.shape, shape):
@@ -151,7 +152,8 @@ def element_type(x: Any) -> dtype | pointer_type:
         except ValueError:
             raise SemanticError(f"Scalar {x} is out of range for every integer type",
                                 "no integer type is wider than 64 bits: use a smaller constant") from None
-    raise SemanticError(f"expected a tile or a scalar, got {type(x).__name__} {x!r}")
+    raise SemanticError(f"expected a tile or a scalar, got {type(x).__name__} {x!r}",
+                        "pass a tile, a number or a scalar kernel argument")
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
@@ -246,7 +248,8 @@ def unary(b: Builder, op: str, x: Value) -> Value:
         return x
     if op == "-":
         if ty.is_ptr():
-            raise SemanticError("cannot negate a pointer")
+            raise SemanticError("cannot negate a pointer",
+                                "negate the offsets before adding them to the pointer")
         return b.emit("neg", [x], x.type)
     if op == "~":
         if not ty.is_int():
@@ -256,7 +259,8 @@ def unary(b: Builder, op: str, x: Value) -> Value:
         if x.type.is_tile:
             raise SemanticError("'not' is not defined on tiles", "use x == 0 (or ~x for the bitwise complement)")
         return b.emit("eq", [x, b.const(0, ty)], Type(D.int1))
-    raise SemanticError(f"unary operator {op} is not supported")
+    raise SemanticError(f"unary operator {op} is not supported",
+                        "use -x, ~x (integers), `not` on scalars, or tl.abs")
 
 
 # --- builtins ---------------------------------------------------------------------------------------
@@ -290,7 +294,8 @@ def _const_int(x: Any, what: str) -> int:
 def program_id(b: Builder, axis: Any) -> Value:
     axis = _const_int(axis, "axis of tl.program_id")
     if axis not in (0, 1, 2):
-        raise SemanticError(f"program_id axis must be 0, 1 or 2, got {axis}")
+        raise SemanticError(f"program_id axis must be 0, 1 or 2, got {axis}",
+                            "use tl.program_id(0), (1) or (2)")
     return b.emit("program_id", [], Type(D.int32), axis=axis)
 
 
@@ -298,7 +303,8 @@ def program_id(b: Builder, axis: Any) -> Value:
 def num_programs(b: Builder, axis: Any) -> Value:
     axis = _const_int(axis, "axis of tl.num_programs")
     if axis not in (0, 1, 2):
-        raise SemanticError(f"num_programs axis must be 0, 1 or 2, got {axis}")
+        raise SemanticError(f"num_programs axis must be 0, 1 or 2, got {axis}",
+                            "use tl.num_programs(0), (1) or (2)")
     return b.emit("num_programs", [], Type(D.int32), axis=axis)
 
 
@@ -332,7 +338,8 @@ def _shape_arg(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, int) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)):
-        raise SemanticError(f"shape must be a tuple of constexpr integers, got {shape!r}")
+        raise SemanticError(f"shape must be a tuple of constexpr integers, got {shape!r}",
+                            "pass a tuple of constexpr integers, e.g. (BLOCK,) or (BLOCK_M, BLOCK_N)")
     out = tuple(_const_int(s, "each dimension of a shape") for s in shape)
     _check_shape(out)
     return out
@@ -340,7 +347,8 @@ def _shape_arg(shape: Any) -> tuple[int, ...]:
 
 def _dtype_arg(ty: Any) -> dtype:
     if not isinstance(ty, dtype):
-        raise SemanticError(f"expected a dtype such as tl.float32, got {ty!r}")
+        raise SemanticError(f"expected a dtype such as tl.float32, got {ty!r}",
+                            "pass a tl dtype (tl.float32, tl.int32, ...)")
     refuse_unsupported_dtype(ty)
     if ty.is_fp64():
         raise SemanticError("Apple GPUs have no float64", "use tl.float32")
@@ -362,7 +370,8 @@ def zeros(b: Builder, shape: Any, dtype: Any) -> Value:
 @rule("zeros_like")
 def zeros_like(b: Builder, input: Any) -> Value:
     if not is_value(input):
-        raise SemanticError("tl.zeros_like expects a tile")
+        raise SemanticError("tl.zeros_like expects a tile",
+                            "pass a tile, or use tl.zeros(shape, dtype)")
     return full(b, input.type.shape, 0, input.type.element)
 
 
@@ -386,7 +395,8 @@ def load(b: Builder, pointer: Any, mask: Any = None, other: Any = None, *, cache
 
     if isinstance(pointer, BlockPointer):
         if mask is not None or other is not None:
-            raise SemanticError("tl.load of a block pointer takes boundary_check and padding_option, not mask/other")
+            raise SemanticError("tl.load of a block pointer takes boundary_check and padding_option, not mask/other",
+                                "use boundary_check=(0, 1) and padding_option='zero' instead of mask/other")
         check = tuple(boundary_check or ())
         ptr, m = pointer.tiles(b, check)
         return load(b, ptr, m, padding_value(padding_option, pointer.element_ty) if m is not None else None)
@@ -416,7 +426,8 @@ def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modif
 
     if isinstance(pointer, BlockPointer):
         if mask is not None:
-            raise SemanticError("tl.store through a block pointer takes boundary_check, not mask")
+            raise SemanticError("tl.store through a block pointer takes boundary_check, not mask",
+                                "use boundary_check=(0, 1) instead of mask")
         ptr, m = pointer.tiles(b, tuple(boundary_check or ()))
         return store(b, ptr, value, m)
     if not is_value(pointer) or not pointer.type.is_ptr:
@@ -438,7 +449,8 @@ def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modif
         )
     elem = pointer.type.element.element_ty
     if is_value(value) and value.type.element.is_ptr():
-        raise SemanticError("storing pointers is not supported")
+        raise SemanticError("storing pointers is not supported",
+                            "store integer offsets instead of pointers, and add them to the base pointer when loading")
     v = b.broadcast_to(b.to_value(value, elem), shape)
     operands = [pointer, v]
     mask_v = _mask(b, mask, shape, "tl.store")
@@ -526,7 +538,8 @@ def _float_predicate(name: str):
             x = b.const(x, D.float32)
         ty = x.type.element
         if not ty.is_floating():
-            raise SemanticError(f"{name} expects a floating-point input, got {ty}")
+            raise SemanticError(f"{name} expects a floating-point input, got {ty}",
+                                "cast the input first, e.g. x.to(tl.float32)")
         return b.emit(name, [b.cast(x, D.float32)], x.type.with_element(D.int1))
 
     RULES[name] = rule_fn
@@ -559,7 +572,8 @@ def abs_(b: Builder, x: Any) -> Any:
     if not is_value(x):
         return abs(x)
     if x.type.element.is_ptr():
-        raise SemanticError("tl.abs of a pointer is not defined")
+        raise SemanticError("tl.abs of a pointer is not defined",
+                            "take tl.abs of the offsets before adding them to the pointer")
     if x.type.element.is_int_unsigned():
         return x
     return b.emit("abs", [x], x.type)
@@ -636,13 +650,15 @@ def cdiv(b: Builder, x: Any, div: Any) -> Any:
 def _hint(name: str):
     def rule_fn(b: Builder, input: Any, values: Any) -> Value:
         if not is_value(input):
-            raise SemanticError(f"tl.{name} expects a tile")
+            raise SemanticError(f"tl.{name} expects a tile",
+                                "pass a tile (e.g. made with tl.arange, tl.load or tl.full)")
         vals = values if isinstance(values, (tuple, list)) else (values,)
         vals = tuple(_const_int(v, f"the value of tl.{name}") for v in vals)
         if len(vals) == 1:
             vals = vals * max(1, len(input.type.shape))
         if len(vals) != max(1, len(input.type.shape)):
-            raise SemanticError(f"tl.{name} needs one value per dimension of the tile ({len(input.type.shape)})")
+            raise SemanticError(f"tl.{name} needs one value per dimension of the tile ({len(input.type.shape)})",
+                                "pass one value per dimension of the tile")
         return b.emit(name, [input], input.type, values=vals)
 
     RULES[name] = rule_fn
@@ -669,12 +685,15 @@ def _tiles(input: Any, what: str) -> list[Value]:
     xs = list(input) if isinstance(input, tuple) else [input]
     for x in xs:
         if not is_value(x) or not x.type.is_tile:
-            raise SemanticError(f"{what} expects a tile, got {x if not is_value(x) else x.type}")
+            raise SemanticError(f"{what} expects a tile, got {x if not is_value(x) else x.type}",
+                                "pass a tile (e.g. made with tl.arange, tl.load or tl.full)")
         if x.type.element.is_ptr():
-            raise SemanticError(f"{what} of a tile of pointers is not supported")
+            raise SemanticError(f"{what} of a tile of pointers is not supported",
+                                "reduce or scan the offsets (integers) instead of the pointers")
     shape = xs[0].type.shape
     if any(x.type.shape != shape for x in xs):
-        raise SemanticError(f"the tiles given to {what} must all have the same shape")
+        raise SemanticError(f"the tiles given to {what} must all have the same shape",
+                            "broadcast the tiles to one shape first (tl.broadcast_to)")
     return xs
 
 
@@ -687,7 +706,8 @@ def _combine_region(b: Builder, xs: list[Value], combine: Combine, what: str) ->
         outs = combine(b, block.args[:k], block.args[k:])
         outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
         if len(outs) != k:
-            raise SemanticError(f"the combine function of {what} returns {len(outs)} values for {k} inputs")
+            raise SemanticError(f"the combine function of {what} returns {len(outs)} values for {k} inputs",
+                                "return one value per input tile from the combine function")
         ys = []
         for o, t in zip(outs, types):
             v = b.to_value(o, t.element) if not is_value(o) else o
@@ -752,7 +772,8 @@ def sum_(b: Builder, input: Any, axis: Any = None, keep_dims: Any = False, dtype
 def xor_sum(b: Builder, input: Any, axis: Any = None, keep_dims: Any = False) -> Any:
     (x,) = _tiles(input, "tl.xor_sum")
     if not x.type.element.is_int():
-        raise SemanticError(f"tl.xor_sum needs an integer tile, got {x.type.element}")
+        raise SemanticError(f"tl.xor_sum needs an integer tile, got {x.type.element}",
+                            "xor_sum is for integers: bitcast with .to(tl.int32, bitcast=True) first, or use tl.sum for floats")
     return build_reduce(b, x, axis, _binary_combine("xor"), keep_dims, "tl.xor_sum")
 
 
@@ -810,7 +831,8 @@ def _minmax_reduce(name: str, b: Builder, input: Any, axis: Any, return_indices:
     if not return_indices:
         return build_reduce(b, x, axis, _binary_combine(name), keep_dims, f"tl.{name}")
     if axis is None:
-        raise SemanticError(f"tl.{name}(..., return_indices=True) needs an axis")
+        raise SemanticError(f"tl.{name}(..., return_indices=True) needs an axis",
+                            "pass axis=<dimension>")
     axis = _axis_arg(axis, len(x.type.shape), f"tl.{name}")
     idx = _indices(b, x, axis)
     better = "gt" if name == "max" else "lt"
@@ -871,7 +893,8 @@ def cumprod(b: Builder, input: Any, axis: Any = 0, reverse: Any = False, dtype: 
 
 def _tile(x: Any, what: str) -> Value:
     if not is_value(x) or not x.type.is_tile:
-        raise SemanticError(f"{what} expects a tile, got {x.type if is_value(x) else repr(x)}")
+        raise SemanticError(f"{what} expects a tile, got {x.type if is_value(x) else repr(x)}",
+                            "pass a tile (e.g. made with tl.arange, tl.load or tl.full)")
     return x
 
 
@@ -887,7 +910,8 @@ def permute(b: Builder, input: Any, *dims: Any) -> Value:
     order = _dims_arg(dims, "tl.permute")
     rank = len(x.type.shape)
     if sorted(order) != list(range(rank)):
-        raise SemanticError(f"{list(order)} is not a permutation of the {rank} dimensions of the tile")
+        raise SemanticError(f"{list(order)} is not a permutation of the {rank} dimensions of the tile",
+                            "pass each dimension index exactly once, e.g. (1, 0) for a 2-D tile")
     if order == tuple(range(rank)):
         return x
     shape = tuple(x.type.shape[p] for p in order)
@@ -977,7 +1001,8 @@ def squeeze(b: Builder, input: Any, dim: Any) -> Value:
     x = _tile(input, "tl.squeeze")
     axis = _axis_arg(dim, len(x.type.shape), "tl.squeeze")
     if x.type.shape[axis] != 1:
-        raise SemanticError(f"tl.squeeze: dimension {axis} has size {x.type.shape[axis]}, not 1")
+        raise SemanticError(f"tl.squeeze: dimension {axis} has size {x.type.shape[axis]}, not 1",
+                            "squeeze a dimension of size 1, or use tl.reshape")
     return b.emit("squeeze", [x], x.type.with_shape(x.type.shape[:axis] + x.type.shape[axis + 1:]), axis=axis)
 
 
@@ -1000,7 +1025,8 @@ def join(b: Builder, a: Any, other: Any) -> Value:
 def split(b: Builder, a: Any) -> tuple[Value, Value]:
     x = _tile(a, "tl.split")
     if x.type.shape[-1] != 2:
-        raise SemanticError(f"tl.split needs a last dimension of size 2, got shape {list(x.type.shape)}")
+        raise SemanticError(f"tl.split needs a last dimension of size 2, got shape {list(x.type.shape)}",
+                            "reshape so the last dimension has size 2 (e.g. tl.reshape(x, (n, 2))) or use tl.join's output")
     shape = x.type.shape[:-1]
     op = b.fn.append_op("split", [x], [x.type.with_shape(shape)] * 2, {}, b.loc)
     outs = list(op.results)
@@ -1074,7 +1100,8 @@ def dot(b: Builder, input: Any, other: Any, acc: Any = None, input_precision: An
     ra, rb = len(a.type.shape), len(bt.type.shape)
     if ra not in (2, 3) or ra != rb:
         raise SemanticError(f"tl.dot needs two 2-D (or two 3-D, batched) tiles, got shapes {list(a.type.shape)} and "
-                            f"{list(bt.type.shape)}")
+                            f"{list(bt.type.shape)}",
+                            "reshape the operands to [M, K] and [K, N] (or [B, M, K] and [B, K, N])")
     if a.type.shape[-1] != bt.type.shape[-2] or a.type.shape[:-2] != bt.type.shape[:-2]:
         raise SemanticError(f"tl.dot: shapes {list(a.type.shape)} and {list(bt.type.shape)} do not agree "
                             f"(the first tile's last dimension must equal the second tile's dimension -2)",
@@ -1143,7 +1170,8 @@ def _atomic(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, 
     shape = b.broadcast_shapes(pointer.type.shape, shape_of(val), shape_of(mask), shape_of(cmp))
     if shape != pointer.type.shape:
         raise SemanticError(f"the value of {what} (shape {list(shape_of(val))}) does not fit the pointer tile "
-                            f"{list(pointer.type.shape)}")
+                            f"{list(pointer.type.shape)}",
+                            "give the value the pointer tile's shape, or broadcast it with tl.broadcast_to")
     operands = [pointer]
     if cmp is not None:
         operands.append(b.broadcast_to(b.to_value(cmp, elem), shape))
@@ -1187,7 +1215,8 @@ def gather(b: Builder, src: Any, index: Any, axis: Any) -> Value:
     for d in range(rank):
         if d != axis and i.type.shape[d] not in (s.type.shape[d],):
             raise SemanticError(f"tl.gather: the index shape {list(i.type.shape)} must match the source shape "
-                                f"{list(s.type.shape)} except along axis {axis}")
+                                f"{list(s.type.shape)} except along axis {axis}",
+                                "give the index tile the source's shape except along axis")
     return b.emit("gather", [s, i], s.type.with_shape(i.type.shape), axis=axis)
 
 
@@ -1233,7 +1262,8 @@ def topk(b: Builder, x: Any, k: Any, dim: Any = None) -> Value:
     k = _const_int(k, "k of tl.topk")
     axis = len(t.type.shape) - 1 if dim is None else _axis_arg(dim, len(t.type.shape), "tl.topk")
     if not is_pow2(k) or k > t.type.shape[axis]:
-        raise SemanticError(f"tl.topk: k={k} must be a power of two no larger than {t.type.shape[axis]}")
+        raise SemanticError(f"tl.topk: k={k} must be a power of two no larger than {t.type.shape[axis]}",
+                            "use a power-of-two k no larger than the dimension")
     return _sorted(b, t, dim, True, k, "tl.topk")
 
 
@@ -1260,7 +1290,8 @@ def make_tensor_descriptor(b: Builder, base: Any, shape: Any, strides: Any, bloc
     from . import aggregates
 
     if padding_option not in ("zero", None, ""):
-        raise SemanticError(f"tensor descriptors pad with zeros; padding_option={padding_option!r} is not supported")
+        raise SemanticError(f"tensor descriptors pad with zeros; padding_option={padding_option!r} is not supported",
+                            "drop padding_option (zero padding), or load through a block pointer with padding_option='nan'")
     return aggregates.make_tensor_descriptor(b, base, shape, strides, block_shape)
 
 

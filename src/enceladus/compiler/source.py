@@ -40,7 +40,8 @@ class KernelSource:
         filename = inspect.getsourcefile(self.fn) or "<unknown>"
         parsed = _parse(lines, start, filename)
         if parsed is None:
-            raise CompilationError(f"cannot parse the source of {self.fn.__qualname__}", kernel=self.fn.__name__)
+            raise CompilationError(f"cannot parse the source of {self.fn.__qualname__}", kernel=self.fn.__name__,
+                                   fix="define the kernel with `def` in a .py file (not in exec/eval strings or lambdas), or give its source explicitly")
         return parsed
 
     @property
@@ -85,17 +86,20 @@ def _parse_text(text: str, fn: Any) -> tuple[ast.FunctionDef, list[str], int, in
     try:
         tree = ast.parse("".join(all_lines))
     except SyntaxError as e:
-        raise CompilationError(f"cannot parse the source of {fn.__qualname__}: {e}", kernel=fn.__name__) from None
+        raise CompilationError(f"cannot parse the source of {fn.__qualname__}: {e}", kernel=fn.__name__,
+                               fix="define the kernel with `def` in a .py file (not in exec/eval strings or lambdas), or give its source explicitly") from None
     fdefs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == fn.__name__]
     if not fdefs:
-        raise CompilationError(f"the source given for {fn.__qualname__} does not define it", kernel=fn.__name__)
+        raise CompilationError(f"the source given for {fn.__qualname__} does not define it", kernel=fn.__name__,
+                               fix="pass source text that contains `def <kernel name>(...)` (or decorate the function itself)")
     node = fdefs[-1]
     first = min([node.lineno] + [d.lineno for d in node.decorator_list])
     lines = all_lines[first - 1:node.end_lineno]
     filename = getattr(getattr(fn, "__code__", None), "co_filename", "<source>")
     parsed = _parse(lines, first, filename)
     if parsed is None:
-        raise CompilationError(f"cannot parse the source of {fn.__qualname__}", kernel=fn.__name__)
+        raise CompilationError(f"cannot parse the source of {fn.__qualname__}", kernel=fn.__name__,
+                               fix="define the kernel with `def` in a .py file (not in exec/eval strings or lambdas), or give its source explicitly")
     return parsed
 
 
