@@ -33,7 +33,7 @@ CASES = {
     "exp_of_int": ("*fp32", {"BLOCK": 16}, "expects a floating-point input", "tl.float32"),
     "mask_not_bool": ("*fp32", {"BLOCK": 16}, "must be a boolean tile", "offs < n"),
     "floordiv_float": ("*fp32", {"BLOCK": 16}, "not defined on floating-point", "tl.floor"),
-    "signedness_division": ("*i32, *u32", {"BLOCK": 16}, "differ in signedness", "same signedness"),
+    "signedness_division": ("*i32, *u32", {"BLOCK": 16}, "different signedness", "same signedness"),
     "print_in_kernel": ("*fp32", {}, "print() is not supported", "ENCELADUS_INTERPRET"),
     "while_loop": ("*fp32", {}, "never ends", "runtime condition"),
     "undefined_name": ("*fp32", {}, "'undefined_thing' is not defined", None),

@@ -134,7 +134,7 @@ def test_autotune_with_every_config_failing_shows_the_first_real_error() -> None
     bug_line = Path(__file__).read_text().splitlines().index(
         "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) << 1.5, mask=mask)") + 1
     assert err.filename == __file__ and err.lineno == bug_line and err.source_line and err.fix
-    assert "first error (config {BLOCK: 64" in err.message and "operator << needs integer operands" in err.message
+    assert "first error (config {BLOCK: 64" in err.message and "for operator <<: it needs integer operands" in err.message
     assert "fit the device" not in str(err) and "smaller blocks" not in str(err)
 
 

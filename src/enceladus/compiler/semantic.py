@@ -201,7 +201,7 @@ def binary(b: Builder, op: str, x: Any, y: Any) -> Value:
         return b.emit(_ARITH[op], [x, y], x.type)
     if op in ("&", "|", "^", "<<", ">>"):
         if xt.is_floating() or yt.is_floating():
-            raise SemanticError(f"operator {op} needs integer operands, got {xt} and {yt}",
+            raise SemanticError(f"invalid operands of type {xt} and {yt} for operator {op}: it needs integer operands",
                                 "cast to an integer type first, or use .to(tl.int32, bitcast=True) for the bits")
         # Triton picks an arithmetic or a logical >> from the signedness of the left tile (of the right one when
         # the left is a Python literal) before both are converted to the common type

@@ -19,6 +19,14 @@ class InterpreterError(LaunchError):
     """A kernel failed while the interpreter ran it (bad access, failed device_assert...)."""
 
 
+class InterpreterTypeError(InterpreterError, TypeError):
+    """A TypeError raised by a kernel's code while the interpreter ran it (a TritonError too, as in Triton)."""
+
+
+class InterpreterValueError(InterpreterError, ValueError):
+    """A ValueError raised by a kernel's code while the interpreter ran it."""
+
+
 class OutOfBoundsError(InterpreterError, IndexError):
     """A load, store or atomic under a true mask reached outside its argument's allocation."""
 

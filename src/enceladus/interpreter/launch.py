@@ -25,7 +25,16 @@ from ..language.builtins import range as tl_range_cls
 from ..language.builtins import static_range as tl_static_range_cls
 from ..language.core import builtin_name, constexpr
 from . import descriptors, extra, ops, random, shape_ops  # noqa: F401  (registration)
-from .context import Launch, activate, current, env_flag, rollback
+from .context import (
+    InterpreterError,
+    InterpreterTypeError,
+    InterpreterValueError,
+    Launch,
+    activate,
+    current,
+    env_flag,
+    rollback,
+)
 from .memory import Buffer
 from .ops import OPS, PropagateNan, kernel_print
 from .refusals import refuse
@@ -333,25 +342,36 @@ def interpret_launch(jitfn: Any, grid: tuple[int, int, int], values: dict[str, A
     sequential = needs_sequential(jitfn.fn) or env_flag("ENCELADUS_INTERPRET_SEQUENTIAL")
     previous = activate(launch)
     try:
-        if sequential:
-            for lin in py.range(total):
-                launch.set_programs(np.array([lin], np.int64))
-                kernel(**args)
-            return
-        launch.log = []
-        PEAK[0] = 1
-        _run_group(launch, kernel, args, np.array([0], np.int64))
-        start = 1
-        limit = int(os.environ.get("ENCELADUS_INTERPRET_BATCH_ELEMENTS", BATCH_ELEMENTS))
-        per = max(1, limit // max(1, PEAK[0]))
-        while start < total:
-            end = min(total, start + per)
-            launch.log.clear()
-            _run_group(launch, kernel, args, np.arange(start, end, dtype=np.int64))
-            start = end
+        _run_launch(launch, kernel, args, total, sequential)
+    except (TypeError, ValueError) as e:  # the kernel's own error: also an InterpreterError, as in Triton
+        if isinstance(e, InterpreterError):
+            raise
+        wrapper = InterpreterTypeError if isinstance(e, TypeError) else InterpreterValueError
+        raise wrapper(str(e)).with_traceback(e.__traceback__) from e
     finally:
         launch.log = None
         activate(previous)
+
+
+def _run_launch(launch: Launch, kernel: Callable[..., Any], args: dict[str, Any], total: int,
+                sequential: bool) -> None:
+    """The launch's programs, in groups (or one by one when the kernel needs it)."""
+    if sequential:
+        for lin in py.range(total):
+            launch.set_programs(np.array([lin], np.int64))
+            kernel(**args)
+        return
+    launch.log = []
+    PEAK[0] = 1
+    _run_group(launch, kernel, args, np.array([0], np.int64))
+    start = 1
+    limit = int(os.environ.get("ENCELADUS_INTERPRET_BATCH_ELEMENTS", BATCH_ELEMENTS))
+    per = max(1, limit // max(1, PEAK[0]))
+    while start < total:
+        end = min(total, start + per)
+        launch.log.clear()
+        _run_group(launch, kernel, args, np.arange(start, end, dtype=np.int64))
+        start = end
 
 
 def _run_group(launch: Launch, kernel: Callable[..., Any], args: dict[str, Any], lins: np.ndarray) -> None:

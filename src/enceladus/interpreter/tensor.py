@@ -515,7 +515,8 @@ def binary(op: str, x: Any, y: Any) -> Tile:
         if op in _BIT:
             a, b, ty, _ = operands(x, y)
             if not ty.is_int():
-                raise TypeError(f"operator {op} needs integer operands, got {ty}; cast with .to(...) first")
+                raise TypeError(f"invalid operands of type {ty} for operator {op}: it needs integer operands; "
+                                "cast with .to(...) first")
             if op in ("<<", ">>"):
                 return _shift(op, x if isinstance(x, Tile) else y, a, b, ty)
             return Tile(_BIT[op](a, b), ty)

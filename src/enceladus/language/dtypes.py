@@ -255,7 +255,8 @@ def computation_type(a: dtype, a_is_literal: bool, b: dtype, b_is_literal: bool,
         return bfloat16 if (a.is_bf16() and b.is_bf16() and not div_or_mod) else float32
     if div_or_mod and a.is_int_signed() != b.is_int_signed():  # bool counts as unsigned (Triton 3.9)
         raise TypeError(
-            f"cannot use /, // or % between {a} and {b}: they differ in signedness; cast one side with .to()"
+            f"Cannot use /, //, or % with {a!r} and {b!r} because they have different signedness; cast one side "
+            "with .to()"
         )
     return integer_promote(a, b)
 
