@@ -86,9 +86,27 @@ def _open_library(path: str) -> ctypes.CDLL:
     """dlopen a library that matched its cache record; a CpuBackendError (not a bare OSError) if it still fails."""
     try:
         return ctypes.CDLL(path)
-    except OSError as e:
-        raise CpuBackendError(f"cannot load the cached library {path}: {e}. Remove the cpu backend's cache "
-                              "(`enceladus cache clear --kind cpu`) and run again") from None
+    except (OSError, MemoryError) as e:
+        limit = _map_limit()
+        if limit is not None and limit[0] >= limit[1] - 64:
+            raise CpuBackendError(
+                f"cannot load kernel library {path}: this process holds {limit[0]} memory mappings, the operating "
+                f"system's limit (vm.max_map_count = {limit[1]}); each loaded kernel specialization takes about "
+                "two. Use fewer specializations in one process (do_not_specialize=..., fewer distinct constexpr "
+                "values), or raise the limit (sysctl vm.max_map_count)") from None
+        raise CpuBackendError(f"cannot load the cached library {path}: {e or type(e).__name__}. Remove the cpu "
+                              "backend's cache (`enceladus cache clear --kind cpu`) and run again") from None
+
+
+def _map_limit() -> tuple[int, int] | None:
+    """(memory mappings this process holds, the system's limit), where the system says (Linux)."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            limit = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f), limit
+    except (OSError, ValueError):
+        return None
 
 
 class FastLauncher:

@@ -19,6 +19,14 @@ _HERE = os.path.dirname(os.path.realpath(__file__))
 INCLUDE_DIR = os.path.join(_HERE, "include")
 RUNTIME_SOURCE = os.path.join(_HERE, "runtime.cpp")
 
+# ELF (Linux): a loaded kernel library takes two memory mappings (read+execute, read-write) instead of five
+# (code, read-only data and RELRO get their own by default). A process may hold vm.max_map_count mappings
+# (65530 by default): five per library ran out at about 13,000 specializations in one process, two leave
+# room for 20,000 and more (benchmarks/many_specializations.py). What is given up: RELRO's read-only GOT and
+# non-executable constants, hardening against memory-corruption exploits of the kernel libraries themselves.
+ELF_LINK_FLAGS: tuple[str, ...] = ("-Wl,-z,noseparate-code", "-Wl,-z,norelro") if sys.platform.startswith("linux") \
+    else ()
+
 # Flags for kernel translation units: Metal's integer semantics (-fwrapv: no signed-overflow UB
 # exploitation), as_type-style punning (-fno-strict-aliasing), no exceptions/RTTI (Metal has none),
 # no FMA contraction (results reproducible across compilers), signed char as in Metal, and no
@@ -37,6 +45,7 @@ KERNEL_FLAGS = (
     "-fvisibility=hidden",
     "-nostdinc",
     "-nostdinc++",
+    *ELF_LINK_FLAGS,
 )
 RUNTIME_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden")
 INSTALL_HINT = (
