@@ -37,3 +37,4 @@ def metal(recorder: RecordingObjCRuntime, monkeypatch: pytest.MonkeyPatch) -> It
     backend = MetalBackend(runtime=recorder, macos=15)
     yield backend
     assert recorder.violations == []
+    assert recorder.unpooled == []  # nothing Metal autoreleases may leak (MSL_AUDIT D8)

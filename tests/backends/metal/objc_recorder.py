@@ -60,6 +60,13 @@ def expected_encodings(meta: dict[str, Any], receiver: str, selector: str) -> tu
     return hand["retval"], tuple(hand["args"])
 
 
+# Calls after which the stand-in puts one object of its own in the innermost autorelease pool (see unpooled).
+INTERNALLY_AUTORELEASING = {"newCommandQueue", "newBufferWithLength:options:",
+                            "newBufferWithBytesNoCopy:length:options:deallocator:", "setBuffers:offsets:withRange:",
+                            "dispatchThreadgroups:threadsPerThreadgroup:", "dispatchThreads:threadsPerThreadgroup:",
+                            "endEncoding", "commit", "waitUntilCompleted", "status"}
+
+
 class ProtocolViolation(AssertionError):
     """The bridge did something the stand-in's model of Objective-C/Metal forbids."""
 
@@ -77,7 +84,8 @@ class RecordingObjCRuntime:
     """Stand-in for libobjc/Metal/Foundation; see the module docstring for what it checks."""
 
     def __init__(self, *, max_threads: int = 1024, fail_status: bool = False, cpu_backend: Any = None,
-                 families: tuple[int, ...] = (1007, 5002), execution_width: int = 32) -> None:
+                 families: tuple[int, ...] = (1007, 5002), execution_width: int = 32,
+                 msl_versions: tuple[int, ...] = (0x30002,)) -> None:
         self.families = families  # the GPU families the pretend device supports (M1-class + Metal 4 by default)
         self.execution_width = execution_width  # threadExecutionWidth of every pipeline
         self.meta = load_metadata()
@@ -96,6 +104,10 @@ class RecordingObjCRuntime:
         self.senders_built: list[tuple[Any, tuple[Any, ...]]] = []
         self.executed: list[str] = []
         self.bound_history: list[dict[int, tuple[int, int]]] = []  # encoder bindings after each setBuffers
+        # Metal may autorelease objects internally in any call; modelled by the calls below creating one +0 object
+        # each. With no pool pushed (a Python thread has none) it would leak for the life of the process: listed here.
+        self.unpooled: list[str] = []
+        self.msl_versions = msl_versions  # MTLLanguageVersion values this pretend OS compiles
 
     # -- ObjCRuntime -----------------------------------------------------------------------------
     def msg_sender(self, restype: Any, argtypes: tuple[Any, ...]) -> Any:
@@ -167,6 +179,12 @@ class RecordingObjCRuntime:
             self._pools[-1].append(oid)
         return oid
 
+    def _internal_autorelease(self, what: str) -> None:
+        if self._pools:
+            self._new("internal", autoreleased=True, by=what)
+        else:
+            self.unpooled.append(what)
+
     def _release(self, oid: int) -> None:
         obj = self.objects[oid]
         if obj.refs <= 0:
@@ -204,6 +222,8 @@ class RecordingObjCRuntime:
         if (restype, argtypes) != want:
             raise ProtocolViolation(f"{name}: sent with C types {restype}, {argtypes}; metadata says {expected}")
         self.calls.append((kind, name, args))
+        if name in INTERNALLY_AUTORELEASING:
+            self._internal_autorelease(name)
         handler = getattr(self, "_m_" + name.replace(":", "_"), None)
         if handler is None:
             return None if restype is None else 0
@@ -257,6 +277,12 @@ class RecordingObjCRuntime:
     def _m_newLibraryWithSource_options_error_(self, rid: int, obj: Obj, src: int, opts: int, err: Any) -> int:
         text = self.objects[src].data["text"]
         options = dict(self.objects[opts].data)
+        version = options.get("languageVersion", 0)
+        if version not in self.msl_versions or ("#include <metal_tensor>" in text and version < 0x40000):
+            err[0] = self._new("NSError", autoreleased=True,
+                               text=f"Unsupported language version {version:#x} (stand-in compiles "
+                                    f"{', '.join(hex(v) for v in self.msl_versions)})")
+            return 0
         if "#error" in text:
             err[0] = self._new("NSError", autoreleased=True, text="program_source:3:2: error: " + text.split("#error")[1]
                                .splitlines()[0].strip())

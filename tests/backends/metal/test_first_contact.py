@@ -36,3 +36,32 @@ def test_a_simd_width_other_than_32_is_refused_at_pipeline_creation(cpu):
                         "{ p[i] = 1.0f; }")
     assert lib.function("k").thread_execution_width == 64
     assert rec.violations == []
+
+
+def test_a_long_loop_of_launches_leaves_nothing_autoreleased_or_retained(metal, recorder):
+    # MSL_AUDIT D8: every call after which Metal may autorelease runs inside a pool we push (the stand-in puts an
+    # object of its own in the innermost pool after those calls and lists the calls made with no pool)
+    host = np.ones(256, np.float32)
+    with use_backend(metal):
+        x = enceladus.tensor(np.arange(256, dtype=np.float32))
+        out = enceladus.zeros(256)
+        add_kernel[(1,)](x, x, out, 256, BLOCK=256)  # compile and warm up
+        host_out = np.zeros(256, np.float32)
+        add_kernel[(1,)](host, host, host_out, 256, BLOCK=256)
+        enceladus.synchronize()
+        live_before = len(recorder.live())
+        retains = recorder.selectors_sent().count("retain")
+        releases = recorder.selectors_sent().count("release")
+        for i in range(300):  # asynchronous launches (batched command buffers) and synchronous NumPy launches
+            add_kernel[(1,)](x, x, out, 256, BLOCK=256)
+            if i % 10 == 0:
+                add_kernel[(1,)](host, host, host_out, 256, BLOCK=256)
+        enceladus.synchronize()
+        result = out.numpy()
+    assert recorder.unpooled == []
+    assert len(recorder.live()) == live_before  # every object made in the loop was released
+    sent = recorder.selectors_sent()
+    assert sent.count("retain") - retains > 0  # command buffers and encoders were retained ...
+    assert sent.count("retain") - retains <= sent.count("release") - releases  # ... and released again
+    np.testing.assert_array_equal(result, 2 * np.arange(256, dtype=np.float32))
+    np.testing.assert_array_equal(host_out, 2.0)

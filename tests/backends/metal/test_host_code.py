@@ -47,10 +47,20 @@ def test_device_setup_sequence(metal: MetalBackend, recorder: RecordingObjCRunti
     assert sent[-1] == "newCommandQueue"
 
 
-def test_language_version_on_macos_26(recorder: RecordingObjCRuntime) -> None:
-    backend = MetalBackend(runtime=recorder, macos=26)
+def test_language_version_is_probed_newest_first_never_read_from_the_os(cpu) -> None:
+    # macOS 26 seen as "16" by a Python linked against an older SDK (MSL_AUDIT B4): the probe still finds 4.0
+    rec = RecordingObjCRuntime(cpu_backend=cpu, msl_versions=(0x30002, 0x40000))
+    backend = MetalBackend(runtime=rec, macos=16)
     assert backend.device.language_version == MTLLanguageVersion4_0
-    assert backend.device.language_name == "4.0"
+    assert backend.device.language_name == "4.0" and backend.device.language_probes == {"4.0": "ok"}
+    # an OS that compiles only 3.2, whatever it claims to be: 4.0 is tried first, refused, then 3.2
+    rec = RecordingObjCRuntime(cpu_backend=cpu)
+    backend = MetalBackend(runtime=rec, macos=26)
+    assert backend.device.language_version == MTLLanguageVersion3_2
+    versions = [o.data["options"]["languageVersion"] for o in rec.objects.values() if o.kind == "MTLLibrary"]
+    assert versions == [0x30002]
+    assert backend.device.language_probes["4.0"].startswith("Unsupported language version")
+    assert rec.violations == [] and rec.unpooled == []
 
 
 def test_compile_options_are_explicit(metal: MetalBackend, recorder: RecordingObjCRuntime) -> None:

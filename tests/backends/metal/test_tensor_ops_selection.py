@@ -27,6 +27,7 @@ def _worked_example() -> str:
 
 
 WORKED = _worked_example()
+MSL4 = (0x30002, 0x40000)  # a stand-in OS that compiles MSL 3.2 and 4.0 (macOS 26)
 
 
 @pytest.fixture
@@ -37,16 +38,16 @@ def cpu():
 
 
 def test_auto_prefers_matmul2d_only_on_apple10_with_msl4(cpu):
-    m1 = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu), macos=26)
+    m1 = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu, msl_versions=MSL4), macos=26)
     assert m1.prefers_matmul2d() is False  # Metal 4 but no neural accelerators
-    m5 = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu, families=(1007, 1010, 5002)), macos=26)
+    m5 = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu, families=(1007, 1010, 5002), msl_versions=MSL4), macos=26)
     assert m5.prefers_matmul2d() is True  # and its probe kernel built
     old = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu, families=(1007, 1010, 5002)), macos=15)
     assert old.prefers_matmul2d() is False  # MSL 3.2 has no tensor ops
 
 
 def test_tensor_ops_msl_needs_msl4_and_declares_its_threadgroup(cpu):
-    d26 = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu), macos=26).device
+    d26 = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu, msl_versions=MSL4), macos=26).device
     opts = tensor_ops_options(d26, WORKED)
     assert opts["required_threads"] == (128, 1, 1) and opts["language_version"] == 0x40000
     assert tensor_ops_options(d26, "kernel void k() {}") == {}
@@ -59,7 +60,7 @@ def test_tensor_ops_msl_needs_msl4_and_declares_its_threadgroup(cpu):
 def test_jit_auto_picks_matmul2d_on_an_m5_class_device(cpu):
     from codegen import dot_kernels as dk
 
-    rec = RecordingObjCRuntime(cpu_backend=cpu, families=(1007, 1010, 5002))
+    rec = RecordingObjCRuntime(cpu_backend=cpu, families=(1007, 1010, 5002), msl_versions=MSL4)
     metal = MetalBackend(runtime=rec, macos=26)
     with use_backend(metal):
         a = np.zeros((64, 64), np.float16)

@@ -2,9 +2,13 @@
 #pragma METAL fp math_mode(safe)
 using namespace metal;
 
+// -a wrapping (INT_MIN / -1 == INT_MIN): in the unsigned type, as MSL leaves signed overflow undefined
+template <typename T> static inline T enc_wrapneg(T a) { return T(T(0) - a); }  // char, short: computed in int
+static inline int enc_wrapneg(int a) { return as_type<int>(0u - as_type<uint>(a)); }
+static inline long enc_wrapneg(long a) { return as_type<long>(0ul - as_type<ulong>(a)); }
 template <typename T> static inline T enc_sdiv(T a, T b) {
     // Division by zero is undefined in Triton; Enceladus defines it as 0 (never a trap). INT_MIN / -1 wraps.
-    return b == T(0) ? T(0) : (b == T(-1) ? T(T(0) - a) : T(a / b));
+    return b == T(0) ? T(0) : (b == T(-1) ? enc_wrapneg(a) : T(a / b));
 }
 template <typename T> static inline T enc_srem(T a, T b) {
     return (b == T(0) || b == T(-1)) ? T(0) : T(a % b);
@@ -31,14 +35,14 @@ kernel void divmod_chain_kernel(
     const int L0_b0 = ((int(enc_warp) / 1) % 4) * 64 + ((int(enc_lane) / 1) % 32) * 2;
     const int v2 = int(enc_pid.x);
     const int v3 = 256;
-    const int v4 = (v2 * v3);
+    const int v4 = as_type<int>(uint(v2) * uint(v3));
     int v7[2];
-    for (int e = 0; e < 2; ++e) v7[e] = (v4 + (L0_b0 + (e)));
+    for (int e = 0; e < 2; ++e) v7[e] = as_type<int>(uint(v4) + uint((L0_b0 + (e))));
     bool v9[2];
     for (int e = 0; e < 2; ++e) v9[e] = (v7[e] < n);
     const int v10 = 4099;
     int v12[2];
-    for (int e = 0; e < 2; ++e) v12[e] = (v7[e] * v10);
+    for (int e = 0; e < 2; ++e) v12[e] = as_type<int>(uint(v7[e]) * uint(v10));
     const int v15 = 65536;
     int v17[2];
     for (int e = 0; e < 2; ++e) v17[e] = enc_sdiv(v12[e], v15);
@@ -52,6 +56,6 @@ kernel void divmod_chain_kernel(
     int v26[2];
     for (int e = 0; e < 2; ++e) v26[e] = enc_sdiv(v23[e], v24);
     int v27[2];
-    for (int e = 0; e < 2; ++e) v27[e] = (v20[e] + v26[e]);
+    for (int e = 0; e < 2; ++e) v27[e] = as_type<int>(uint(v20[e]) + uint(v26[e]));
     for (int e = 0; e < 2; ++e) if (v9[e]) *(out_ptr + v7[e]) = v27[e];
 }

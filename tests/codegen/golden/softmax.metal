@@ -41,7 +41,7 @@ kernel void softmax_kernel(
     const int v5 = int(enc_pid.x);
     bool v8[8];
     for (int e = 0; e < 8; ++e) v8[e] = ((L0_b0 + ((e) % 4) + ((e) / 4) * 512) < n_cols);
-    const int v9 = (v5 * stride);
+    const int v9 = as_type<int>(uint(v5) * uint(stride));
     const auto v10 = (x_ptr + v9);
     const float v13 = as_type<float>(0xff800000u);
     float v15[8];
@@ -90,7 +90,7 @@ kernel void softmax_kernel(
     const float v26 = r5[0];
     float v28[8];
     for (int e = 0; e < 8; ++e) v28[e] = (v22[e] / v26);
-    const int v29 = (v5 * stride);
+    const int v29 = as_type<int>(uint(v5) * uint(stride));
     const auto v30 = (out_ptr + v29);
     for (int e = 0; e < 8; ++e) if (v8[e]) *(v30 + (L0_b0 + ((e) % 4) + ((e) / 4) * 512)) = v28[e];
 }

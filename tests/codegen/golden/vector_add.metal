@@ -23,9 +23,9 @@ kernel void add_kernel(
     const int L0_b0 = ((int(enc_warp) / 1) % 4) * 128 + ((int(enc_lane) / 1) % 32) * 4;
     const int v4 = int(enc_pid.x);
     const int v5 = 1024;
-    const int v6 = (v4 * v5);
+    const int v6 = as_type<int>(uint(v4) * uint(v5));
     int v9[8];
-    for (int e = 0; e < 8; ++e) v9[e] = (v6 + (L0_b0 + ((e) % 4) + ((e) / 4) * 512));
+    for (int e = 0; e < 8; ++e) v9[e] = as_type<int>(uint(v6) + uint((L0_b0 + ((e) % 4) + ((e) / 4) * 512)));
     bool v11[8];
     for (int e = 0; e < 8; ++e) v11[e] = (v9[e] < n);
     const float v14 = 0.0f;

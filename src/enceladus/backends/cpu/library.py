@@ -14,12 +14,12 @@ from .errors import CpuBackendError, KernelLaunchError
 from .memory import CpuAllocation
 from .signature import KernelParam, KernelSignature
 from .toolchain import (
-    KERNEL_FLAGS,
     RUNTIME_FLAGS,
     RUNTIME_SOURCE,
     CompilerInfo,
     build_shared_library,
     find_compiler,
+    kernel_flags,
     library_index_path,
     read_library_index,
     write_library_index,
@@ -314,14 +314,18 @@ class CpuFunction:
 class CpuLibrary:
     """MSL text compiled for the CPU: its kernels' signatures and the generated C++."""
 
-    def __init__(self, msl: str, compiler: CompilerInfo, race_check: bool = False) -> None:
+    def __init__(self, msl: str, compiler: CompilerInfo, race_check: bool = False, ubsan: bool | None = None) -> None:
+        from .toolchain import ubsan_requested
+
         self.msl = msl
         self.race_check = race_check
+        self.ubsan = ubsan_requested() if ubsan is None else ubsan  # UBSan mode: see toolchain.kernel_flags
+        self._flags = kernel_flags(compiler, self.ubsan)  # fails here, not later, when the mode cannot be built
         self._race_lib: CpuLibrary | None | bool = None  # the debug build: None = not tried, False = failed
         self.compiler = compiler
         self._runtime = _Runtime.get(compiler)
         self._cpp: str | None = None
-        index = library_index_path(msl, compiler, race_check)
+        index = library_index_path(msl, compiler, race_check, self.ubsan)
         entry = read_library_index(index)
         try:  # built before: no translation (and no import of the translator)
             self.kernels: dict[str, KernelSignature] = {
@@ -343,7 +347,7 @@ class CpuLibrary:
             raise CpuBackendError("the MSL text declares no `kernel void NAME(...)` function")
         self.uses_fibers = needs_fibers(self.msl)
         names = ", ".join(self.kernels)
-        flags = KERNEL_FLAGS + self.compiler.warning_flags
+        flags = self._flags
         if uses_tensor_ops(self.msl):  # matmul2d<descriptor, ...>: a class-type template argument
             flags = tuple("-std=c++20" if f == "-std=c++17" else f for f in flags)
         self.path, self.built = build_shared_library(
@@ -358,7 +362,7 @@ class CpuLibrary:
         if self._cpp is None:
             from .translate import translation_unit
 
-            self._cpp = translation_unit(self.msl, self.kernels, self.race_check)
+            self._cpp = translation_unit(self.msl, self.kernels, self.race_check, self.ubsan)
         return self._cpp
 
     def _load(self, path: str) -> ctypes.CDLL:
@@ -391,7 +395,7 @@ class CpuLibrary:
                 self._race_lib = False  # nothing to track
             else:
                 try:
-                    self._race_lib = CpuLibrary(self.msl, self.compiler, race_check=True)
+                    self._race_lib = CpuLibrary(self.msl, self.compiler, race_check=True, ubsan=self.ubsan)
                 except CpuBackendError as exc:
                     from .debug import warn_no_race_check
 

@@ -27,10 +27,12 @@ RUNTIME_SOURCE = os.path.join(_HERE, "runtime.cpp")
 ELF_LINK_FLAGS: tuple[str, ...] = ("-Wl,-z,noseparate-code", "-Wl,-z,norelro") if sys.platform.startswith("linux") \
     else ()
 
-# Flags for kernel translation units: Metal's integer semantics (-fwrapv: no signed-overflow UB
-# exploitation), as_type-style punning (-fno-strict-aliasing), no exceptions/RTTI (Metal has none),
-# no FMA contraction (results reproducible across compilers), signed char as in Metal, and no
-# system or C++ standard headers (Metal has no standard library).
+# Flags for kernel translation units: -fwrapv (signed overflow wraps, so the host compiler cannot
+# exploit it: NOT Metal's semantics, where signed overflow is undefined, MSL spec 4 §3.1; generated
+# kernels do the arithmetic Triton defines as wrapping in unsigned types, and the UBSan mode below
+# builds without -fwrapv to catch what is left), as_type-style punning (-fno-strict-aliasing), no
+# exceptions/RTTI (Metal has none), no FMA contraction (results reproducible across compilers),
+# signed char as in Metal, and no system or C++ standard headers (Metal has no standard library).
 KERNEL_FLAGS = (
     "-std=c++17",
     "-O2",
@@ -47,6 +49,11 @@ KERNEL_FLAGS = (
     "-nostdinc++",
     *ELF_LINK_FLAGS,
 )
+# UBSan mode (ENCELADUS_CPU_UBSAN=1): kernels built without -fwrapv, with signed-overflow and shift checks whose
+# reports go through include/enceladus/ubsan.h to the launch's error (clang only; see docs/cpu_backend.md).
+UBSAN_ENV = "ENCELADUS_CPU_UBSAN"
+UBSAN_CHECKS = "signed-integer-overflow,shift"
+UBSAN_FLAGS = (f"-fsanitize={UBSAN_CHECKS}", f"-fsanitize-recover={UBSAN_CHECKS}")
 RUNTIME_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden")
 INSTALL_HINT = (
     "install one of: clang (`apt-get install -y clang`, preferred), g++ (`apt-get install -y g++`), "
@@ -190,6 +197,24 @@ def find_compiler(cxx: str | None = None) -> CompilerInfo:
     return _find_compiler_cached(cxx or os.environ.get("ENCELADUS_CXX") or None)
 
 
+def ubsan_requested() -> bool:
+    """Whether ENCELADUS_CPU_UBSAN asks for the UBSan build of kernels (any value but empty or 0)."""
+    return os.environ.get(UBSAN_ENV, "").strip() not in ("", "0")
+
+
+def kernel_flags(compiler: CompilerInfo, ubsan: bool = False) -> tuple[str, ...]:
+    """The flags kernel libraries are built with: KERNEL_FLAGS, or in UBSan mode the same without -fwrapv plus
+    the sanitizer checks (CompilerNotFoundError when the compiler is not clang: the mode fails, never skips)."""
+    if not ubsan:
+        return KERNEL_FLAGS + compiler.warning_flags
+    if compiler.kind not in ("clang", "zig"):
+        raise CompilerNotFoundError(
+            f"{UBSAN_ENV}=1 needs clang (its -fsanitize={UBSAN_CHECKS} checks), but the cpu backend's compiler is "
+            f"{compiler.version or ' '.join(compiler.command)}: install clang (`apt-get install -y clang`) or set "
+            f"ENCELADUS_CXX=clang++, or unset {UBSAN_ENV}")
+    return tuple(f for f in KERNEL_FLAGS if f != "-fwrapv") + UBSAN_FLAGS + compiler.warning_flags
+
+
 def cache_dir() -> str:
     """The directory holding built libraries: ``<cache>/cpu`` of the cache directory in use
     (``$ENCELADUS_CACHE_DIR``, ``~/.cache/enceladus`` or a private temporary one: see enceladus/cachedir.py)."""
@@ -240,13 +265,13 @@ def _write_entry(path: str, text: str, key: str) -> None:
         cachedir.write_entry(path, text.encode(), key)
 
 
-def library_index_path(msl: str, compiler: CompilerInfo, race_check: bool) -> str:
+def library_index_path(msl: str, compiler: CompilerInfo, race_check: bool, ubsan: bool = False) -> str:
     """Where the index entry of a kernel library lives: ``index-<key>.json``, keyed by the MSL text, the
-    headers and translator, the compiler and the flags. It names the built library (its build key) and
-    holds the parsed signatures, so a cached library is loaded without translating the MSL again."""
+    headers and translator, the compiler and the flags (UBSan mode included). It names the built library (its
+    build key) and holds the parsed signatures, so a cached library is loaded without translating the MSL again."""
     h = sha256()
-    for part in (msl, headers_digest(), compiler.identity, " ".join(KERNEL_FLAGS + compiler.warning_flags),
-                 "race" if race_check else "plain"):
+    flags = " ".join(KERNEL_FLAGS + compiler.warning_flags) + (" ubsan:" + " ".join(UBSAN_FLAGS) if ubsan else "")
+    for part in (msl, headers_digest(), compiler.identity, flags, "race" if race_check else "plain"):
         h.update(part.encode())
         h.update(b"\0")
     return os.path.join(cache_dir(), f"index-{h.hexdigest()[:40]}.json")

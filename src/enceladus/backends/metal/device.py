@@ -25,11 +25,16 @@ MTLGPUFamilyApple10 = 1010  # taken as the M5 class (neural accelerators): unver
 
 LANGUAGE_NAMES = {MTLLanguageVersion3_1: "3.1", MTLLanguageVersion3_2: "3.2", MTLLanguageVersion4_0: "4.0"}
 
-# A kernel that every supported MSL version accepts: building its pipeline confirms the version.
+# A kernel that every supported MSL version accepts: building its pipeline confirms the version. MSL 4.0 is
+# confirmed with a kernel that also includes <metal_tensor>, which exists only in the 4.0 library.
 PROBE_MSL = """#include <metal_stdlib>
 using namespace metal;
 kernel void enceladus_probe(device uint* out [[buffer(0)]], uint i [[thread_position_in_grid]]) { out[i] = i; }
 """
+PROBE_MSL_4 = "#include <metal_tensor>\n" + PROBE_MSL
+# Newest first. Chosen by compiling, never from the OS version: a Python linked against an SDK older than
+# macOS 26 is told "16.0" on macOS 26 (MSL_AUDIT B4; CPython issue 135675).
+LANGUAGE_PROBES = ((MTLLanguageVersion4_0, PROBE_MSL_4), (MTLLanguageVersion3_2, PROBE_MSL))
 
 
 class MetalCompileError(CompilationError):
@@ -43,15 +48,6 @@ def macos_major(release: str | None = None) -> int:
         return int(release.split(".")[0])
     except ValueError:
         return 0
-
-
-def language_versions_for(major: int) -> list[int]:
-    """MSL versions to try on this macOS, newest first (3.2 on 15, 4.0 on 26, as documented)."""
-    if major >= 26:
-        return [MTLLanguageVersion4_0, MTLLanguageVersion3_2]
-    if major == 15:
-        return [MTLLanguageVersion3_2]
-    return [MTLLanguageVersion3_1]
 
 
 @dataclass
@@ -81,7 +77,7 @@ class MetalDevice:
         self.apple7 = bool(bridge.send(self.handle, "supportsFamily:", MTLGPUFamilyApple7))
         self.metal4 = bool(bridge.send(self.handle, "supportsFamily:", MTLGPUFamilyMetal4))
         self.apple10 = bool(bridge.send(self.handle, "supportsFamily:", MTLGPUFamilyApple10))
-        self.macos = macos_major() if macos is None else macos
+        self.macos = macos_major() if macos is None else macos  # reported only: the MSL version is probed
         self.language_version = self._confirm_language_version()
 
     @property
@@ -90,18 +86,22 @@ class MetalDevice:
         return LANGUAGE_NAMES.get(self.language_version, hex(self.language_version))
 
     def _confirm_language_version(self) -> int:
-        """The newest MSL version for this macOS that really builds a pipeline (one probe compile)."""
+        """The newest MSL version (4.0, then 3.2) that really builds a pipeline, whatever the OS says it is."""
         errors = []
-        for version in language_versions_for(self.macos):
+        self.language_probes: dict[str, str] = {}  # version -> "ok" or the compiler's refusal (the doctor report)
+        for version, probe in LANGUAGE_PROBES:
             try:
-                lib = self.new_library(PROBE_MSL, language_version=version)
+                lib = self.new_library(probe, language_version=version)
                 pipe = self.new_pipeline(lib, "enceladus_probe")
                 self.bridge.release(pipe.handle)
                 self.bridge.release(lib)
+                self.language_probes[LANGUAGE_NAMES[version]] = "ok"
                 return version
             except CompilationError as e:
                 errors.append(f"MSL {LANGUAGE_NAMES[version]}: {e.message}")
-        raise ObjCError("no MSL language version works on this Mac:\n" + "\n".join(errors))
+                self.language_probes[LANGUAGE_NAMES[version]] = e.message.splitlines()[-1][:200]
+        raise ObjCError("neither MSL 4.0 nor 3.2 builds a probe kernel on this Mac (Enceladus needs macOS 15 or "
+                        "later):\n" + "\n".join(errors))
 
     def compile_options(self, language_version: int, fast_math: bool = False,
                         required_threads: tuple[int, int, int] | None = None) -> int:
@@ -168,14 +168,16 @@ class MetalDevice:
 
     def new_buffer(self, nbytes: int) -> int:
         """An owned shared-storage MTLBuffer of ``nbytes`` (at least 1)."""
-        buf = self.bridge.send(self.handle, "newBufferWithLength:options:", max(1, int(nbytes)),
-                               MTLResourceStorageModeShared | MTLResourceHazardTrackingModeDefault)
+        with self.bridge.autorelease_pool():
+            buf = self.bridge.send(self.handle, "newBufferWithLength:options:", max(1, int(nbytes)),
+                                   MTLResourceStorageModeShared | MTLResourceHazardTrackingModeDefault)
         if not buf:
             raise MemoryError(f"Metal could not allocate a {nbytes}-byte buffer")
         return int(buf)
 
     def wrap_memory(self, address: int, nbytes: int) -> int | None:
         """An owned MTLBuffer over existing page-aligned host memory (no copy), or None if Metal refuses."""
-        buf = self.bridge.send(self.handle, "newBufferWithBytesNoCopy:length:options:deallocator:", address,
-                               nbytes, MTLResourceStorageModeShared, None)
+        with self.bridge.autorelease_pool():
+            buf = self.bridge.send(self.handle, "newBufferWithBytesNoCopy:length:options:deallocator:", address,
+                                   nbytes, MTLResourceStorageModeShared, None)
         return int(buf) if buf else None

@@ -102,6 +102,10 @@ class MetalLauncher:
     def run_host(self, packet: tuple[Any, ...], objects: Sequence[Any], queue: MetalQueue | None = None) -> None:
         """The synchronous path: bind host arrays among ``objects`` (wrapped, else copied in and out), encode on
         ``queue``'s stream, wait, and copy results back. Raises the GPU's error, if any, here."""
+        with self.backend.device.bridge.autorelease_pool():  # wrapping, waiting: see Stream.encode_prepared
+            self._run_host(packet, objects, queue)
+
+    def _run_host(self, packet: tuple[Any, ...], objects: Sequence[Any], queue: MetalQueue | None) -> None:
         groups, gsize, addresses, scalars = packet
         stream = queue.stream if queue is not None else self.backend.default_stream
         handles: list[int] = []

@@ -69,7 +69,8 @@ class Stream:
         self.device = device
         self.bridge = device.bridge
         self.batch = max(1, batch)
-        queue = self.bridge.send(device.handle, "newCommandQueue")
+        with self.bridge.autorelease_pool():  # Metal may autorelease internally: a Python thread has no pool
+            queue = self.bridge.send(device.handle, "newCommandQueue")
         if not queue:
             raise LaunchError("Metal could not create a command queue")
         self.queue = int(queue)  # +1
@@ -88,6 +89,8 @@ class Stream:
         self._set_bytes = b.method("setBytes:length:atIndex:")
         self._dispatch = b.method("dispatchThreadgroups:threadsPerThreadgroup:")
         self._dispatch_threads = b.method("dispatchThreads:threadsPerThreadgroup:")
+        self._pool_push = b.c("objc_autoreleasePoolPush")
+        self._pool_pop = b.c("objc_autoreleasePoolPop")
 
     # -- encoding --------------------------------------------------------------------------------
     def _open(self) -> int:
@@ -123,7 +126,20 @@ class Stream:
                         scalar_slot: int | None, threadgroup_memory: Sequence[tuple[int, int]], size: MTLSize,
                         threads: MTLSize, dispatch_threads: bool, keep_alive: Any = None) -> None:
         """The hot path: ``setBuffers`` per prepared run, ``setBytes`` for scalars, one dispatch (``size`` is
-        threadgroups, or threads with ``dispatch_threads``); ``keep_alive`` lives until the GPU is done."""
+        threadgroups, or threads with ``dispatch_threads``); ``keep_alive`` lives until the GPU is done.
+
+        Inside an autorelease pool (MSL_AUDIT D8): a Python thread has none, so anything Metal autoreleases
+        internally would otherwise leak for the life of the process (a push and a pop cost nanoseconds)."""
+        pool = self._pool_push()
+        try:
+            self._encode_prepared(pipeline, kernel, runs, scalars, scalar_slot, threadgroup_memory, size, threads,
+                                  dispatch_threads, keep_alive)
+        finally:
+            self._pool_pop(pool)
+
+    def _encode_prepared(self, pipeline: int, kernel: str, runs: Sequence[PreparedRun], scalars: bytes | None,
+                         scalar_slot: int | None, threadgroup_memory: Sequence[tuple[int, int]], size: MTLSize,
+                         threads: MTLSize, dispatch_threads: bool, keep_alive: Any = None) -> None:
         enc = self._encoder or self._open()
         if pipeline != self._pipeline:
             fn, sel = self._set_pipeline
@@ -152,9 +168,13 @@ class Stream:
         self._keep.append(obj)
 
     def flush(self) -> None:
-        """End the open encoder and commit its command buffer (does not wait)."""
+        """End the open encoder and commit its command buffer (does not wait); inside an autorelease pool."""
         if not self._encoder:
             return
+        with self.bridge.autorelease_pool():
+            self._flush()
+
+    def _flush(self) -> None:
         b = self.bridge
         b.send(self._encoder, "endEncoding")
         b.release(self._encoder)
@@ -167,7 +187,14 @@ class Stream:
         self._retire(wait=False)
 
     def _retire(self, wait: bool) -> None:
-        """Release finished command buffers (oldest first), recording failures; ``wait`` waits for all."""
+        """Release finished command buffers (oldest first), recording failures; ``wait`` waits for all (inside an
+        autorelease pool: waitUntilCompleted and status may autorelease internally)."""
+        if not self._submitted:
+            return
+        with self.bridge.autorelease_pool():
+            self._retire_in_pool(wait)
+
+    def _retire_in_pool(self, wait: bool) -> None:
         b = self.bridge
         while self._submitted:
             item = self._submitted[0]
@@ -179,8 +206,7 @@ class Stream:
                     return
                 raise LaunchError(f"a Metal command buffer ended waitUntilCompleted with status {status}")
             if status == MTLCommandBufferStatusError:
-                with b.autorelease_pool():
-                    text = b.error_text(b.send(item.handle, "error"))
+                text = b.error_text(b.send(item.handle, "error"))
                 self._failures.append(f"kernel(s) {', '.join(dict.fromkeys(item.kernels))}: {text}")
             self._submitted.pop(0)
             b.release(item.handle)

@@ -50,6 +50,8 @@ class MSLModule:
     uses_tensor_ops: bool = False
 
 
+# integer types whose wrapping arithmetic is computed in these unsigned types (uint32/uint64 wrap by themselves)
+_WRAP_UNSIGNED = {"int8": "uint", "int16": "uint", "uint8": "uint", "uint16": "uint", "int32": "uint", "int64": "ulong"}
 _SCALAR_SIZE = {"int1": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4,
                 "uint64": 8, "fp16": 2, "bf16": 2, "fp32": 4}
 
@@ -413,6 +415,9 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         return self._arith(name, a, float_type=src.is_floating(), signed=src.is_int_signed(), src=src)
 
     def _arith(self, name: str, a: list[str], float_type: bool, signed: bool, src: Any = None) -> str:
+        wide = _WRAP_UNSIGNED.get(src.name) if src is not None and not float_type else None
+        if wide is not None and name in ("add", "sub", "mul", "shl", "neg", "abs"):
+            return self._wrapping(name, a, src.name, wide)
         if name in BINARY_INFIX:
             return f"({a[0]} {BINARY_INFIX[name]} {a[1]})"
         if name in ("idiv", "mod"):
@@ -438,6 +443,22 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         if name in FLOAT_CALL2:
             return FLOAT_CALL2[name].format(a[0], a[1])
         raise NotImplementedError(f"no MSL rule for op '{name}'")
+
+    def _wrapping(self, name: str, a: list[str], src: str, u: str) -> str:
+        """Integer + - * << and negation, which Triton defines as wrapping, computed in an unsigned type: MSL
+        leaves signed overflow undefined (spec 4 §3.1), and 8/16-bit operands are promoted to int, where
+        e.g. 65535 * 65535 overflows. int32/int64 come back bit for bit (as_type), narrower types by a cast."""
+        t = MSL_TYPE[src]
+        back = (lambda x: f"as_type<{t}>({x})") if src in ("int32", "int64") else (lambda x: f"static_cast<{t}>({x})")
+        if name in ("add", "sub", "mul"):
+            return back(f"{u}({a[0]}) {BINARY_INFIX[name]} {u}({a[1]})")
+        if name == "shl":
+            return back(f"{u}({a[0]}) << {a[1]}")
+        if name == "neg":
+            return back(f"{u}(0) - {u}({a[0]})")
+        if src not in ("int32", "int64"):  # abs of a narrower type is computed in int: no overflow
+            return f"abs({a[0]})"
+        return back(f"{a[0]} < 0 ? {u}(0) - {u}({a[0]}) : {u}({a[0]})")  # abs(INT_MIN) == INT_MIN, as in Triton
 
     def _cast(self, src: dtype, dst: dtype, x: str) -> str:
         t = MSL_TYPE[dst.name]

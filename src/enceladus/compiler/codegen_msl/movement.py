@@ -245,7 +245,10 @@ class MovementMixin:
         simd_fn = self.simd_reduction(op)
         if simd_fn and sorted(masks) == [1, 2, 4, 8, 16]:
             # the row spans the whole SIMD group: one hardware reduction instead of a shuffle butterfly
-            self.emit(f"for (int e = 0; e < {n}; ++e) {{ {skip}{accs[0]}[e] = {simd_fn}({accs[0]}[e]); }}")
+            call = f"{simd_fn}({accs[0]}[e])"
+            if simd_fn in ("simd_sum", "simd_product") and xs[0].type.element.name == "int32":
+                call = f"as_type<int>({simd_fn}(as_type<uint>({accs[0]}[e])))"  # wraps, as Triton defines it
+            self.emit(f"for (int e = 0; e < {n}; ++e) {{ {skip}{accs[0]}[e] = {call}; }}")
             masks = []
         if masks:
             self.helpers.add("enc_shfl")

@@ -49,9 +49,13 @@ static inline float enc_atomic_fminmax(device float* p, float v, bool is_max) {
                                                   memory_order_relaxed)) return cur;
     }
 }""",
-    "enc_div": """template <typename T> static inline T enc_sdiv(T a, T b) {
+    "enc_div": """// -a wrapping (INT_MIN / -1 == INT_MIN): in the unsigned type, as MSL leaves signed overflow undefined
+template <typename T> static inline T enc_wrapneg(T a) { return T(T(0) - a); }  // char, short: computed in int
+static inline int enc_wrapneg(int a) { return as_type<int>(0u - as_type<uint>(a)); }
+static inline long enc_wrapneg(long a) { return as_type<long>(0ul - as_type<ulong>(a)); }
+template <typename T> static inline T enc_sdiv(T a, T b) {
     // Division by zero is undefined in Triton; Enceladus defines it as 0 (never a trap). INT_MIN / -1 wraps.
-    return b == T(0) ? T(0) : (b == T(-1) ? T(T(0) - a) : T(a / b));
+    return b == T(0) ? T(0) : (b == T(-1) ? enc_wrapneg(a) : T(a / b));
 }
 template <typename T> static inline T enc_srem(T a, T b) {
     return (b == T(0) || b == T(-1)) ? T(0) : T(a % b);
