@@ -43,7 +43,7 @@ __all__ = ["CacheSecurityError", "cache_base", "cache_dir", "enabled", "load_or_
            "write_entry"]
 
 log = cachedir.log
-KINDS = ("kernels", "autotune", "cpu")
+KINDS = ("kernels", "autotune", "cpu", "probes")
 # plain strings and os.path throughout: importing pathlib would cost a fresh process ~3 ms
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 

@@ -231,6 +231,13 @@ class JITFunction:
         """``specialize`` plus the launch options that change the generated code (the dot lowering)."""
         signature, constexprs, facts = self.specialize(values)
         constexprs[DOT_BACKEND_KEY] = resolve_dot_backend(options.get("dot_backend"))
+        backend = get_backend()
+        if getattr(backend, "probe_on_compile", False):  # what the device probes found (runtime/probes.py)
+            from . import probes
+
+            found = probes.for_backend(backend).constraints()
+            if found:
+                constexprs["__device__"] = found
         return signature, constexprs, facts
 
     def _key(self, signature: dict[str, str], constexprs: dict[str, Any], facts: dict[str, Any],
@@ -243,8 +250,21 @@ class JITFunction:
             const_key = tuple((k, type(v).__name__, repr(v)) for k, v in constexprs.items())
         return (tuple(signature.items()), const_key, tuple(facts.items()), num_warps)
 
-    def compile_for(self, values: dict[str, Any], options: dict[str, Any]) -> CompiledKernel:
-        """The compiled kernel for these bound arguments: memory cache, then disk cache, then compile."""
+    def compile_for(self, values: dict[str, Any], options: dict[str, Any], _probed: bool = False) -> CompiledKernel:
+        """The compiled kernel for these bound arguments: memory cache, then disk cache, then compile. Metal 4
+        matmul2d tiles are probed on first use; a tile the device refuses means one recompile without it."""
+        kernel = self._compile_for(values, options)
+        tiles = kernel.metadata.get("matmul2d_tiles")
+        if tiles and not _probed:
+            backend = get_backend()
+            if getattr(backend, "probe_on_compile", False):
+                from . import probes
+
+                if probes.for_backend(backend).check_matmul2d(tiles):
+                    return self.compile_for(values, options, _probed=True)
+        return kernel
+
+    def _compile_for(self, values: dict[str, Any], options: dict[str, Any]) -> CompiledKernel:
         num_warps = options.get("num_warps", 4)
         signature, constexprs, facts = self.specialization(values, options)
         key = self._key(signature, constexprs, facts, num_warps)

@@ -314,18 +314,21 @@ class CpuFunction:
 class CpuLibrary:
     """MSL text compiled for the CPU: its kernels' signatures and the generated C++."""
 
-    def __init__(self, msl: str, compiler: CompilerInfo, race_check: bool = False, ubsan: bool | None = None) -> None:
+    def __init__(self, msl: str, compiler: CompilerInfo, race_check: bool = False, ubsan: bool | None = None,
+                 defines: tuple[str, ...] = ()) -> None:
         from .toolchain import ubsan_requested
 
         self.msl = msl
         self.race_check = race_check
         self.ubsan = ubsan_requested() if ubsan is None else ubsan  # UBSan mode: see toolchain.kernel_flags
-        self._flags = kernel_flags(compiler, self.ubsan)  # fails here, not later, when the mode cannot be built
+        self.defines = tuple(defines)  # -D macros of the compatibility headers (the probe tests' wrong twins)
+        # fails here, not later, when the UBSan mode cannot be built
+        self._flags = kernel_flags(compiler, self.ubsan) + tuple(f"-D{d}" for d in self.defines)
         self._race_lib: CpuLibrary | None | bool = None  # the debug build: None = not tried, False = failed
         self.compiler = compiler
         self._runtime = _Runtime.get(compiler)
         self._cpp: str | None = None
-        index = library_index_path(msl, compiler, race_check, self.ubsan)
+        index = library_index_path(msl, compiler, race_check, self.ubsan, self.defines)
         entry = read_library_index(index)
         try:  # built before: no translation (and no import of the translator)
             self.kernels: dict[str, KernelSignature] = {
@@ -395,7 +398,8 @@ class CpuLibrary:
                 self._race_lib = False  # nothing to track
             else:
                 try:
-                    self._race_lib = CpuLibrary(self.msl, self.compiler, race_check=True, ubsan=self.ubsan)
+                    self._race_lib = CpuLibrary(self.msl, self.compiler, race_check=True, ubsan=self.ubsan,
+                                                defines=self.defines)
                 except CpuBackendError as exc:
                     from .debug import warn_no_race_check
 
@@ -414,12 +418,19 @@ class CpuBackend:
 
     name = "cpu"
 
-    def __init__(self, cxx: str | None = None) -> None:
+    probe_on_compile = False  # run the device probes (runtime/probes.py) before compiling kernels: the wrong twins
+
+    def __init__(self, cxx: str | None = None, defines: tuple[str, ...] = ()) -> None:
         self.compiler = find_compiler(cxx)
+        self.defines = tuple(defines)
 
     def compile(self, msl: str) -> CpuLibrary:
         """Build (or load from the cache) a shared library for this MSL text."""
-        return CpuLibrary(msl, self.compiler)
+        return CpuLibrary(msl, self.compiler, defines=self.defines)
+
+    def probe_identity(self) -> str:
+        """What probe results are cached under: the compiler and the header macros (runtime/probes.py)."""
+        return f"cpu\n{self.compiler.identity}\n{' '.join(self.defines)}"
 
     def alloc(self, nbytes: int) -> CpuAllocation:
         """``nbytes`` of device memory: 16 KiB-aligned host memory (``address``, ``handle``, ``nbytes``)."""

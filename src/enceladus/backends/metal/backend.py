@@ -215,6 +215,12 @@ def tensor_ops_options(device: Any, msl: str) -> dict[str, Any]:
             "required_threads": (threads, 1, 1) if threads else None}
 
 
+PROBE_WIDTH_MSL = """#include <metal_stdlib>
+using namespace metal;
+kernel void enceladus_probe_width(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                                  uint i [[thread_position_in_grid]]) { y[i] = x[i] + 1.0f; }
+"""
+
 MATMUL2D_PROBE = """#include <metal_stdlib>
 #include <metal_tensor>
 #include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
@@ -291,6 +297,55 @@ class MetalBackend:
     """Runs MSL kernels on the Mac's GPU through Metal (see docs/metal.md)."""
 
     name = "metal"
+    probe_on_compile = True  # the device probes (runtime/probes.py) run before the first kernel is compiled
+
+    def probe_identity(self) -> str:
+        """What probe results are cached under: the GPU, the OS build and the MSL version chosen."""
+        import platform
+
+        return f"metal\n{self.device.name}\n{platform.mac_ver()[0]} {os.uname().release} {os.uname().version}\n" \
+               f"{self.device.language_name}"
+
+    def host_probes(self, probes: Any) -> list[Any]:
+        """The probes only the metal host code can run (doctor --probe): B4, D5, D7, D11 and tensor ops."""
+        from ...runtime.probes import ProbeResult
+
+        d = self.device
+        out = [ProbeResult("msl_version", "B4", "the newest MSL version that builds a probe kernel is used (never "
+                           "read from the OS version)", "ok", f"MSL {d.language_name} ({d.language_probes})",
+                           "MSL 3.2 without tensor ops when 4.0 does not build")]
+        try:
+            lib = self.compile(PROBE_WIDTH_MSL)
+            width = lib.function("enceladus_probe_width").thread_execution_width
+            out.append(ProbeResult("simd_width", "D5", "SIMD groups have 32 lanes (threadExecutionWidth)",
+                                   "ok" if width == SIMD_WIDTH else "failed", f"threadExecutionWidth = {width}",
+                                   "generated kernels are refused at pipeline creation (never a wrong answer)"))
+        except Exception as exc:  # noqa: BLE001 - reported, not raised: the doctor shows every probe
+            out.append(ProbeResult("simd_width", "D5", "SIMD groups have 32 lanes", "error", str(exc)[:300]))
+        page = np.zeros(2 * 16384 // 4, np.float32)
+        start = (-page.ctypes.data) % 16384 // 4
+        view = page[start:start + 16384 // 4]
+        buf = d.wrap_memory(view.ctypes.data, 16384)
+        if buf:
+            d.bridge.release(buf)
+        out.append(ProbeResult("nocopy_wrap", "D7", "newBufferWithBytesNoCopy wraps page-aligned NumPy memory",
+                               "ok" if buf else "failed", "" if buf else "Metal returned nil",
+                               "NumPy arguments are copied in and out (slower, correct)"))
+        try:
+            x = np.arange(64, dtype=np.float32)
+            y = np.zeros(64, np.float32)
+            self.compile(PROBE_WIDTH_MSL).function("enceladus_probe_width").launch((2,), (32,), {0: x, 1: y})
+            ok = np.array_equal(y, x + 1)
+            out.append(ProbeResult("host_encodings", "D11", "MTLSize by value, NSRange in registers, the command "
+                                   "buffer status: a launch round trip", "ok" if ok else "failed",
+                                   "" if ok else f"got {y[:4].tolist()}...", "none: report it"))
+        except Exception as exc:  # noqa: BLE001
+            out.append(ProbeResult("host_encodings", "D11", "a launch round trip", "error", str(exc)[:300]))
+        out.append(ProbeResult("matmul2d", "D1/D2", "Metal 4 tensor ops are preferred for tl.dot (auto)",
+                               "ok" if self.prefers_matmul2d() else "n/a",
+                               "preferred" if self.prefers_matmul2d() else "simdgroup_matrix is used",
+                               "each (tile, operand types) is probed on first use; refused ones use simdgroup_matrix"))
+        return out
 
     def __init__(self, runtime: ObjCRuntime | None = None, *, macos: int | None = None) -> None:
         if runtime is None:

@@ -48,6 +48,7 @@ class MSLModule:
     notes: list[str] = field(default_factory=list)
     log_sites: list[dict] = field(default_factory=list)
     uses_tensor_ops: bool = False
+    matmul2d_tiles: list[tuple] = field(default_factory=list)  # (M, N, K, A type, B type, simdgroups) per dot
 
 
 # integer types whose wrapping arithmetic is computed in these unsigned types (uint32/uint64 wrap by themselves)
@@ -88,6 +89,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.pooled = pooled  # threadgroup memory shared by all data movements (when separate arrays exceed 32 KB)
         self.pool_offset = 0
         self.smem_uses = 0
+        self.matmul2d_tiles: list[tuple] = []
+        self.fragments_via_store = False  # set from the device probes (see driver.py and matmul.py)
         self.device_fences = False  # a non-relaxed gpu-scope atomic: written buffers are coherent(device)
 
     # --- text -----------------------------------------------------------------------------------------
@@ -665,7 +668,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         out.append("}")
         return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
                          WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
-                         list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops)
+                         list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops,
+                         list(dict.fromkeys(self.matmul2d_tiles)))
 
 
 def pointer_roots(fn: ir.Function) -> dict[int, str]:

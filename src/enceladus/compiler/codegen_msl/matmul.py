@@ -48,6 +48,7 @@ class DotMixin:
         k = a.type.shape[-1]
         ta, tb = (msl_type(x.type.element) for x in (a, b))
         self.uses_tensor_ops = True
+        self.matmul2d_tiles.append((m, n, k, a.type.element.name, b.type.element.name, self.num_warps))
         self.notes.append(f"dot %{r.id}: Metal 4 matmul2d ({m}x{n}x{k}, execution_simdgroups<{self.num_warps}>), "
                           "accumulator in a cooperative tensor, moved to the tile through threadgroup memory")
         sc = self.smem("float", m * n, f"accumulator of dot %{r.id}", 4)
@@ -94,15 +95,29 @@ class DotMixin:
                           + (f" (not matmul2d: {self.plan.dots[r.id].why_not_matmul2d})"
                              if self.plan.dots[r.id].why_not_matmul2d else ""))
         self.emit(f"simdgroup_float8x8 {c}[{fm * fn}];")
-        acc_ref = self.ref(acc, home, "{e}")
-        accf = [acc_ref.replace("{e}", f"2 * f + {j}") for j in range(2)]
-        cast = "float" if acc.type.element.name != "fp32" else ""
-        self.emit(f"for (int f = 0; f < {fm * fn}; ++f) {{ {c}[f].thread_elements()[0] = {cast}({accf[0]}); "
-                  f"{c}[f].thread_elements()[1] = {cast}({accf[1]}); }}")
         wm = self.warp_coord(mma, 0)
         wn = self.warp_coord(mma, 1)
         row0 = f"{wm} * {m // mma.warps[0]}" if wm != "0" else "0"
         col0 = f"{wn} * {n // mma.warps[1]}" if wn != "0" else "0"
+        origin = f"ulong2({col0} + (f % {fn}) * 8, {row0} + (f / {fn}) * 8)"
+        via_store = getattr(self, "fragments_via_store", False)
+        if via_store:
+            # MSL_AUDIT D4 fallback: the device's thread_elements() lane mapping is not the one assumed (a probe said
+            # so), so fragments enter and leave through threadgroup memory with simdgroup_load/simdgroup_store
+            self.notes.append(f"dot %{r.id}: accumulator fragments move through threadgroup memory "
+                              "(simdgroup_store), because the fragment lane probe found another thread_elements() "
+                              "mapping on this device")
+            sc = self.smem("float", m * n, f"accumulator fragments of dot %{r.id}", 4)
+            idx = self.flat_index(home, (m, n), "e")
+            self.loop(home, f"{sc}[{idx}] = float({self.ref(acc, home)});")
+            self.barrier()
+            self.emit(f"for (int f = 0; f < {fm * fn}; ++f) simdgroup_load({c}[f], {sc}, {n}, {origin});")
+        else:
+            acc_ref = self.ref(acc, home, "{e}")
+            accf = [acc_ref.replace("{e}", f"2 * f + {j}") for j in range(2)]
+            cast = "float" if acc.type.element.name != "fp32" else ""
+            self.emit(f"for (int f = 0; f < {fm * fn}; ++f) {{ {c}[f].thread_elements()[0] = {cast}({accf[0]}); "
+                      f"{c}[f].thread_elements()[1] = {cast}({accf[1]}); }}")
         self.emit(f"for (int kk = 0; kk < {k}; kk += 8) {{")
         self.indent += 1
         self.emit(f"{frag_in} fa[{fm}];")
@@ -116,6 +131,11 @@ class DotMixin:
         out_t = msl_type(r.type.element)
         var = self.declare_tile(r, home)
         conv = (lambda x: x) if r.type.element.name == "fp32" else (lambda x: f"static_cast<{out_t}>({x})")
+        if via_store:
+            self.emit(f"for (int f = 0; f < {fm * fn}; ++f) simdgroup_store({c}[f], {sc}, {n}, {origin});")
+            self.barrier()
+            self.loop(home, f"{var}[e] = {conv(f'{sc}[{idx}]')};")
+            return
         self.emit(f"for (int f = 0; f < {fm * fn}; ++f) {{ {var}[2 * f] = {conv(f'{c}[f].thread_elements()[0]')}; "
                   f"{var}[2 * f + 1] = {conv(f'{c}[f].thread_elements()[1]')}; }}")
 

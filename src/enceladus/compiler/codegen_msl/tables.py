@@ -115,8 +115,11 @@ static inline float enc_hypot(float x, float y) {
     const float r = n / m;
     return m * precise::sqrt(1.0f + r * r);
 }""",
-    "enc_shfl": """// simd_shuffle_xor for every element type (Metal has none for bool, long, ulong and bfloat)
+    "enc_shfl": """// simd_shuffle_xor for every element type (Metal has none for bool, long, ulong and bfloat; the spec types it
+// for integers only, so float and half move as their bits too: MSL_AUDIT D3)
 template <typename T> static inline T enc_shfl_xor(T v, ushort m) { return simd_shuffle_xor(v, m); }
+static inline float enc_shfl_xor(float v, ushort m) { return as_type<float>(simd_shuffle_xor(as_type<uint>(v), m)); }
+static inline half enc_shfl_xor(half v, ushort m) { return as_type<half>(simd_shuffle_xor(as_type<ushort>(v), m)); }
 static inline bool enc_shfl_xor(bool v, ushort m) { return simd_shuffle_xor(ushort(v), m) != 0; }
 static inline long enc_shfl_xor(long v, ushort m) {
     const uint2 u = as_type<uint2>(v);

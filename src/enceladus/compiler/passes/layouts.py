@@ -77,7 +77,9 @@ class LayoutPlan:
 
 
 class _Assigner:
-    def __init__(self, fn: ir.Function, num_warps: int, dot_backend: str = "simdgroup"):
+    def __init__(self, fn: ir.Function, num_warps: int, dot_backend: str = "simdgroup",
+                 matmul2d_rejects: dict | None = None):
+        self.matmul2d_rejects = matmul2d_rejects or {}  # (M, N, K, A type, B type) -> why the device refused it
         self.fn = fn
         self.num_warps = num_warps
         self.dot_backend = dot_backend
@@ -191,6 +193,10 @@ class _Assigner:
                 decision.why_not_matmul2d = f"matmul2d takes fp16 or fp32 operands here, not {a.type.element}"
             elif k % 32:
                 decision.why_not_matmul2d = f"matmul2d needs a static K that is a multiple of 32 (macOS 26.1), got K={k}"
+            elif (tile := (*r.type.shape, k, a.type.element.name, op.operands[1].type.element.name)) \
+                    in self.matmul2d_rejects:  # MSL_AUDIT D1/D2: probed on first use, refused by this device
+                decision.why_not_matmul2d = (f"this device's matmul2d refused a {tile[0]}x{tile[1]}x{tile[2]} "
+                                             f"{tile[3]} tile when probed ({self.matmul2d_rejects[tile]})")
             else:  # the accumulator lives in a cooperative tensor; the tile around it is blocked
                 decision.matmul2d = True
                 return None
@@ -379,6 +385,7 @@ def operand_layout(op: ir.Op, i: int, layout: TileLayout) -> TileLayout:
     return layout
 
 
-def assign_layouts(fn: ir.Function, num_warps: int, dot_backend: str = "simdgroup") -> LayoutPlan:
+def assign_layouts(fn: ir.Function, num_warps: int, dot_backend: str = "simdgroup",
+                   matmul2d_rejects: dict | None = None) -> LayoutPlan:
     """Decide the layout(s) of every tile value of ``fn``."""
-    return _Assigner(fn, num_warps, dot_backend).run()
+    return _Assigner(fn, num_warps, dot_backend, matmul2d_rejects).run()

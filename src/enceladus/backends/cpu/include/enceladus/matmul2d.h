@@ -96,6 +96,10 @@ template <matmul2d_descriptor Descriptor, typename Scope, class... Args> class m
   static_assert(Descriptor.k == -1 || Descriptor.k % 32 == 0,
                 "matmul2d_descriptor: a static k must be a multiple of 32 (macOS 26.1 Metal compiler); "
                 "use 32, 64, ... or static_cast<int>(dynamic_extent) and slice the operands");
+#ifdef ENC_TEST_MATMUL2D_REJECTS_8X8
+  // a deliberately wrong twin for the probe tests: a matmul2d that refuses 8x8 tiles (as Apple's may, MSL_AUDIT D1)
+  static_assert(!(Descriptor.m == 8 && Descriptor.n == 8), "matmul2d (test twin): 8x8 tiles are not supported");
+#endif
   static constexpr int __threads = Scope::__threads;
 
  public:

@@ -24,10 +24,20 @@ typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
 typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
 
 namespace __enc {
+#ifdef ENC_TEST_PERMUTED_FRAGMENT_LANES
+// a deliberately wrong twin for the probe tests: another (self-consistent) element-to-lane mapping (MSL_AUDIT D4)
+__ENC_INLINE unsigned sgm_lane(unsigned lane) { return lane ^ 1u; }
+#else
+__ENC_INLINE unsigned sgm_lane(unsigned lane) { return lane; }
+#endif
 __ENC_INLINE unsigned sgm_row(unsigned lane) {
+  lane = sgm_lane(lane);
   return 4u * ((lane >> 4) & 1u) + 2u * ((lane >> 2) & 1u) + ((lane >> 1) & 1u);
 }
-__ENC_INLINE unsigned sgm_col(unsigned lane) { return 4u * ((lane >> 3) & 1u) + 2u * (lane & 1u); }
+__ENC_INLINE unsigned sgm_col(unsigned lane) {
+  lane = sgm_lane(lane);
+  return 4u * ((lane >> 3) & 1u) + 2u * (lane & 1u);
+}
 // Rendezvous of the whole SIMD group; returns this lane's index.
 __ENC_INLINE simd_call sgm_sync(const void* data, unsigned n, const char* what, unsigned line) {
   simd_call c;
