@@ -303,6 +303,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         print(f"{k:<{width}}  {v}")
+    if args.probe and ok:  # every run-time probe of the device's assumptions (runtime/probes.py)
+        from .runtime.backend import get_backend
+        from .runtime.probes import report
+
+        print(report(get_backend()))
     print("status: ready" if ok else "status: NOT READY — see the lines above")
     return 0 if ok else 1
 
@@ -370,14 +375,14 @@ def build_parser() -> argparse.ArgumentParser:
                        description="The disk cache ($ENCELADUS_CACHE_DIR or ~/.cache/enceladus): compiled kernels, "
                                    "autotuning results and the cpu backend's libraries.")
     csub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    kinds_help = "only this kind of entry: kernels, autotune or cpu (repeatable)"
+    kinds_help = "only this kind of entry: kernels, autotune, cpu or probes (repeatable)"
     c = csub.add_parser("list", help="list cached entries, newest first")
-    c.add_argument("--kind", action="append", choices=("kernels", "autotune", "cpu"), help=kinds_help)
+    c.add_argument("--kind", action="append", choices=("kernels", "autotune", "cpu", "probes"), help=kinds_help)
     c.add_argument("--json", action="store_true", help="print JSON instead of a table")
     c = csub.add_parser("size", help="show the space used per kind of entry")
-    c.add_argument("--kind", action="append", choices=("kernels", "autotune", "cpu"), help=kinds_help)
+    c.add_argument("--kind", action="append", choices=("kernels", "autotune", "cpu", "probes"), help=kinds_help)
     c = csub.add_parser("clear", help="delete cached entries (they are rebuilt when needed)")
-    c.add_argument("--kind", action="append", choices=("kernels", "autotune", "cpu"), help=kinds_help)
+    c.add_argument("--kind", action="append", choices=("kernels", "autotune", "cpu", "probes"), help=kinds_help)
     c.add_argument("--older-than", type=float, metavar="DAYS", help="only entries not written for DAYS days")
     p.set_defaults(func=cmd_cache)
 
@@ -385,6 +390,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Report what Enceladus finds on this machine and whether kernels can run.")
     p.add_argument("--no-run", dest="run", action="store_false",
                    help="skip the smoke test (compiling and running a small kernel)")
+    p.add_argument("--probe", action="store_true",
+                   help="also run every device probe (lane mapping, matmul2d, shuffles, pragmas, ...) and print a "
+                        "report to paste into a bug report")
     p.set_defaults(func=cmd_doctor)
     return parser
 

@@ -164,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m enceladus.selftest", description=__doc__.splitlines()[0])
     ap.add_argument("--require-metal", action="store_true", help="fail unless the kernels ran on Metal")
     ap.add_argument("--no-examples", action="store_true", help="skip the scripts in examples/")
+    ap.add_argument("--no-probes", action="store_true", help="skip the device probe report (runtime/probes.py)")
     args = ap.parse_args(argv)
 
     from .runtime.backend import backend_notes, get_backend
@@ -208,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
                 traceback.print_exc()
         print(f"  [{status}] {name:32s} {time.perf_counter() - t0:7.3f} s  {detail}")
     print(f"{len(checks) - failed} passed, {failed} failed (backend: {backend.name})")
+    if not args.no_probes:
+        from .runtime.probes import report
+
+        print(report(backend))
     if args.require_metal and backend.name != "metal":
         print("--require-metal: the kernels did NOT run on Metal", file=sys.stderr)
         return 1

@@ -85,3 +85,14 @@ def test_probe_results_are_cached_per_device_identity():
     again = probes.DeviceProbes(_twin("ENC_TEST_PERMUTED_FRAGMENT_LANES"))  # a new process would read this
     assert again.results["fragment_lanes"]["status"] == "failed"
     assert "fragment_lanes" not in probes.DeviceProbes(_twin("OTHER_IDENTITY")).results
+
+
+def test_doctor_probe_prints_a_pasteable_report(capsys):
+    from enceladus.cli import main
+
+    assert main(["doctor", "--probe", "--no-run"]) == 0
+    out = capsys.readouterr().out
+    assert "=== Enceladus device probe report" in out and "not Apple hardware" in out
+    for item in ("D4", "D3", "D9", "D10", "D6"):
+        assert f"] {item}" in out
+    assert "5 of 5 probes passed" in out

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-PROBE_VERSION = 4  # bump when a probe kernel or its verdict changes: cached results are then ignored
+PROBE_VERSION = 5  # bump when a probe kernel or its verdict changes: cached results are then ignored
 
 
 @dataclass
@@ -243,10 +243,9 @@ class DeviceProbes:
                 result.status, result.detail = "failed", "wrong product (exact small integers were multiplied)"
         except Exception as exc:  # noqa: BLE001 - a refused compile is the answer this probe looks for
             result.status = "failed"
-            lines = [ln for ln in str(exc).splitlines() if "error:" in ln] or [str(exc)]
-            detail = lines[0].split("error:", 1)[-1]
-            quoted = re.findall(r'"([^"]+)"', detail)  # a static_assert's message is the useful part
-            detail = quoted[-1] if quoted else detail
+            errors = [ln.split("error:", 1)[1] for ln in str(exc).splitlines() if "error:" in ln]
+            quoted = [q for ln in errors for q in re.findall(r'"([^"]+)"', ln)]  # a static_assert's message
+            detail = quoted[0] if quoted else (errors[-1] if errors else str(exc))
             result.detail = " ".join(detail.split())[:200]  # the compiler's own words, e.g. a static_assert
         if result.status != "ok":
             result.fallback = "tl.dot with this tile uses simdgroup_matrix (the reason is in explain())"
@@ -373,3 +372,38 @@ def _cache_key(backend: Any) -> str | None:
     from .cache import sha256
 
     return sha256(f"{PROBE_VERSION}\n{ident()}".encode()).hexdigest()[:40]
+
+
+def report(backend: Any) -> str:
+    """The pasteable probe report (``enceladus doctor --probe``, ``python -m enceladus.selftest``): device, OS,
+    MSL version, and every probe's result with the fallback taken. Says plainly that it is not a Mac's unless
+    the metal backend ran it."""
+    import platform
+
+    import enceladus
+
+    lines = ["=== Enceladus device probe report (paste into a bug report) ===",
+             f"enceladus {enceladus.__version__}; Python {platform.python_version()}; "
+             f"{platform.platform()} ({platform.machine()})"]
+    if backend.name == "metal":
+        d = backend.device
+        lines.append(f"device: {d.name}; macOS as Python reports it: {platform.mac_ver()[0] or '?'} "
+                     f"(Darwin {platform.release()}); MSL chosen: {d.language_name}; families: Apple7={d.apple7} "
+                     f"Metal4={d.metal4} Apple10={d.apple10}")
+    else:
+        lines.append(f"backend: {backend.name} (not Apple hardware: these results check the probes and the cpu twin, "
+                     "not a Mac)")
+    results = for_backend(backend).run_all()
+    width = max(len(r.name) for r in results)
+    for r in results:
+        mark = {"ok": "ok    ", "n/a": "n/a   ", "failed": "FAILED", "error": "ERROR "}.get(r.status, r.status)
+        line = f"  [{mark}] {r.audit:6s} {r.name:<{width}}  {r.assumption}"
+        if r.detail:
+            line += f" -- {r.detail}"
+        if not r.ok and r.fallback:
+            line += f"\n           fallback: {r.fallback}"
+        lines.append(line)
+    failed = [r for r in results if not r.ok]
+    lines.append(f"{len(results) - len(failed)} of {len(results)} probes passed"
+                 + (f"; fallbacks taken: {', '.join(r.name for r in failed)}" if failed else ""))
+    return "\n".join(lines)

@@ -24,3 +24,13 @@ def mixed_scalars_kernel(out_ptr, a, n, big, flag, BLOCK: tl.constexpr):
     v = a * offs.to(tl.float32) + (big % 1000).to(tl.float32)
     v = tl.where(flag, v, -v)
     tl.store(out_ptr + offs, v, mask=offs < n)
+
+
+@enceladus.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))

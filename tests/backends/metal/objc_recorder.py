@@ -85,7 +85,10 @@ class RecordingObjCRuntime:
 
     def __init__(self, *, max_threads: int = 1024, fail_status: bool = False, cpu_backend: Any = None,
                  families: tuple[int, ...] = (1007, 5002), execution_width: int = 32,
-                 msl_versions: tuple[int, ...] = (0x30002,)) -> None:
+                 msl_versions: tuple[int, ...] = (0x30002,), device_name: str = "Recording stand-in (not a GPU)",
+                 compile_check: bool = False) -> None:
+        self.device_name = device_name
+        self.compile_check = compile_check  # newLibraryWithSource compiles on the cpu backend (its errors refuse)
         self.families = families  # the GPU families the pretend device supports (M1-class + Metal 4 by default)
         self.execution_width = execution_width  # threadExecutionWidth of every pipeline
         self.meta = load_metadata()
@@ -260,7 +263,7 @@ class RecordingObjCRuntime:
 
     # MTLDevice
     def _m_name(self, rid: int, obj: Obj) -> int:
-        return self._string("Recording stand-in (not a GPU)")
+        return self._string(self.device_name)
 
     def _m_maxThreadgroupMemoryLength(self, rid: int, obj: Obj) -> int:
         return 32768
@@ -287,6 +290,12 @@ class RecordingObjCRuntime:
             err[0] = self._new("NSError", autoreleased=True, text="program_source:3:2: error: " + text.split("#error")[1]
                                .splitlines()[0].strip())
             return 0
+        if self.compile_check and self.cpu is not None:
+            try:
+                self.cpu.compile(text)
+            except Exception as exc:  # noqa: BLE001 - the cpu twin's refusal stands for Metal's compiler log
+                err[0] = self._new("NSError", autoreleased=True, text=str(exc))
+                return 0
         return self._new("MTLLibrary", source=text, options=options)
 
     def _m_setRequiredThreadsPerThreadgroup_(self, rid: int, obj: Obj, size: Any) -> None:

@@ -30,7 +30,8 @@ def test_a_simd_width_other_than_32_is_refused_at_pipeline_creation(cpu):
     with use_backend(metal), pytest.raises(enceladus.CompilationError, match="threadExecutionWidth") as info:
         add_kernel[(1,)](x, x, np.zeros_like(x), 8, BLOCK=256)
     assert "doctor --probe" in info.value.fix
-    assert rec.live("MTLComputePipelineState") == []  # the refused pipeline was released
+    # the refused pipeline was released (the probe kernels' pipelines stay cached in the backend)
+    assert [o.data["name"] for o in rec.live("MTLComputePipelineState") if o.data["name"] == "add_kernel"] == []
     # a hand-written kernel that does not use the generated lane builtins is not refused
     lib = metal.compile("kernel void k(device float* p [[buffer(0)]], uint i [[thread_position_in_grid]]) "
                         "{ p[i] = 1.0f; }")
@@ -65,3 +66,35 @@ def test_a_long_loop_of_launches_leaves_nothing_autoreleased_or_retained(metal, 
     assert sent.count("retain") - retains <= sent.count("release") - releases  # ... and released again
     np.testing.assert_array_equal(result, 2 * np.arange(256, dtype=np.float32))
     np.testing.assert_array_equal(host_out, 2.0)
+
+
+def test_the_metal_host_path_takes_the_probes_fallbacks_of_a_wrong_twin():
+    # the stand-in executes on a cpu twin built with another lane mapping and a matmul2d refusing 8x8 tiles
+    from enceladus.backends.cpu import CpuBackend
+    from enceladus.runtime import probes
+
+    from .kernels import dot_kernel
+
+    twin = CpuBackend(defines=("ENC_TEST_PERMUTED_FRAGMENT_LANES", "ENC_TEST_MATMUL2D_REJECTS_8X8"))
+    rec = RecordingObjCRuntime(cpu_backend=twin, msl_versions=(0x30002, 0x40000), families=(1007, 1010, 5002),
+                               device_name="stand-in with a wrong twin", compile_check=True)
+    metal = MetalBackend(runtime=rec, macos=26)
+    rng = np.random.default_rng(3)
+    with use_backend(metal):
+        with pytest.warns(RuntimeWarning, match="lane mapping differs"):
+            a = rng.integers(-4, 5, (32, 32)).astype(np.float16)
+            c = np.zeros((32, 32), np.float32)
+            ck = dot_kernel[(1,)](a, a, c, M=32, N=32, K=32, dot_backend="simdgroup")
+        np.testing.assert_array_equal(c, a.astype(np.float32) @ a.astype(np.float32))
+        assert "simdgroup_store" in ck.asm["msl"]
+        a8 = rng.integers(-4, 5, (8, 32)).astype(np.float16)
+        b8 = rng.integers(-4, 5, (32, 8)).astype(np.float16)
+        c8 = np.zeros((8, 8), np.float32)
+        ck = dot_kernel[(1,)](a8, b8, c8, M=8, N=8, K=32, num_warps=1, dot_backend="matmul2d")
+        np.testing.assert_array_equal(c8, a8.astype(np.float32) @ b8.astype(np.float32))
+        assert "8x8 tiles are not supported" in ck.explain() and not ck.metadata["uses_tensor_ops"]
+        text = probes.report(metal)
+    assert "MSL chosen: 4.0" in text and "[FAILED] D4     fragment_lanes" in text
+    assert "fallback: every tl.dot moves its accumulator fragments" in text
+    assert "[ok    ] D5" in text and "[ok    ] D7" in text and "[ok    ] D11" in text
+    assert rec.violations == [] and rec.unpooled == []
