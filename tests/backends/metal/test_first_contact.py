@@ -21,6 +21,13 @@ def test_generated_kernels_state_their_threadgroup_and_simd_builtins():
     assert "uint enc_lane [[thread_index_in_simdgroup]]" in msl
     assert "uint enc_warp [[simdgroup_index_in_threadgroup]]" in msl
     assert "% 32u" not in msl
+    # both signature parsers (the neutral one and the cpu backend's) accept the attributes
+    from enceladus.backends.cpu.signature import parse_kernels as cpu_parse
+    from enceladus.compiler.msl_signature import parse_kernels
+
+    for parse in (parse_kernels, cpu_parse):
+        attrs = [p.attribute for p in parse(msl)["add_kernel"].params]
+        assert "thread_index_in_simdgroup" in attrs and "simdgroup_index_in_threadgroup" in attrs
 
 
 def test_a_simd_width_other_than_32_is_refused_at_pipeline_creation(cpu):
