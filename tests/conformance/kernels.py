@@ -40,8 +40,12 @@ def unary_float(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
     a = tl.abs(x)
-    results = (-x, a, tl.exp(x), tl.exp2(x), tl.log(a + 1), tl.log2(a + 1), tl.sqrt(a), tl.rsqrt(a + 1),
-               tl.sin(x), tl.cos(x), tl.floor(x), tl.ceil(x), tl.sigmoid(x), tl.erf(x), tl.fma(x, x, x))
+    # Triton's exp/log/sin/... take fp32 only: half-precision inputs convert first and round back once
+    f, af = x.to(tl.float32), a.to(tl.float32)
+    results = (-x, a, tl.exp(f).to(x.dtype), tl.exp2(f).to(x.dtype), tl.log(af + 1).to(x.dtype),
+               tl.log2(af + 1).to(x.dtype), tl.sqrt(af).to(x.dtype), tl.rsqrt(af + 1).to(x.dtype),
+               tl.sin(f).to(x.dtype), tl.cos(f).to(x.dtype), tl.floor(f).to(x.dtype), tl.ceil(f).to(x.dtype),
+               tl.sigmoid(f).to(x.dtype), tl.erf(f).to(x.dtype), tl.fma(x, x, x))
     for i in tl.static_range(len(results)):
         tl.store(out_ptr + i * BLOCK + offs, results[i])
 

@@ -30,7 +30,7 @@ CASES = {
     "slicing_a_tile": ("*fp32", {"BLOCK": 16}, "indexed with None and ':'", "masks"),
     "returns_value": ("*fp32", {}, "cannot return a value", "tl.store"),
     "static_assert_fails": ("*fp32", {"BLOCK": 16}, "BLOCK must be at least 64", None),
-    "exp_of_int": ("*fp32", {"BLOCK": 16}, "expects a floating-point input", "tl.float32"),
+    "exp_of_int": ("*fp32", {"BLOCK": 16}, "Expected dtype ['fp32', 'fp64'] but got int32", "tl.float32"),
     "mask_not_bool": ("*fp32", {"BLOCK": 16}, "must be a boolean tile", "offs < n"),
     "floordiv_float": ("*fp32", {"BLOCK": 16}, "not defined on floating-point", "tl.floor"),
     "signedness_division": ("*i32, *u32", {"BLOCK": 16}, "different signedness", "same signedness"),

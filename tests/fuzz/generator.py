@@ -118,6 +118,8 @@ class Program:
     flag: int = 1
     seed: int = 0
     masked_store: bool = False
+    atomics: list[str] = field(default_factory=list)  # dtype of each atomic target buffer (M * N per program)
+    early_return: str = ""  # a uniform condition on which a program returns before its stores
 
     def live(self) -> tuple[list[str], set[int]]:
         """The lines that outputs depend on (dead steps dropped, so shrunk programs are minimal) and the
@@ -127,13 +129,15 @@ class Program:
         for name, lines in reversed(self.stmts):
             if name in need:
                 kept.append(lines)
-                need |= set(re.findall(r"\b(?:v|x)\d+\b", " ".join(lines)))
+                need |= set(re.findall(r"\b(?:v|x|s)\d+\b", " ".join(lines)))
         body = [line for lines in reversed(kept) for line in lines]
-        return body, {i for i in range(len(self.inputs)) if f"x{i}" in need}
+        text = " ".join(body) + " " + self.early_return
+        return body, {i for i in range(len(self.inputs)) if f"x{i}" in need or f"in{i}_ptr" in text}
 
     def source(self) -> str:
         lines, used = self.live()
         params = [f"in{i}_ptr" for i in sorted(used)] + [f"out{i}_ptr" for i in range(len(self.outputs))]
+        params += [f"at{k}_ptr" for k in range(len(self.atomics))]
         params += ["n", "n_iter", "flag", "M: tl.constexpr", "N: tl.constexpr"]
         body = ["    pid = tl.program_id(0)",
                 "    rows = tl.arange(0, M)",
@@ -152,6 +156,8 @@ class Program:
             else:
                 body.append(f"    x{i} = tl.load(in{i}_ptr + {addr})")
         body += ["    " + line for line in lines]
+        if self.early_return:
+            body += [f"    if {self.early_return}:", "        return"]
         for i, v in enumerate(self.outputs):
             value = f"{v.name}.to(tl.int8)" if v.dtype == "int1" else v.name
             if v.shape == ():
@@ -171,6 +177,7 @@ class Program:
             "seed": self.seed,
             "inputs": [(i, inp["dtype"], inp["layout"]) for i, inp in enumerate(self.inputs) if i in used],
             "outputs": [("int8" if v.dtype == "int1" else v.dtype, list(v.shape)) for v in self.outputs],
+            "atomics": list(self.atomics),
             "features": sorted(self.features),
             "floats": sorted(self.floats),
         }
@@ -203,7 +210,7 @@ class Builder:
         self.count = 0
 
     def tainted(self, text: str) -> bool:
-        names = set(re.findall(r"\b(?:v|x)\d+\b", text))
+        names = set(re.findall(r"\b(?:v|x|s)\d+\b", text))
         return any(v.inexact for v in self.vals if v.name in names)
 
     def new(self, expr: str, dtype: str, shape: tuple, inexact: bool = False) -> Val:
@@ -257,9 +264,7 @@ class Builder:
         ta, tb = a.dtype, b.dtype
         if (a.inexact or b.inexact) and op in (*COMPARE, "//", "%"):
             return
-        if op in ("+", "-", "*"):
-            if "int1" in (ta, tb):
-                return
+        if op in ("+", "-", "*"):  # int1 included: a 1-bit integer that wraps
             self.new(f"{ea} {op} {eb}", promote(ta, tb), shape)
         elif op in ("&", "|", "^"):
             if is_float(ta) or is_float(tb):
@@ -333,13 +338,16 @@ class Builder:
             self.new(f"tl.abs({a.name})", a.dtype, a.shape)
         else:
             fn = self.draw(st.sampled_from(sorted(MATH)))
-            x = a.name if is_float(a.dtype) else f"{a.name}.to(tl.float32)"
+            x = a.name if a.dtype == "float32" or fn == "abs" else f"{a.name}.to(tl.float32)"
             t = a.dtype if is_float(a.dtype) else "float32"
             if fn in ("floor", "ceil") and a.inexact:
                 return
             if fn in TRANSCENDENTAL:
                 self.p.features.add("transcendental")
-            self.new(MATH[fn].format(x=x), t, a.shape, inexact=fn in TRANSCENDENTAL)
+            expr = MATH[fn].format(x=x)
+            if t != "float32" and fn != "abs":  # Triton's math takes fp32 only: half precision converts back
+                expr = f"{expr}.to(tl.{t})"
+            self.new(expr, t, a.shape, inexact=fn in TRANSCENDENTAL)
 
     def cast(self) -> None:
         a = self.pick()
@@ -503,6 +511,105 @@ class Builder:
         self.vals.append(Val(name, t, shape, a.inexact or b.inexact))
 
 
+    def scalar(self) -> str | None:
+        """A scalar loaded from one of the inputs (one per program), or None."""
+        if not self.p.inputs:
+            return None
+        i = self.draw(st.integers(0, len(self.p.inputs) - 1))
+        name = f"s{self.count}"
+        self.count += 1
+        self.p.stmts.append((name, [f"{name} = tl.load(in{i}_ptr + pid)"]))
+        self.p.features.add("loaded_scalar")
+        return name
+
+    def loaded_branch(self) -> None:
+        """A runtime branch on a scalar loaded from memory, with tiles computed on both sides."""
+        s = self.scalar()
+        pr = self.pair(lambda v: v.dtype != "int1")
+        if s is None or pr is None:
+            return
+        a, ea, b, eb, shape = pr
+        t = promote(a.dtype, b.dtype)
+        cond = self.draw(st.sampled_from((f"{s} > 0", f"{s} == 0", f"{s} < 3", f"{s} != {s}")))
+        ops = self.draw(st.sampled_from((("+", "-"), ("*", "+"), ("-", "*"))))
+        name = f"v{self.count}"
+        self.count += 1
+        lines = [f"if {cond}:", f"    {name} = ({ea} {ops[0]} {eb}).to(tl.{t})"]
+        if self.draw(st.booleans()):  # an elif on a second loaded scalar
+            s2 = self.scalar()
+            lines += [f"elif {s2} < 0:", f"    {name} = ({eb} - {ea}).to(tl.{t})"]
+        lines += ["else:", f"    {name} = ({ea} {ops[1]} {eb}).to(tl.{t})"]
+        self.p.stmts.append((name, lines))
+        self.p.features.add("branch")
+        self.vals.append(Val(name, t, shape, a.inexact or b.inexact))
+
+    def early_return(self) -> None:
+        """Some programs return before their stores (their outputs keep the initial contents)."""
+        if self.p.early_return:
+            return
+        if self.draw(st.booleans()):
+            self.p.early_return = "pid == 1"
+        elif self.p.inputs:
+            i = self.draw(st.integers(0, len(self.p.inputs) - 1))
+            self.p.early_return = f"tl.load(in{i}_ptr + pid) > 0"
+        self.p.features.add("early_return")
+
+    def atomic(self) -> None:
+        """An atomic on this program's own region of a buffer (so the old values are deterministic); the old
+        values are used. Shapes include [M, 1], whose layout replicates elements across threads."""
+        v = self.pick(lambda v: len(v.shape) in (1, 2) and not v.inexact)
+        if v is None:
+            return
+        t = self.draw(st.sampled_from(("int32", "uint32", "float32")))
+        kind = self.draw(st.sampled_from(("add", "max", "min", "xchg", "and", "or", "xor", "cas")))
+        if t == "float32" and kind in ("and", "or", "xor"):
+            kind = "add"
+        M, N = self.p.M, self.p.N
+        if len(v.shape) == 2:
+            rows, cols = v.shape
+            e = v.name
+        elif self.draw(st.booleans()):
+            rows, cols, e = v.shape[0], 1, f"{v.name}[:, None]"
+        else:
+            rows, cols, e = 1, v.shape[0], f"{v.name}[None, :]"
+        if rows * cols > M * N:
+            return
+        x = self.castable(Val(e, v.dtype, (rows, cols)))
+        if t == "uint32" and (is_float(v.dtype) or dt(v.dtype).is_int_signed()):
+            x = f"tl.abs({x})"
+        value = f"({x}).to(tl.{t})"
+        k = len(self.p.atomics)
+        self.p.atomics.append(t)
+        addr = f"at{k}_ptr + pid * {M * N} + tl.arange(0, {rows})[:, None] * {cols} + tl.arange(0, {cols})[None, :]"
+        masked = self.draw(st.booleans())
+        mask = f", mask=tl.arange(0, {rows})[:, None] + tl.arange(0, {cols})[None, :] < flag + {rows}" \
+            if masked else ""
+        if kind == "cas":
+            call = f"tl.atomic_cas({addr}, tl.full(({rows}, {cols}), 2, tl.{t}), {value})"
+        else:
+            call = f"tl.atomic_{kind}({addr}, {value}{mask})"
+        self.p.features.add("atomic")
+        self.new(call, t, (rows, cols))
+
+    def shape_move(self) -> None:
+        """Layout-changing shape ops: join/split, interleave, permute, expand_dims + broadcast of a reduction."""
+        a = self.pick(lambda v: len(v.shape) >= 1)
+        if a is None:
+            return
+        kind = self.draw(st.sampled_from(("join_split", "interleave", "permute", "reduce_back")))
+        if kind == "join_split":
+            b = self.pick(lambda v: v.shape == a.shape and v.dtype == a.dtype) or a
+            self.new(f"tl.split(tl.join({a.name}, {b.name}))[{self.draw(st.integers(0, 1))}]", a.dtype, a.shape)
+        elif kind == "interleave" and len(a.shape) == 1 and a.shape[0] <= 16:
+            self.new(f"tl.interleave({a.name}, {a.name} + {a.name})", a.dtype if a.dtype != "int1" else "int1",
+                     (2 * a.shape[0],))
+        elif kind == "permute" and len(a.shape) == 2:
+            self.new(f"tl.permute({a.name}, (1, 0))", a.dtype, a.shape[::-1])
+        elif kind == "reduce_back" and len(a.shape) == 2 and a.dtype not in ("int1",) and not a.inexact:
+            axis = self.draw(st.integers(0, 1))
+            x = no_nan(a, a.name)
+            self.new(f"{x} - tl.max({x}, axis={axis}, keep_dims=True)", a.dtype, a.shape)
+
     def dot(self) -> None:
         a = self.pick(lambda v: len(v.shape) == 2 and v.dtype != "int1")
         if a is None:
@@ -534,7 +641,7 @@ class Builder:
 
 
 STEPS = ("binary", "binary", "literal", "unary", "cast", "where", "reduce", "scan", "shape_op", "loop", "branch",
-         "dot")
+         "dot", "loaded_branch", "early_return", "atomic", "shape_move")
 
 
 @st.composite

@@ -135,6 +135,8 @@ def arguments(launch: dict) -> list[Any]:
     for dtype, shape in launch["outputs"]:
         size = grid * int(np.prod(shape)) if shape else grid
         args.append(np.full(size, 5, np.dtype("int8")).astype(np_dtype(dtype)))
+    for k, dtype in enumerate(launch.get("atomics", ())):  # atomic targets start from data, not a constant
+        args.append(make_input(np.random.default_rng([launch["seed"], 1000 + k]), dtype, grid * M * N))
     return [*args, launch["n"], launch["n_iter"], launch["flag"]]
 
 
@@ -183,4 +185,8 @@ def differential(path: Path) -> None:
     n_in = len(launch["inputs"])
     for i, (dtype, _shape) in enumerate(launch["outputs"]):
         compare(f"{path.name}: out{i} ({dtype})", compiled[n_in + i], interp[n_in + i], dtype, launch["features"],
+                launch.get("floats", ()))
+    n_out = n_in + len(launch["outputs"])
+    for k, dtype in enumerate(launch.get("atomics", ())):
+        compare(f"{path.name}: at{k} ({dtype})", compiled[n_out + k], interp[n_out + k], dtype, launch["features"],
                 launch.get("floats", ()))

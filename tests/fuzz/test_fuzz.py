@@ -2,7 +2,8 @@
 and on the compiled cpu backend (see generator.py for what is generated, harness.py for the comparison).
 
 Normal runs: a few deterministic examples (the "default" hypothesis profile in tests/conftest.py).
-Long run:    ENCELADUS_FUZZ_EXAMPLES=5000 .venv/bin/python -m pytest tests/fuzz -q -p no:cacheprovider
+Long run:    ENCELADUS_FUZZ_EXAMPLES=10000 ENCELADUS_FUZZ_LOG=fuzz.log .venv/bin/python -m pytest tests/fuzz -q \
+             -p no:cacheprovider   (docs/robustness.md: the campaign command and the figures of the last one)
 A failure is shrunk to a minimal program; its file is named in the failure. Keep it as a regression
 test by copying it into tests/fuzz/regressions/ (test_regressions.py runs every file there).
 """
@@ -45,6 +46,10 @@ def private_cache_for_long_runs(tmp_path_factory):
 @given(programs())
 def test_interpreter_and_cpu_backend_agree(program):
     path = write_program(program.source())
+    log = os.environ.get("ENCELADUS_FUZZ_LOG")  # long campaigns count their programs here (one line each)
+    if log:
+        with open(log, "a") as f:
+            f.write(f"{path.name} {' '.join(sorted(program.features))}\n")
     try:
         differential(path)
     except Exception as e:

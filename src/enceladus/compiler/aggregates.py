@@ -22,7 +22,7 @@ class Aggregate:
         out = []
         for f in self.fields:
             v = getattr(self, f)
-            out.extend(v if isinstance(v, tuple) else (v,))
+            out.extend(v if isinstance(v, (tuple, list)) else (v,))
         return out
 
     def unflatten(self, values: list[Any]) -> Aggregate:
@@ -31,7 +31,7 @@ class Aggregate:
         it = iter(values)
         for f in self.fields:
             v = getattr(self, f)
-            setattr(new, f, tuple(next(it) for _ in v) if isinstance(v, tuple) else next(it))
+            setattr(new, f, type(v)(next(it) for _ in v) if isinstance(v, (tuple, list)) else next(it))
         return new
 
 
@@ -107,7 +107,8 @@ class TensorDescriptor(Aggregate):
     fields = ("base", "shape", "strides")
 
     def __init__(self, base: Value, shape: tuple, strides: tuple, block_shape: tuple[int, ...]):
-        self.base, self.shape, self.strides, self.block_shape = base, shape, strides, block_shape
+        # lists, as Triton's (tl.static_assert(desc.block_shape == [M, N]) holds)
+        self.base, self.shape, self.strides, self.block_shape = base, list(shape), strides, list(block_shape)
 
     def load(self, b: Builder, offsets: Any) -> Value:
         from .semantic import RULES

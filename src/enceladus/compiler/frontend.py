@@ -595,9 +595,10 @@ class Lowering(ast.NodeVisitor):
     def eval_Tuple(self, node: ast.Tuple) -> tuple:
         return tuple(self.eval(e) for e in node.elts)
 
-    def eval_List(self, node: ast.List) -> tuple:
-        # Triton accepts list literals for shapes and offsets: they are tuples of constexprs or scalars
-        values = tuple(self.eval(e) for e in node.elts)
+    def eval_List(self, node: ast.List) -> list:
+        # Triton accepts list literals for shapes and offsets: lists of constexprs or scalars (lists, as in Python:
+        # tl.static_assert(desc.block_shape == [M, N]) compares two lists)
+        values = [self.eval(e) for e in node.elts]
         if any(is_value(v) and v.type.is_tile for v in values):
             raise self.error(node, "lists are not supported in kernels", _UNSUPPORTED_EXPR_FIX[ast.List])
         return values

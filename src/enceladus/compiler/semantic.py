@@ -491,6 +491,8 @@ def _float_unary(name: str):
         if not is_value(x):
             x = b.const(x, D.float32)
         ty = x.type.element
+        if name in D.FP32_ONLY_MATH and not (ty.is_fp32() or ty.is_fp64()):
+            raise SemanticError(*D.math_dtype_refusal(name, ty))
         if not ty.is_floating():
             raise SemanticError(f"tl.{name} expects a floating-point input, got {ty}",
                                 f"convert first: tl.{name}(x.to(tl.float32))")

@@ -59,7 +59,8 @@ class TensorDescriptor:
     """A strided tensor read and written in blocks, zero-padded outside (``tl.make_tensor_descriptor``)."""
 
     def __init__(self, base: Any, shape: tuple, strides: tuple, block_shape: tuple[int, ...]):
-        self.base, self.shape, self.strides, self.block_shape = base, shape, strides, block_shape
+        # lists, as Triton's (tl.static_assert(desc.block_shape == [M, N]) holds)
+        self.base, self.shape, self.strides, self.block_shape = base, list(shape), strides, list(block_shape)
 
     def load(self, offsets: Any) -> Any:
         offs = _tuple(offsets, len(self.block_shape), "the offsets of a descriptor load")

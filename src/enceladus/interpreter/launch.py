@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import language
+from .. import errors, language
 from ..language import dtypes as D
 from ..language import math as tl_math
 from ..language import structs
@@ -343,9 +343,15 @@ def interpret_launch(jitfn: Any, grid: tuple[int, int, int], values: dict[str, A
     previous = activate(launch)
     try:
         _run_launch(launch, kernel, args, total, sequential)
-    except (TypeError, ValueError) as e:  # the kernel's own error: also an InterpreterError, as in Triton
+    except (TypeError, ValueError, IndexError) as e:
         if isinstance(e, InterpreterError):
             raise
+        refusal = _as_refusal(e, jitfn, launch.codes, values, options)
+        if refusal is not None:  # a tl.* builtin refused the kernel: the compiler's CompilationError
+            raise refusal from e
+        if isinstance(e, IndexError):
+            raise
+        # the kernel's own error: also an InterpreterError, as in Triton
         wrapper = InterpreterTypeError if isinstance(e, TypeError) else InterpreterValueError
         raise wrapper(str(e)).with_traceback(e.__traceback__) from e
     finally:
@@ -372,6 +378,51 @@ def _run_launch(launch: Launch, kernel: Callable[..., Any], args: dict[str, Any]
         launch.log.clear()
         _run_group(launch, kernel, args, np.arange(start, end, dtype=np.int64))
         start = end
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_REFUSAL_TYPES: dict[type, type] = {}
+
+
+def refusal_type(base: type) -> type:
+    """A CompilationError that is also ``base`` (so ``except TypeError`` around an interpreted launch still works)."""
+    if base not in _REFUSAL_TYPES:
+        _REFUSAL_TYPES[base] = type(f"CompilationError[{base.__name__}]", (errors.CompilationError, base),
+                                    {"__module__": errors.__name__})
+    return _REFUSAL_TYPES[base]
+
+
+def _as_refusal(e: Exception, jitfn: Any, codes: set[CodeType], values: dict[str, Any],
+                options: dict[str, Any]) -> Exception | None:
+    """A ``tl.*`` builtin refused a kernel: the same CompilationError (type and message) the compiler raises for
+    it, or, where the compiler accepts the kernel, one located at the kernel line. None for the user's own errors."""
+    frames = []
+    tb = e.__traceback__
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    inner = os.path.abspath(frames[-1].tb_frame.f_code.co_filename) if frames else ""
+    in_kernel = [t for t in frames if t.tb_frame.f_code in codes]
+    if not inner.startswith(_PACKAGE) or not in_kernel:
+        return None  # raised by the kernel's own Python, or outside the kernel
+    base = {TypeError: InterpreterTypeError, ValueError: InterpreterValueError}.get(type(e), type(e))
+    cls = refusal_type(base)
+    try:
+        jitfn.compile_for(values, options)
+    except errors.CompilationError as c:  # one message for both paths: the compiler's
+        refusal = cls(c.message, filename=c.filename, lineno=c.lineno, col=c.col, source_line=c.source_line,
+                      fix=c.fix, kernel=c.kernel)
+        if str(e) not in refusal.args[0]:  # and what the interpreter's builtin said, in Triton's words
+            refusal.args = (f"{refusal.args[0]}\ninterpreter: {e}",)
+        return refusal
+    except Exception:  # noqa: BLE001 - the compiler failing otherwise: report the interpreter's refusal
+        pass
+    t = in_kernel[-1]
+    fname, line = t.tb_frame.f_code.co_filename, t.tb_lineno
+    import linecache
+
+    return cls(str(e), filename=fname, lineno=line, source_line=linecache.getline(fname, line) or None,
+               kernel=jitfn.__name__)
 
 
 def _run_group(launch: Launch, kernel: Callable[..., Any], args: dict[str, Any], lins: np.ndarray) -> None:

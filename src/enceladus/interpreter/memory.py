@@ -180,6 +180,9 @@ def store(pointer: Any, value: Any, mask: Any = None, *, cache_modifier: str = "
 def _atomic(name: str, pointer: Any, val: Any, mask: Any, combine: Callable[[Any, Any], Any],
             cmp: Any = None) -> Tile:
     ptr, idx, m = _prepare(name, pointer, mask)
+    elem = ptr.dtype.element_ty
+    if elem.name not in ("int32", "uint32", "fp32"):  # what Metal's atomics take (the compiler refuses the rest)
+        raise TypeError(f"tl.{name} on {elem} is not supported (Metal has 32-bit integer and float32 atomics only)")
     v = _value_for(ptr, val, name)
     c = _value_for(ptr, cmp, name) if cmp is not None else None
     shape = _full_shape(idx, m, v, c)

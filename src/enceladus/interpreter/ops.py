@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import CompilationError
 from ..language import dtypes as D
 from ..language.builtins import PropagateNan
-from ..language.dtypes import dtype
+from ..language.dtypes import FP32_ONLY_MATH, dtype, math_dtype_refusal
 from . import memory
 from .context import DeviceAssertionError, current, kernel_location, where_text
 from .tensor import (
@@ -216,6 +216,9 @@ def _where_pointers(c: Tile, x: Any, y: Any) -> Tile:
 def _float_math(name: str, fn: Callable[[np.ndarray], np.ndarray]) -> None:
     def run(x: Any) -> Tile:
         t = to_tile(x)
+        if name in FP32_ONLY_MATH and not (t.dtype.is_fp32() or t.dtype.is_fp64()):
+            message, fix = math_dtype_refusal(name, t.dtype)
+            raise ValueError(f"{message}; {fix}")
         if not t.dtype.is_floating():
             raise ValueError(f"Expected dtype ['fp16', 'bf16', 'fp32', 'fp64'] but got {t.dtype} in tl.{name}; "
                              "convert first: x.to(tl.float32)")

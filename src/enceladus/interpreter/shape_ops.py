@@ -77,7 +77,11 @@ def expand_dims(input: Any, axis: Any) -> Tile:
     axes = unwrap(axis)
     axes = [axes] if not isinstance(axes, (tuple, list)) else list(axes)
     rank = len(t.shape) + len(axes)
-    norm = sorted(const_int(a, "the axis of expand_dims") % rank for a in axes)
+    raw = [const_int(a, "the axis of expand_dims") for a in axes]
+    for a in raw:
+        if not -rank <= a < rank:
+            raise ValueError(f"invalid axis {a}. Expected {-rank} <= axis < {rank}")
+    norm = sorted(a % rank for a in raw)
     data = t.data
     for a in norm:
         data = np.expand_dims(data, a + 1)
@@ -111,6 +115,11 @@ def broadcast_to(input: Any, *shape: Any) -> Tile:
 @op("broadcast")
 def broadcast(input: Any, other: Any) -> tuple[Tile, Tile]:
     a, b = to_tile(input), to_tile(other)
+    # a tile of lower rank gains leading dimensions of size 1 first (valid in Triton)
+    rank = max(len(a.shape), len(b.shape))
+    a, b = (t if len(t.shape) in (0, rank) else
+            t.like(t.data.reshape(t.data.shape[:1] + (1,) * (rank - len(t.shape)) + t.data.shape[1:]))
+            for t in (a, b))
     shape = broadcast_shapes(a.shape, b.shape)
     return broadcast_to(a, *shape), broadcast_to(b, *shape)
 

@@ -111,8 +111,12 @@ def _math_doc(name: str, what: str):
     def rule(x):
         pass
 
-    return named_builtin(rule, name,
-                         f"Elementwise {what}. Integer inputs are refused; float16/bfloat16 compute in float32.")
+    from .dtypes import FP32_ONLY_MATH
+
+    doc = (f"Elementwise {what} of a float32 tile; float16/bfloat16 and integer tiles are refused, as in Triton "
+           "(convert with ``x.to(tl.float32)`` first)." if name in FP32_ONLY_MATH else
+           f"Elementwise {what}. Integer inputs are refused; float16/bfloat16 compute in float32.")
+    return named_builtin(rule, name, doc)
 
 
 exp = _math_doc("exp", "e**x")

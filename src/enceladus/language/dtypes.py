@@ -297,3 +297,15 @@ def fits(value: float | bool, ty: dtype) -> bool:
     if ty.is_int_signed():
         return -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
     return 0 <= value < 2**bits
+
+
+# tl.math functions Triton 3.9 takes only on fp32 (and fp64) tiles (its @_check_dtype): fp16, bf16 and integer tiles
+# are refused on every path, with Triton's wording (math_dtype_refusal)
+FP32_ONLY_MATH = frozenset({"exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "rsqrt", "erf", "floor", "ceil",
+                            "sigmoid"})
+
+
+def math_dtype_refusal(name: str, ty: dtype) -> tuple[str, str]:
+    """(message, fix) for ``tl.<name>`` of a ``ty`` tile that Triton refuses."""
+    return (f"Expected dtype ['fp32', 'fp64'] but got {ty} in tl.{name}",
+            f"convert first, as Triton requires: tl.{name}(x.to(tl.float32)) (and .to(...) the result back)")
