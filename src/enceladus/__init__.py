@@ -75,13 +75,14 @@ def next_power_of_2(n: int) -> int:
 
 
 def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[str, Any] | None = None,
-            num_warps: int = 4) -> CompiledKernel:
+            num_warps: int = 4, enable_fp_fusion: bool = True) -> CompiledKernel:
     """Compile a kernel to MSL without any backend work (the counterpart of ``triton.compile``).
 
     ``signature`` maps each runtime parameter to a Triton type string (``"*fp32"``, ``"i32"``...),
     or is a comma-separated string of them in parameter order; append ``:16`` to a pointer aligned to
     16 bytes or an integer divisible by 16 (``"*fp32:16"``), as launches specialize them. The result has ``.asm["ir"]``,
-    ``.asm["msl"]`` and ``.abi``.
+    ``.asm["msl"]`` and ``.abi``. ``enable_fp_fusion`` (Triton's option): a multiply whose only use is an add
+    or a subtract becomes one ``fma``.
     """
     from .compiler.driver import compile_kernel
 
@@ -116,7 +117,10 @@ def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[s
             raise TypeError(f"signature of '{name}': '{t}': the only specialization hint is ':16'")
         signature[name] = base
         facts[name] = (hint == "16", False)
-    return compile_kernel(fn.source, fn.__name__, fn.param_names, signature, constexprs, facts, num_warps=num_warps)
+    if not isinstance(enable_fp_fusion, bool):
+        raise TypeError(f"enable_fp_fusion={enable_fp_fusion!r}: expected True or False")
+    return compile_kernel(fn.source, fn.__name__, fn.param_names, signature, constexprs, facts, num_warps=num_warps,
+                          enable_fp_fusion=enable_fp_fusion)
 
 
 __all__ = ["Autotuner", "CompilationError", "CompiledKernel", "Config", "Heuristics", "JITFunction", "KernelABI",

@@ -13,7 +13,7 @@ from .codegen_msl import MSLEmitter
 from .frontend import KernelSource, StructParam, lower_kernel, specialized_constant
 from .kernel import VERSION, CompiledKernel, KernelABI, KernelAsm, dump_kernel
 from .metal_limits import MAX_BUFFER_SLOTS, MAX_THREADS_PER_THREADGROUP  # noqa: F401  (re-exported)
-from .passes import axis_info, layouts
+from .passes import axis_info, fuse_fma, layouts
 
 
 def parse_signature_type(t: str, name: str) -> ir.Type | None:
@@ -41,13 +41,14 @@ def parse_signature_type(t: str, name: str) -> ir.Type | None:
 def compile_kernel(source: KernelSource, name: str, param_names: list[str], signature: dict[str, str],
                    constexprs: dict[str, Any], facts: dict[str, tuple[bool, bool]] | None = None,
                    num_warps: int = 4, origin: str = "", structs: dict[str, Any] | None = None,
-                   dot_backend: str = "simdgroup") -> CompiledKernel:
+                   dot_backend: str = "simdgroup", enable_fp_fusion: bool = True) -> CompiledKernel:
     """Compile one specialization of a kernel to MSL.
 
     ``signature`` gives each runtime argument's type; ``constexprs`` each constexpr's value;
     ``facts`` maps argument name -> (divisible_by_16, equal_to_1); ``structs`` maps each tuple or
     TensorDescriptor parameter to its structure (``language.structs.flatten``), passed by its leaves;
-    ``dot_backend`` is how ``tl.dot`` is lowered ("simdgroup" or "matmul2d").
+    ``dot_backend`` is how ``tl.dot`` is lowered ("simdgroup" or "matmul2d"); ``enable_fp_fusion``: a multiply
+    whose only use is an add or a subtract becomes one fma (``passes/fuse_fma.py``).
     """
     if not isinstance(num_warps, int) or num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
         raise CompilationError(f"num_warps={num_warps!r} is not supported", kernel=name,
@@ -93,6 +94,8 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
             f"kernel '{name}' needs {nbuffers} buffer slots; Metal allows {MAX_BUFFER_SLOTS}", kernel=name,
             filename=source.filename, lineno=lineno, col=col, source_line=line,
             fix="pass fewer pointer arguments (e.g. one buffer plus offsets)")
+    if enable_fp_fusion:
+        fuse_fma.fuse_multiply_add(fn)
     info = axis_info.analyze(fn, arg_div)
     if dot_backend not in ("simdgroup", "matmul2d"):
         raise CompilationError(f"dot_backend={dot_backend!r} is not supported", kernel=name,
@@ -123,6 +126,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
                   "barriers": module.barriers, "notes": module.notes, "read_globals": read_globals,
                   "global_reads": global_reads,
                   "log_sites": module.log_sites, "dot_backend": dot_backend, "matmul2d_tiles": module.matmul2d_tiles,
+                  "enable_fp_fusion": enable_fp_fusion,
                   "uses_tensor_ops": module.uses_tensor_ops},
         accesses=module.accesses,
     )

@@ -45,7 +45,7 @@ class Config:
 
     def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
                  maxnreg: int | None = None, pre_hook: Callable[[dict[str, Any]], None] | None = None,
-                 dot_backend: str | None = None):
+                 dot_backend: str | None = None, enable_fp_fusion: bool | None = None):
         if not isinstance(kwargs, dict):
             raise TypeError(f"Config(kwargs) takes a dict of constexpr values, got {type(kwargs).__name__}")
         self.kwargs = dict(kwargs)
@@ -55,16 +55,18 @@ class Config:
         self.maxnreg = maxnreg
         self.pre_hook = pre_hook
         self.dot_backend = dot_backend  # "simdgroup", "matmul2d" or "auto" (None: the launch's default)
+        self.enable_fp_fusion = enable_fp_fusion  # None: the launch's default (on)
 
     def all_kwargs(self) -> dict[str, Any]:
         """The keyword arguments a launch with this config adds: constexprs and launch options."""
         opts = (("num_warps", self.num_warps), ("num_ctas", self.num_ctas), ("num_stages", self.num_stages),
-                ("maxnreg", self.maxnreg), ("dot_backend", self.dot_backend))
+                ("maxnreg", self.maxnreg), ("dot_backend", self.dot_backend),
+                ("enable_fp_fusion", self.enable_fp_fusion))
         return {**self.kwargs, **{k: v for k, v in opts if v is not None}}
 
     def _identity(self) -> tuple:
         return (tuple(sorted((k, repr(v)) for k, v in self.kwargs.items())), self.num_warps, self.num_stages,
-                self.num_ctas, self.maxnreg, self.dot_backend)
+                self.num_ctas, self.maxnreg, self.dot_backend, self.enable_fp_fusion)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Config) and self._identity() == other._identity()
@@ -78,6 +80,8 @@ class Config:
                   f"maxnreg: {self.maxnreg}"]
         if self.dot_backend is not None:
             parts.append(f"dot_backend: {self.dot_backend}")
+        if self.enable_fp_fusion is not None:
+            parts.append(f"enable_fp_fusion: {self.enable_fp_fusion}")
         return ", ".join(parts)
 
     def __repr__(self) -> str:

@@ -29,6 +29,7 @@ from .launch import debug_enabled, launch, launcher_for
 
 STRUCT_PREFIX = "__struct__"  # specialization entries that record the structure of tuple/descriptor arguments
 DOT_BACKEND_KEY = "__dot_backend__"  # the specialization entry of the dot lowering (a launch option)
+FP_FUSION_KEY = "__fp_fusion__"  # the specialization entry of enable_fp_fusion (a launch option)
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "dot_backend",
                   "extern_libs")
 DOT_BACKENDS = ("auto", "simdgroup", "matmul2d")
@@ -231,6 +232,7 @@ class JITFunction:
         """``specialize`` plus the launch options that change the generated code (the dot lowering)."""
         signature, constexprs, facts = self.specialize(values)
         constexprs[DOT_BACKEND_KEY] = resolve_dot_backend(options.get("dot_backend"))
+        constexprs[FP_FUSION_KEY] = resolve_fp_fusion(options.get("enable_fp_fusion"))
         backend = get_backend()
         if getattr(backend, "probe_on_compile", False):  # what the device probes found (runtime/probes.py)
             from . import probes
@@ -481,14 +483,16 @@ def compile_kernel(source: Any, name: str, param_names: list[str], signature: di
                    constexprs: dict[str, Any], *args: Any, **kwargs: Any) -> CompiledKernel:
     """The compiler, loaded on the first compile (a process that only launches cached kernels never loads it).
 
-    The runtime's specialization records tuple/descriptor structures and the dot lowering beside the constexprs
+    The runtime's specialization records tuple/descriptor structures, the dot lowering and fp fusion beside the constexprs
     (they are part of the cache key); the compiler gets them as explicit arguments."""
     from ..compiler import driver
 
-    plain = {k: v for k, v in constexprs.items() if not k.startswith(STRUCT_PREFIX) and k != DOT_BACKEND_KEY}
+    plain = {k: v for k, v in constexprs.items()
+             if not k.startswith(STRUCT_PREFIX) and k not in (DOT_BACKEND_KEY, FP_FUSION_KEY)}
     struct_args = {k[len(STRUCT_PREFIX):]: v for k, v in constexprs.items() if k.startswith(STRUCT_PREFIX)}
     return driver.compile_kernel(source, name, param_names, signature, plain, *args, structs=struct_args,
-                                 dot_backend=constexprs.get(DOT_BACKEND_KEY, "simdgroup"), **kwargs)
+                                 dot_backend=constexprs.get(DOT_BACKEND_KEY, "simdgroup"),
+                                 enable_fp_fusion=constexprs.get(FP_FUSION_KEY, True), **kwargs)
 
 
 def resolve_dot_backend(choice: Any) -> str:
@@ -503,6 +507,16 @@ def resolve_dot_backend(choice: Any) -> str:
         prefers = getattr(backend, "prefers_matmul2d", None)
         return "matmul2d" if prefers is not None and prefers() else "simdgroup"
     return choice
+
+
+def resolve_fp_fusion(choice: Any) -> bool:
+    """Whether a multiply whose only use is an add or a subtract becomes one fma (Triton's enable_fp_fusion);
+    None takes ``knobs.compilation.enable_fp_fusion`` (on by default, as in Triton)."""
+    if choice is None:
+        choice = knobs.compilation.enable_fp_fusion
+    if not isinstance(choice, (bool, np.bool_)):
+        raise ValueError(f"enable_fp_fusion={choice!r}: expected True or False")
+    return bool(choice)
 
 
 def resolve_grid(grid: Any, values: dict[str, Any]) -> tuple[int, int, int]:

@@ -1,5 +1,6 @@
 #include <metal_stdlib>
 #pragma METAL fp math_mode(safe)
+#pragma METAL fp contract(off)
 using namespace metal;
 
 // -a wrapping (INT_MIN / -1 == INT_MIN): in the unsigned type, as MSL leaves signed overflow undefined

@@ -1,5 +1,6 @@
 #include <metal_stdlib>
 #pragma METAL fp math_mode(safe)
+#pragma METAL fp contract(off)
 using namespace metal;
 
 static inline void enc_combine1(thread float& enc_a0, float enc_b0) {

@@ -1,5 +1,6 @@
 #include <metal_stdlib>
 #pragma METAL fp math_mode(safe)
+#pragma METAL fp contract(off)
 using namespace metal;
 
 struct add_kernel_args {

@@ -641,7 +641,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         out = [self.header, "#include <metal_stdlib>"]
         if self.uses_tensor_ops:
             out += ["#include <metal_tensor>", "#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>"]
-        out += ["#pragma METAL fp math_mode(safe)", "using namespace metal;"]
+        out += ["#pragma METAL fp math_mode(safe)", "#pragma METAL fp contract(off)", "using namespace metal;"]
         if self.uses_tensor_ops:
             out.append("using namespace mpp::tensor_ops;")
         out.append("")

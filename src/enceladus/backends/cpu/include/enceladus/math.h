@@ -23,6 +23,22 @@ __ENC_INLINE vec<T, N> map3(const vec<T, N>& a, const vec<T, N>& b, const vec<T,
   for (int i = 0; i < N; ++i) r.__e[i] = f(a.__e[i], b.__e[i], c.__e[i]);
   return r;
 }
+// a * b + c rounded to odd at float precision, for operands of at most 12 significant bits (half, bfloat):
+// the product is exact in double, the sum's rounding error is recovered exactly (two-sum) and both narrowings
+// round to odd, so the one round-to-nearest that follows (to half or bfloat) is the correctly rounded fma, as
+// Metal's fma is. Rounding through float alone would round twice.
+__ENC_INLINE float fma_to_odd(float a, float b, float c) {
+  const double p = double(a) * double(b), dc = double(c);
+  double s = p + dc;
+  const double bb = s - p;
+  const double err = (p - (s - bb)) + (dc - bb);
+  if (err != 0.0 && __builtin_isfinite(s) && (__builtin_bit_cast(unsigned long long, s) & 1ull) == 0)
+    s = __builtin_nextafter(s, err > 0.0 ? __builtin_inf() : -__builtin_inf());
+  float f = float(s);
+  if (double(f) != s && __builtin_isfinite(f) && (__builtin_bit_cast(unsigned int, f) & 1u) == 0)
+    f = __builtin_nextafterf(f, s > double(f) ? __builtin_inff() : -__builtin_inff());
+  return f;
+}
 }  // namespace __enc
 
 namespace precise {
@@ -88,9 +104,9 @@ __ENC_M2(step, y < x ? 0.0f : 1.0f)
 #undef __ENC_M2
 
 __ENC_INLINE float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-__ENC_INLINE half fma(half a, half b, half c) { return half(__builtin_fmaf(float(a), float(b), float(c))); }
+__ENC_INLINE half fma(half a, half b, half c) { return half(__enc::fma_to_odd(float(a), float(b), float(c))); }
 __ENC_INLINE bfloat fma(bfloat a, bfloat b, bfloat c) {
-  return bfloat(__builtin_fmaf(float(a), float(b), float(c)));
+  return bfloat(__enc::fma_to_odd(float(a), float(b), float(c)));
 }
 template <class T, int N> __ENC_INLINE vec<T, N> fma(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) {
   return __enc::map3(a, b, c, [](T x, T y, T z) { return fma(x, y, z); });
