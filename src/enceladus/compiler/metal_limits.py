@@ -15,6 +15,7 @@ MAX_THREADS_PER_THREADGROUP = 1024
 MAX_THREADGROUP_MEMORY = 32 * 1024  # bytes of threadgroup memory per threadgroup
 SIMD_WIDTH = 32  # threads per SIMD group on every Apple GPU (checked against threadExecutionWidth at run time)
 MAX_GRID = 2**32 - 1  # threads and threadgroups per grid dimension: Metal passes them as uint
+MAX_SET_BYTES = 4096  # setBytes:length:atIndex: is documented for data below 4 KB
 
 LIMITS = {
     "max_buffer_slots": MAX_BUFFER_SLOTS,
@@ -25,4 +26,5 @@ LIMITS = {
     "max_threadgroup_memory": MAX_THREADGROUP_MEMORY,
     "simd_width": SIMD_WIDTH,
     "max_grid": MAX_GRID,
+    "max_set_bytes": MAX_SET_BYTES,
 }

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...compiler.metal_limits import MAX_SET_BYTES
 from ...errors import LaunchError
 from .device import MetalDevice
 from .objc import MTLSize, NSRange
@@ -17,7 +18,6 @@ from .objc import MTLSize, NSRange
 MTLCommandBufferStatusCompleted = 4
 MTLCommandBufferStatusError = 5
 MTLCaptureDestinationGPUTraceDocument = 2
-MAX_SET_BYTES = 4096  # setBytes:length:atIndex: is documented for data below 4 KB
 DEFAULT_BATCH = int(os.environ.get("ENCELADUS_METAL_BATCH", "32") or 32)
 
 BufferRun = tuple[int, Sequence[int], Sequence[int]]  # (first slot, MTLBuffer handles, byte offsets)
