@@ -137,6 +137,8 @@ def fragment_lane_layout() -> np.ndarray:
 class DeviceProbes:
     """The probes of one backend instance, with their cached results."""
 
+    result = ProbeResult  # the record a backend's host_probes builds (backends never import the runtime)
+
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.lock = threading.RLock()
@@ -380,10 +382,10 @@ def report(backend: Any) -> str:
     the metal backend ran it."""
     import platform
 
-    import enceladus
+    from ..compiler.kernel import VERSION  # enceladus.__version__ (the runtime never imports the public API)
 
     lines = ["=== Enceladus device probe report (paste into a bug report) ===",
-             f"enceladus {enceladus.__version__}; Python {platform.python_version()}; "
+             f"enceladus {VERSION}; Python {platform.python_version()}; "
              f"{platform.platform()} ({platform.machine()})"]
     if backend.name == "metal":
         d = backend.device

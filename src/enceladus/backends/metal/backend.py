@@ -308,7 +308,7 @@ class MetalBackend:
 
     def host_probes(self, probes: Any) -> list[Any]:
         """The probes only the metal host code can run (doctor --probe): B4, D5, D7, D11 and tensor ops."""
-        from ...runtime.probes import ProbeResult
+        ProbeResult = probes.result  # noqa: N806  (the runtime's record type, passed down)
 
         d = self.device
         out = [ProbeResult("msl_version", "B4", "the newest MSL version that builds a probe kernel is used (never "
