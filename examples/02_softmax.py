@@ -21,11 +21,17 @@ def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_rows, n_col
     tl.store(out_ptr + row * out_row_stride + offs, out.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+def softmax_config(n_cols: int) -> tuple[int, int]:
+    """BLOCK (the whole row in one tile) and num_warps for rows of n_cols elements."""
+    block = enceladus.next_power_of_2(n_cols)
+    num_warps = 4 if block <= 2048 else (8 if block <= 4096 else 16)
+    return block, num_warps
+
+
 def softmax(x: np.ndarray) -> np.ndarray:
     n_rows, n_cols = x.shape
     out = np.empty_like(x)
-    block = enceladus.next_power_of_2(n_cols)
-    num_warps = 4 if block <= 2048 else (8 if block <= 4096 else 16)
+    block, num_warps = softmax_config(n_cols)
     softmax_kernel[(n_rows,)](out, x, x.strides[0] // x.itemsize, out.strides[0] // out.itemsize, n_rows, n_cols,
                               BLOCK=block, num_warps=num_warps)
     return out

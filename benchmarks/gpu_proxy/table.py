@@ -1,0 +1,539 @@
+"""The GPU proxy's table: Enceladus's MSL (rewritten to CUDA) against Triton and torch on an NVIDIA GPU.
+
+    python -m benchmarks.gpu_proxy.table [--tutorials PATH] [--out benchmarks/results/gpu_proxy_h200.json]
+                                          [--only NAME ...] [--small]
+
+For every row: Enceladus (the exact MSL the compiler emits for our kernel, at the config our example or
+benchmark kernel picks, through rewrite.py and nvcc), Triton's tutorial kernel where one exists (a file
+passed with --tutorials; Triton's code is never part of this repository), Triton compiling our same
+kernel source (imports swapped), and torch. Every output of every provider is checked against a float64
+reference (‖out − ref‖ / ‖ref‖) before timing. Timing: CUDA events around each call, after a write of a
+256 MiB buffer that evicts L2 (and hides the host's launch cost); warm-up, then the median of --reps calls,
+in two rounds; the spread is the relative difference of the two rounds' medians. --small runs every
+kernel once at small sizes with checks only (for compute-sanitizer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import cuda
+from .rewrite import translate
+from .source import load_functions
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# --- Enceladus kernels on the GPU through the rewrite --------------------------------------------------
+_TORCH_TO_NP = {torch.float32: np.float32, torch.float16: np.float16, torch.int32: np.int32,
+                torch.int64: np.int64, torch.uint8: np.uint8, torch.bool: np.bool_}
+
+
+class ProxyKernel:
+    """An @enceladus.jit kernel launched on the GPU: compiled by Enceladus to MSL (same specialization as a
+    normal launch), rewritten to CUDA, built with nvcc. ``kernel[grid](...)`` as usual, with torch tensors."""
+
+    def __init__(self, fn: Any, build_dir: str, log: list[dict]) -> None:
+        self.fn = fn
+        self.build_dir = build_dir
+        self.log = log
+        self._built: dict[int, tuple] = {}
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        return lambda *args, **kwargs: self.launch(grid, args, kwargs)
+
+    def prepare(self, grid: Any, args: tuple, kwargs: dict) -> Callable[[], None]:
+        """Everything but the launch itself, done once: returns a callable that launches."""
+        from enceladus.runtime.jit import resolve_grid
+        from enceladus.runtime.launch import pack_scalars
+
+        values, options = self.fn.bind(args, dict(kwargs))
+        standins = {}
+        for k, v in values.items():
+            if isinstance(v, torch.Tensor):
+                raw = np.empty(64 + 16, np.uint8)
+                start = (-raw.ctypes.data) % 16 if v.data_ptr() % 16 == 0 else 1 + (-raw.ctypes.data) % 16
+                standins[k] = raw[start : start + 16].view(_TORCH_TO_NP[v.dtype])
+            else:
+                standins[k] = v
+        ck = self.fn.compile_for(standins, options)
+        if id(ck) not in self._built:
+            module = translate(ck.asm["msl"])
+            kern = module.kernels[ck.abi.kernel_name]
+            path = os.path.join(self.build_dir, f"{ck.name}-{abs(hash(module.source)) % 10**12}.cubin")
+            messages = cuda.build_cubin(module.source, path, ("-Xptxas", "-v"))
+            self.log.append({"kernel": ck.name, "num_warps": ck.metadata["num_warps"],
+                             "threads": ck.abi.threads_per_threadgroup, "ptxas": messages.strip()[-600:]})
+            self._built[id(ck)] = (ck, cuda.Module(path), kern)
+        ck, mod, kern = self._built[id(ck)]
+        fn = mod.function(kern.symbol)
+        params = []
+        for p in kern.params:
+            if p.kind == "bytes":
+                params.append(pack_scalars(ck, values).ljust(256, b"\0"))
+            else:
+                params.append(cuda.pointer(values[p.name].data_ptr()))
+        g = resolve_grid(grid, values)
+        block = ck.abi.threads_per_threadgroup
+        stream = torch.cuda.current_stream().cuda_stream
+        return lambda: cuda.launch(fn, g, block, params, stream)
+
+    def launch(self, grid: Any, args: tuple, kwargs: dict) -> None:
+        self.prepare(grid, args, kwargs)()
+
+
+# --- timing ---------------------------------------------------------------------------------------------
+_FLUSH: torch.Tensor | None = None
+
+
+def bench(fn: Callable[[], Any], reps: int) -> dict[str, float]:
+    """Median milliseconds of ``fn`` in two rounds of ``reps`` (after warm-up), and their spread."""
+    global _FLUSH
+    if _FLUSH is None:
+        _FLUSH = torch.empty(64 << 20, dtype=torch.int32, device="cuda")
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    medians = []
+    for _ in range(2):
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        for s, e in zip(starts, ends):
+            _FLUSH.zero_()
+            s.record()
+            fn()
+            e.record()
+        torch.cuda.synchronize()
+        medians.append(statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)))
+    ms = statistics.mean(medians)
+    return {"ms": ms, "round1_ms": medians[0], "round2_ms": medians[1],
+            "spread": abs(medians[0] - medians[1]) / ms}
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    out64 = out.double()
+    if torch.isnan(out64).any():
+        return float("nan")
+    return float(torch.linalg.vector_norm(out64 - ref) / torch.linalg.vector_norm(ref))
+
+
+# --- the rows -------------------------------------------------------------------------------------------
+class Row:
+    """One table row: providers name -> (setup callable returning a launch callable, output tensors)."""
+
+    def __init__(self, name: str, bytes_moved: int) -> None:
+        self.name = name
+        self.bytes_moved = bytes_moved
+        self.providers: dict[str, Callable[[], Callable[[], Any]]] = {}
+        self.check: Callable[[], dict[str, float]] | None = None
+        self.outputs: list[torch.Tensor] = []
+
+
+def build_rows(ctx: dict, small: bool) -> list[Row]:
+    """Every row of the table, with its data allocated on the GPU (each section in its own function, so
+    the providers' closures never see another row's variables)."""
+    dev = "cuda"
+    rows: list[Row] = []
+    gen = torch.Generator(device=dev).manual_seed(0)
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, device=dev, generator=gen)
+
+    rows.append(_vector_add_row(ctx, small, randn))
+    rows.extend(_softmax_and_layer_norm_rows(ctx, small, randn))
+    return _more_rows(ctx, small, randn, gen, rows)
+
+
+def _vector_add_row(ctx: dict, small: bool, randn: Callable) -> Row:
+    enc_ex, tri_ex, tut, P, dev = ctx["enc_examples"], ctx["tri_examples"], ctx["tutorials"], ctx["proxy"], "cuda"
+    n = 1 << (16 if small else 28)
+    x, y, out = randn(n), randn(n), torch.empty(n, device=dev)
+    row = Row(f"vector add {'2^16' if small else '2^28'}", 3 * 4 * n)
+    grid = (enceladus_cdiv(n, 1024),)
+    row.providers["enceladus"] = lambda: P(enc_ex["add"].add_kernel).prepare(grid, (x, y, out, n), {"BLOCK": 1024})
+    row.providers["triton (our kernel)"] = lambda: lambda: tri_ex["add"].add_kernel[grid](x, y, out, n, BLOCK=1024)
+    if tut is not None:
+        row.providers["triton tutorial"] = lambda: lambda: tut.add(x, y, out)
+    row.providers["torch"] = lambda: lambda: torch.add(x, y, out=out)
+    ref_add = x.double() + y.double()
+    row.check = lambda: {"out": rel_error(out, ref_add)}
+    row.outputs = [out]
+    return row
+
+
+def _softmax_and_layer_norm_rows(ctx: dict, small: bool, randn: Callable) -> list[Row]:
+    enc_ex, tri_ex, tut, P, dev = ctx["enc_examples"], ctx["tri_examples"], ctx["tutorials"], ctx["proxy"], "cuda"
+    enc_k, tri_k = ctx["enc_kernels"], ctx["tri_kernels"]
+    rows: list[Row] = []
+    for M, N in ((512, 1024), (64, 4096)) if small else ((65536, 1024), (8192, 4096)):
+        xs, ys = randn(M, N), torch.empty(M, N, device=dev)
+        row = Row(f"softmax {M}x{N}", 2 * 4 * M * N)
+        block, warps = enc_ex["softmax"].softmax_config(N)
+        args = (ys, xs, xs.stride(0), ys.stride(0), M, N)
+        row.providers["enceladus"] = (lambda a=args, b=block, w=warps, M=M:
+                                      P(enc_ex["softmax"].softmax_kernel).prepare((M,), a, {"BLOCK": b, "num_warps": w}))
+        row.providers["triton (our kernel)"] = (lambda a=args, b=block, w=warps, M=M: lambda:
+                                                tri_ex["softmax"].softmax_kernel[(M,)](*a, BLOCK=b, num_warps=w))
+        if tut is not None:
+            row.providers["triton tutorial"] = lambda xs=xs, ys=ys: lambda: tut.softmax(xs, ys)
+        row.providers["torch"] = lambda xs=xs, ys=ys: lambda: torch.softmax(xs, dim=-1, out=ys)
+        ref = torch.softmax(xs.double(), dim=-1)
+        row.check = lambda ys=ys, ref=ref: {"out": rel_error(ys, ref)}
+        row.outputs = [ys]
+        rows.append(row)
+
+    # layer norm forward and backward ------------------------------------------------------------------
+    eps = 1e-5
+    for M, N in ((512, 1024), (64, 4096)) if small else ((65536, 1024), (16384, 4096)):
+        xl, w, b = randn(M, N), randn(N), randn(N)
+        yl, mean, rstd = torch.empty(M, N, device=dev), torch.empty(M, device=dev), torch.empty(M, device=dev)
+        row = Row(f"layer norm fwd {M}x{N}", 2 * 4 * M * N + 8 * M)
+        block, warps = enc_ex["ln"].layer_norm_config(N, 4)
+        args = (xl, yl, w, b, mean, rstd, xl.stride(0), N, eps)
+        row.providers["enceladus"] = (lambda a=args, b_=block, w_=warps, M=M:
+                                      P(enc_ex["ln"].layer_norm_fwd).prepare((M,), a, {"BLOCK_SIZE": b_, "num_warps": w_}))
+        row.providers["triton (our kernel)"] = (lambda a=args, b_=block, w_=warps, M=M: lambda:
+                                                tri_ex["ln"].layer_norm_fwd[(M,)](*a, BLOCK_SIZE=b_, num_warps=w_))
+        if tut is not None:
+            row.providers["triton tutorial"] = (lambda xl=xl, w=w, b=b, yl=yl, mean=mean, rstd=rstd: lambda:
+                                                tut.layer_norm_fwd(xl, w, b, eps, yl, mean, rstd))
+        row.providers["torch"] = lambda xl=xl, w=w, b=b, N=N: lambda: torch.nn.functional.layer_norm(xl, (N,), w, b, eps)
+        x64 = xl.double()
+        mean64 = x64.mean(1)
+        rstd64 = 1 / torch.sqrt(x64.var(1, unbiased=False) + eps)
+        ref_y = (x64 - mean64[:, None]) * rstd64[:, None] * w.double() + b.double()
+        row.check = (lambda yl=yl, mean=mean, rstd=rstd, ref_y=ref_y, mean64=mean64, rstd64=rstd64:
+                     {"y": rel_error(yl, ref_y), "mean": rel_error(mean, mean64), "rstd": rel_error(rstd, rstd64)})
+        row.outputs = [yl, mean, rstd]
+        rows.append(row)
+
+        # backward: dx, dw, db from dy, x, w, mean, rstd
+        dy = randn(M, N)
+        mean_in, rstd_in = mean64.float(), rstd64.float()
+        dx, dw, db = torch.empty(M, N, device=dev), torch.empty(N, device=dev), torch.empty(N, device=dev)
+        row = Row(f"layer norm bwd {M}x{N}", 3 * 4 * M * N + 8 * M + 12 * N)
+        progs = enc_k.layer_norm_bwd_programs(M)
+        bn = 1 << (N - 1).bit_length()
+        dxw = enc_k.layer_norm_bwd_dx_warps(bn)
+        dwp = torch.empty(progs, N, device=dev)
+        dbp = torch.empty(progs, N, device=dev)
+        args1 = (dx, dy, dwp, dbp, xl, w, mean_in, rstd_in, xl.stride(0), M, N)
+        args2 = (dwp, dbp, dw, db, progs, N)
+        grid2 = (enceladus_cdiv(N, 128),)
+
+        def enc_bwd(a1=args1, a2=args2, progs=progs, bn=bn, dxw=dxw, g2=grid2):
+            l1 = P(enc_k.layer_norm_bwd_dx).prepare((progs,), a1, {"BLOCK_N": bn, "num_warps": dxw})
+            l2 = P(enc_k.layer_norm_bwd_dwdb).prepare(g2, a2, {"BLOCK_P": 32, "BLOCK_N": 128})
+            return lambda: (l1(), l2())
+
+        def tri_bwd(a1=args1, a2=args2, progs=progs, bn=bn, dxw=dxw, g2=grid2):
+            def run():
+                tri_k.layer_norm_bwd_dx[(progs,)](*a1, BLOCK_N=bn, num_warps=dxw)
+                tri_k.layer_norm_bwd_dwdb[g2](*a2, BLOCK_P=32, BLOCK_N=128)
+            return run
+
+        row.providers["enceladus"] = enc_bwd
+        row.providers["triton (our kernel)"] = tri_bwd
+        if tut is not None:
+            row.providers["triton tutorial"] = (lambda dy=dy, xl=xl, w=w, mi=mean_in, ri=rstd_in, dx=dx, dw=dw, db=db:
+                                                lambda: tut.layer_norm_bwd(dy, xl, w, mi, ri, dx, dw, db))
+        row.providers["torch"] = (lambda dy=dy, xl=xl, w=w, b=b, mi=mean_in, ri=rstd_in, N=N: lambda:
+                                  torch.ops.aten.native_layer_norm_backward(dy, xl, [N], mi[:, None], ri[:, None], w, b,
+                                                                            [True, True, True]))
+        xhat = (x64 - mean_in.double()[:, None]) * rstd_in.double()[:, None]
+        wdy = w.double() * dy.double()
+        c1 = (xhat * wdy).mean(1, keepdim=True)
+        c2 = wdy.mean(1, keepdim=True)
+        ref_dx = (wdy - (xhat * c1 + c2)) * rstd_in.double()[:, None]
+        ref_dw = (dy.double() * xhat).sum(0)
+        ref_db = dy.double().sum(0)
+        row.check = (lambda dx=dx, dw=dw, db=db, r1=ref_dx, r2=ref_dw, r3=ref_db:
+                     {"dx": rel_error(dx, r1), "dw": rel_error(dw, r2), "db": rel_error(db, r3)})
+        row.outputs = [dx, dw, db]
+        rows.append(row)
+
+    return rows
+
+
+def _more_rows(ctx: dict, small: bool, randn: Callable, gen: torch.Generator, rows: list[Row]) -> list[Row]:
+    rows.append(_cross_entropy_row(ctx, small, randn, gen))
+    rows.append(_transpose_row(ctx, small, randn))
+    rows.append(_dropout_row(ctx, small, randn))
+    return rows
+
+
+def _cross_entropy_row(ctx: dict, small: bool, randn: Callable, gen: torch.Generator) -> Row:
+    enc_k, tri_k, P, dev = ctx["enc_kernels"], ctx["tri_kernels"], ctx["proxy"], "cuda"
+    M, V = (64, 32768) if small else (8192, 32768)
+    logits = randn(M, V)
+    labels = torch.randint(0, V, (M,), device=dev, generator=gen, dtype=torch.int32)
+    loss = torch.empty(M, device=dev)
+    row = Row(f"cross-entropy {M}x{V}", 4 * M * V + 8 * M)
+    blk, warps = enc_k.cross_entropy_config(V)
+    args = (logits, labels, loss, logits.stride(0), V)
+    row.providers["enceladus"] = lambda: P(enc_k.cross_entropy_fwd).prepare((M,), args, {"BLOCK": blk,
+                                                                                         "num_warps": warps})
+    row.providers["triton (our kernel)"] = lambda: lambda: tri_k.cross_entropy_fwd[(M,)](*args, BLOCK=blk,
+                                                                                         num_warps=warps)
+    labels64 = labels.long()
+    row.providers["torch"] = lambda: lambda: torch.nn.functional.cross_entropy(logits, labels64, reduction="none")
+    ref_loss = torch.nn.functional.cross_entropy(logits.double(), labels64, reduction="none")
+    row.check = lambda: {"loss": rel_error(loss, ref_loss)}
+    row.outputs = [loss]
+    return row
+
+
+def _transpose_row(ctx: dict, small: bool, randn: Callable) -> Row:
+    enc_k, tri_k, P, dev = ctx["enc_kernels"], ctx["tri_kernels"], ctx["proxy"], "cuda"
+    M = N = 1024 if small else 16384
+    a = randn(M, N)
+    at = torch.empty(N, M, device=dev)
+    row = Row(f"transpose {M}x{N}", 2 * 4 * M * N)
+    bm, bn, warps = enc_k.transpose_config()
+    tgrid = (enceladus_cdiv(M, bm), enceladus_cdiv(N, bn))
+    args = (a, at, M, N, a.stride(0), at.stride(0))
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps}
+    row.providers["enceladus"] = lambda: P(enc_k.transpose_kernel).prepare(tgrid, args, meta)
+    row.providers["triton (our kernel)"] = lambda: lambda: tri_k.transpose_kernel[tgrid](*args, **meta)
+    row.providers["torch"] = lambda: lambda: at.copy_(a.t())
+    ref_t = a.double().t()
+    row.check = lambda: {"out": rel_error(at, ref_t)}
+    row.outputs = [at]
+    return row
+
+
+def _dropout_row(ctx: dict, small: bool, randn: Callable) -> Row:
+    enc_k, tri_k, P, dev, tut = ctx["enc_kernels"], ctx["tri_kernels"], ctx["proxy"], "cuda", ctx["tutorials"]
+    n = 1 << (16 if small else 28)
+    xd, od = randn(n), torch.empty(n, device=dev)
+    p, seed = 0.5, 1234
+    row = Row(f"dropout {'2^16' if small else '2^28'}", 2 * 4 * n)
+    dgrid = (enceladus_cdiv(n, 1024),)
+    args = (xd, od, n, p, seed)
+    row.providers["enceladus"] = lambda: P(enc_k.seeded_dropout).prepare(dgrid, args, {"BLOCK_SIZE": 1024})
+    row.providers["triton (our kernel)"] = lambda: lambda: tri_k.seeded_dropout[dgrid](*args, BLOCK_SIZE=1024)
+    if tut is not None:
+        row.providers["triton tutorial"] = lambda: lambda: tut.seeded_dropout(xd, p, seed, od)
+    row.providers["torch"] = lambda: lambda: torch.nn.functional.dropout(xd, p, training=True)
+    xd64 = xd.double()
+
+    def check_dropout():
+        kept = od != 0
+        scaled = torch.where(kept, xd64 / (1 - p), torch.zeros_like(xd64))
+        return {"kept_values": rel_error(od, scaled), "keep_fraction_error": abs(float(kept.double().mean()) - (1 - p))}
+
+    row.check = check_dropout
+    row.outputs = [od]
+    return row
+
+
+def sweep(ctx: dict, reps: int) -> list[dict]:
+    """Config variants of the layer-norm kernels (Enceladus and Triton on our source), for choosing the
+    heuristics: each entry is one variant's timing."""
+    P, dev, eps = ctx["proxy"], "cuda", 1e-5
+    enc_ln, tri_ln = ctx["enc_examples"]["ln"], ctx["tri_examples"]["ln"]
+    enc_k, tri_k = ctx["enc_kernels"], ctx["tri_kernels"]
+    out = []
+
+    def record(name: str, provider: str, call: Callable[[], Any]) -> None:
+        try:
+            res = bench(call, reps)
+        except Exception as e:
+            res = {"failed": f"{type(e).__name__}: {str(e)[-300:]}"}
+            torch.cuda.synchronize()
+        out.append({"variant": name, "provider": provider, **res})
+        print(f"sweep {name:48s} {provider:10s} {res.get('ms', float('nan')):.4f} ms", flush=True)
+
+    for M, N, variants in ((65536, 1024, ((1024, 2), (1024, 4), (1024, 8), (512, 4))),
+                           (16384, 4096, ((4096, 8), (4096, 16), (2048, 8), (1024, 4)))):
+        x, w, b = (torch.randn(M, N, device=dev), torch.randn(N, device=dev), torch.randn(N, device=dev))
+        y, mean, rstd = torch.empty_like(x), torch.empty(M, device=dev), torch.empty(M, device=dev)
+        args = (x, y, w, b, mean, rstd, x.stride(0), N, eps)
+        for blk, warps in variants:
+            name = f"ln fwd {M}x{N} BLOCK={blk} warps={warps}"
+            record(name, "enceladus", P(enc_ln.layer_norm_fwd).prepare((M,), args, {"BLOCK_SIZE": blk, "num_warps": warps}))
+            record(name, "triton", lambda a=args, bl=blk, wa=warps, M=M:
+                   tri_ln.layer_norm_fwd[(M,)](*a, BLOCK_SIZE=bl, num_warps=wa))
+        dy = torch.randn(M, N, device=dev)
+        dx = torch.empty_like(x)
+        dw, db = torch.empty(N, device=dev), torch.empty(N, device=dev)
+        bn = 1 << (N - 1).bit_length()
+        for progs, warps in ((512, bn // 256 if bn < 2048 else 8), (512, 16), (1024, 8), (2048, 8), (264, 8)):
+            warps = min(warps, 16)
+            dwp, dbp = torch.empty(progs, N, device=dev), torch.empty(progs, N, device=dev)
+            a1 = (dx, dy, dwp, dbp, x, w, mean, rstd, x.stride(0), M, N)
+            a2 = (dwp, dbp, dw, db, progs, N)
+            g2 = (enceladus_cdiv(N, 128),)
+            name = f"ln bwd {M}x{N} programs={progs} warps={warps}"
+            l1 = P(enc_k.layer_norm_bwd_dx).prepare((progs,), a1, {"BLOCK_N": bn, "num_warps": warps})
+            l2 = P(enc_k.layer_norm_bwd_dwdb).prepare(g2, a2, {"BLOCK_P": 32, "BLOCK_N": 128})
+            record(name, "enceladus", lambda l1=l1, l2=l2: (l1(), l2()))
+
+            def tri(a1=a1, a2=a2, progs=progs, bn=bn, warps=warps, g2=g2):
+                tri_k.layer_norm_bwd_dx[(progs,)](*a1, BLOCK_N=bn, num_warps=warps)
+                tri_k.layer_norm_bwd_dwdb[g2](*a2, BLOCK_P=32, BLOCK_N=128)
+            record(name, "triton", tri)
+    del x, y, dy, dx
+
+    M, V = 8192, 32768
+    logits = torch.randn(M, V, device=dev)
+    labels = torch.randint(0, V, (M,), device=dev, dtype=torch.int32)
+    loss = torch.empty(M, device=dev)
+    args = (logits, labels, loss, logits.stride(0), V)
+    for blk, warps in ((4096, 8), (4096, 4), (4096, 16), (2048, 4), (8192, 8), (8192, 16), (2048, 8)):
+        name = f"cross-entropy {M}x{V} BLOCK={blk} warps={warps}"
+        record(name, "enceladus", P(enc_k.cross_entropy_fwd).prepare((M,), args, {"BLOCK": blk, "num_warps": warps}))
+        record(name, "triton", lambda bl=blk, wa=warps: tri_k.cross_entropy_fwd[(M,)](*args, BLOCK=bl, num_warps=wa))
+    del logits
+    M = N = 16384
+    a = torch.randn(M, N, device=dev)
+    at = torch.empty(N, M, device=dev)
+    targs = (a, at, M, N, a.stride(0), at.stride(0))
+    for bm, bn, warps in ((64, 64, 4), (32, 32, 4), (64, 64, 8), (32, 128, 4), (128, 32, 4), (128, 128, 8),
+                          (32, 32, 1), (64, 64, 2)):
+        name = f"transpose {M}x{N} {bm}x{bn} warps={warps}"
+        g = (enceladus_cdiv(M, bm), enceladus_cdiv(N, bn))
+        record(name, "enceladus", P(enc_k.transpose_kernel).prepare(g, targs, {"BLOCK_M": bm, "BLOCK_N": bn,
+                                                                               "num_warps": warps}))
+        record(name, "triton", lambda g=g, bm=bm, bn=bn, wa=warps:
+               tri_k.transpose_kernel[g](*targs, BLOCK_M=bm, BLOCK_N=bn, num_warps=wa))
+    return out
+
+
+def enceladus_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def run(args: argparse.Namespace) -> dict:
+    build_dir = tempfile.mkdtemp(prefix="enc-proxy-table-")
+    log: list[dict] = []
+    ex = os.path.join(ROOT, "examples")
+    enc_examples = {"add": load_functions(os.path.join(ex, "01_vector_add.py"), ["add_kernel"], "enceladus"),
+                    "softmax": load_functions(os.path.join(ex, "02_softmax.py"), ["softmax_kernel", "softmax_config"],
+                                              "enceladus"),
+                    "ln": load_functions(os.path.join(ex, "05_layer_norm.py"), ["layer_norm_fwd", "layer_norm_config"],
+                                         "enceladus")}
+    tri_examples = {"add": load_functions(os.path.join(ex, "01_vector_add.py"), ["add_kernel"], "triton"),
+                    "softmax": load_functions(os.path.join(ex, "02_softmax.py"), ["softmax_kernel"], "triton"),
+                    "ln": load_functions(os.path.join(ex, "05_layer_norm.py"), ["layer_norm_fwd"], "triton")}
+    kernel_names = ["layer_norm_bwd_dx", "layer_norm_bwd_dwdb", "cross_entropy_fwd", "transpose_kernel",
+                    "_uniform", "_dropout_part", "seeded_dropout"]
+    helpers = ["layer_norm_bwd_programs", "layer_norm_bwd_dx_warps", "cross_entropy_config", "transpose_config"]
+    kpath = os.path.join(HERE, "kernels.py")
+    ctx = {"enc_examples": enc_examples, "tri_examples": tri_examples,
+           "enc_kernels": load_functions(kpath, kernel_names + helpers, "enceladus"),
+           "tri_kernels": load_functions(kpath, kernel_names, "triton"),
+           "tutorials": None, "proxy": lambda fn: ProxyKernel(fn, build_dir, log)}
+    if args.tutorials:
+        spec = importlib.util.spec_from_file_location("triton_tutorials", args.tutorials)
+        ctx["tutorials"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(ctx["tutorials"])
+    proxies: dict[int, ProxyKernel] = {}
+
+    def proxy(fn: Any) -> ProxyKernel:
+        if id(fn) not in proxies:
+            proxies[id(fn)] = ProxyKernel(fn, build_dir, log)
+        return proxies[id(fn)]
+
+    ctx["proxy"] = proxy
+    rows = build_rows(ctx, args.small)
+    results = []
+    for row in rows:
+        if args.only and not any(o in row.name for o in args.only):
+            continue
+        entry: dict[str, Any] = {"row": row.name, "bytes": row.bytes_moved, "providers": {}}
+        for name, setup in row.providers.items():
+            if args.providers and name not in args.providers:
+                continue
+            res: dict[str, Any] = {}
+            try:
+                call = setup()
+                for t in row.outputs:
+                    t.fill_(float("nan"))
+                call()
+                torch.cuda.synchronize()
+                res["errors"] = row.check() if name != "torch" else {}
+                if name != "torch":
+                    res["correct"] = all(v < (1e-5 if k != "keep_fraction_error" else 5e-3)
+                                         for k, v in res["errors"].items())
+                if not args.small:
+                    res.update(bench(call, args.reps))
+                    res["GB/s"] = row.bytes_moved / (res["ms"] * 1e-3) / 1e9
+            except Exception as e:  # a provider that fails is reported, the table goes on
+                res["failed"] = f"{type(e).__name__}: {str(e)[-1500:]}"
+                torch.cuda.synchronize()
+            entry["providers"][name] = res
+            print(f"{row.name:32s} {name:22s} {json.dumps(res)[:400]}", flush=True)
+        enc = entry["providers"].get("enceladus", {})
+        for other in ("triton tutorial", "triton (our kernel)", "torch"):
+            o = entry["providers"].get(other, {})
+            if "ms" in enc and "ms" in o:
+                entry[f"vs {other}"] = o["ms"] / enc["ms"]
+                entry[f"spread vs {other}"] = max(enc["spread"], o["spread"])
+        results.append(entry)
+    import triton
+
+    sweeps = sweep(ctx, args.reps) if args.sweep else []
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+        "cuda": torch.version.cuda, "python": platform.python_version(), "reps": args.reps,
+        "note": "NVIDIA GPU proxy: not an Apple GPU. Ratios are other provider's time / Enceladus's time "
+                "(above 1.00x: Enceladus faster).",
+        "rows": results, "sweep": sweeps, "builds": log,
+    }
+
+
+def print_table(data: dict) -> None:
+    print(f"\n{data['device']}  torch {data['torch']}  triton {data['triton']}  CUDA {data['cuda']}  {data['date']}")
+    print(f"{'row':30s} {'enceladus ms':>12s} {'GB/s':>7s} {'vs tutorial':>12s} {'vs tri(ours)':>12s} "
+          f"{'vs torch':>9s} {'spread':>7s}")
+    for r in data["rows"]:
+        enc = r["providers"].get("enceladus", {})
+
+        def fmt(k: str, r: dict = r) -> str:
+            return f"{r[k]:.2f}x" if k in r else "-"
+        spread = max([v for k, v in r.items() if k.startswith("spread")] or [0.0])
+        print(f"{r['row']:30s} {enc.get('ms', float('nan')):12.4f} {enc.get('GB/s', float('nan')):7.0f} "
+              f"{fmt('vs triton tutorial'):>12s} {fmt('vs triton (our kernel)'):>12s} {fmt('vs torch'):>9s} "
+              f"{spread * 100:6.1f}%")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tutorials", help="a file with Triton's tutorial kernels (not part of this repository)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "gpu_proxy_h200.json"))
+    ap.add_argument("--reps", type=int, default=25)
+    ap.add_argument("--only", nargs="*", help="rows whose name contains one of these")
+    ap.add_argument("--small", action="store_true", help="small sizes, checks only (for compute-sanitizer)")
+    ap.add_argument("--providers", nargs="*", help="only these providers (e.g. enceladus)")
+    ap.add_argument("--sweep", action="store_true", help="also time config variants of the layer-norm kernels")
+    args = ap.parse_args(argv)
+    data = run(args)
+    if not args.small:
+        os.makedirs(os.path.dirname(args.out), exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(data, f, indent=1)
+        print_table(data)
+    bad = [(r["row"], n) for r in data["rows"] for n, p in r["providers"].items()
+           if "failed" in p or p.get("correct") is False]
+    print(f"providers failing or incorrect: {bad}")
+    return 1 if any(n == "enceladus" for _, n in bad) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The GPU proxy's MSL -> CUDA rewrite (benchmarks/gpu_proxy/rewrite.py) on reviewed MSL: what each rule
+produces. The conftest of this folder also rewrites and type-checks every kernel the codegen tests launch."""
+
+import os
+import pathlib
+import re
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).parent.parent.parent
+sys.path.insert(0, str(ROOT))
+from benchmarks.gpu_proxy.rewrite import ProxyTranslationError, translate  # noqa: E402
+
+sys.path.remove(str(ROOT))
+GOLDEN = ROOT / "tests" / "codegen" / "golden"
+
+
+def test_softmax_golden_becomes_cuda():
+    module = translate((GOLDEN / "softmax.metal").read_text())
+    src = module.source
+    kernel = module.kernels["softmax_kernel"]
+    assert kernel.symbol == "enc_proxy_softmax_kernel" and kernel.launch_bound is None
+    assert [(p.name, p.slot, p.kind) for p in kernel.params] == [
+        ("x_ptr", 0, "pointer"), ("out_ptr", 1, "pointer"), ("enc_args", 2, "bytes")]
+    assert "__shared__ __align__(16) float enc_smem3[4];" in src
+    assert "__device__ __forceinline__ void softmax_kernel(" in src
+    assert "static __device__ __forceinline__ void enc_combine1(" in src
+    assert 'extern "C" __global__ void enc_proxy_softmax_kernel(const float* x_ptr, float* out_ptr, ' \
+           "softmax_kernel_args enc_args)" in src
+    assert "softmax_kernel(x_ptr, out_ptr, enc_args, uint3(blockIdx.x, blockIdx.y, blockIdx.z), " \
+           "uint(enc_linear_tid));" in src
+    body = src.split('#line 1 "kernel.metal"', 1)[1]
+    assert not re.search(r"\b(device|constant|threadgroup)\b(?!_)", body.split("#line 1", 1)[0])
+    assert "#pragma METAL" not in src and "using namespace metal" not in src and "[[" not in body
+    # line structure is kept: the kernel declaration is on the same line as in the MSL
+    msl_lines = (GOLDEN / "softmax.metal").read_text().splitlines()
+    cuda_lines = body.split("\n")[1:]
+    assert msl_lines.index(next(line for line in msl_lines if line.startswith("kernel void"))) == \
+        cuda_lines.index(next(line for line in cuda_lines if "void softmax_kernel(" in line))
+
+
+def test_launch_bound_and_literals():
+    msl = """#include <metal_stdlib>
+using namespace metal;
+[[max_total_threads_per_threadgroup(256)]]
+kernel void k(device half* out [[buffer(0)]], uint tid [[thread_position_in_grid]]) {
+    threadgroup half tile[64];
+    #pragma unroll full
+    for (int i = 0; i < 2; ++i) tile[i] = 1.5h;
+    out[tid] = tile[0];
+}
+"""
+    module = translate(msl)
+    assert module.kernels["k"].launch_bound == 256
+    assert "__launch_bounds__(256) enc_proxy_k(half* out)" in module.source
+    assert "half(1.5f)" in module.source and "#pragma unroll " in module.source
+    assert "uint(blockIdx.x * blockDim.x + threadIdx.x)" in module.source
+
+
+def test_unknown_file_scope_function_is_refused():
+    msl = """#include <metal_stdlib>
+using namespace metal;
+float helper(float x) { return x; }
+kernel void k(device float* out [[buffer(0)]]) { out[0] = helper(1.0f); }
+"""
+    with pytest.raises(ProxyTranslationError, match="file-scope function"):
+        translate(msl)
+
+
+def test_threadgroup_buffer_parameters_are_refused():
+    msl = """#include <metal_stdlib>
+using namespace metal;
+kernel void k(device float* out [[buffer(0)]], threadgroup float* tmp [[threadgroup(0)]]) { out[0] = tmp[0]; }
+"""
+    with pytest.raises(ProxyTranslationError, match="threadgroup"):
+        translate(msl)
+
+
+@pytest.mark.skipif(not os.environ.get("ENCELADUS_PROXY_NVCC"), reason="set ENCELADUS_PROXY_NVCC=1 where nvcc exists")
+def test_nvcc_compiles_golden(tmp_path):
+    from benchmarks.gpu_proxy.cuda import build_cubin
+
+    for name in ("softmax", "vector_add", "copy2d", "divmod_chain"):
+        build_cubin(translate((GOLDEN / f"{name}.metal").read_text()).source, str(tmp_path / f"{name}.cubin"))
