@@ -45,14 +45,14 @@ def layer_norm_fwd(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.conste
 def layer_norm_config(N: int, itemsize: int) -> tuple[int, int]:
     """BLOCK_SIZE and num_warps for rows of N elements of itemsize bytes.
 
-    A tile holds up to 16 KiB of the row, and each thread 16 of its elements (one SIMD group per 512):
-    16 float32 values per thread sit well inside the register file of Apple GPUs (and of NVIDIA's), each
-    pass keeps four 16-byte loads per thread in flight, and fewer SIMD groups per row mean fewer partial
-    sums through threadgroup memory and more rows resident per core. Longer rows loop. (On the GPU proxy
-    a 4 KiB cap made a 4096-column row take four trips of 1024, 0.82x Triton's tutorial; 8 elements per
-    thread at 1024 columns gave 0.93x.)"""
-    block = min(enceladus.next_power_of_2(N), 16384 // itemsize)
-    return block, min(max(block // 512, 1), 8)
+    A tile holds up to 8 KiB of the row, 8 elements per thread (one SIMD group per 256 elements, up to
+    8): two 16-byte loads per thread in flight per pass while the three tiles a pass needs (x, w, b) stay
+    far below the register budget of Apple GPUs at 256 threads; longer rows loop. (GPU proxy, NVIDIA H200:
+    the earlier 4 KiB cap made a 4096-column row take four trips with half the threads, 0.82x Triton's
+    tutorial; 16 KiB tiles at 16 elements per thread ran 0.87x once the kernel declared its threadgroup
+    size; 8 KiB tiles ran 1.02x.)"""
+    block = min(enceladus.next_power_of_2(N), 8192 // itemsize)
+    return block, min(max(block // 256, 1), 8)
 
 
 def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-5):

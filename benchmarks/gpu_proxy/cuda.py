@@ -9,6 +9,7 @@ import ctypes
 import os
 import struct
 import subprocess
+import threading
 from collections.abc import Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,14 +51,16 @@ def check(status: int, what: str) -> None:
 
 def build_cubin(source: str, out_path: str, extra: Sequence[str] = ()) -> str:
     """Compile CUDA source text to a cubin with nvcc (cached by the caller); returns nvcc's messages."""
-    src = out_path[: -len(".cubin")] + ".cu"
+    # private file names: several processes (sanitizer shards) may build into one directory at once
+    stem = f"{out_path[: -len('.cubin')]}.{os.getpid()}.{threading.get_ident()}"
+    src, tmp = stem + ".cu", stem + ".cubin.tmp"
     with open(src, "w") as f:
         f.write(source)
-    cmd = ["nvcc", *NVCC_FLAGS, *extra, "-I", INCLUDE, src, "-o", out_path + ".tmp"]
+    cmd = ["nvcc", *NVCC_FLAGS, *extra, "-I", INCLUDE, src, "-o", tmp]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise CudaError(f"nvcc failed for {src}:\n{proc.stderr[-4000:]}")
-    os.replace(out_path + ".tmp", out_path)
+    os.replace(tmp, out_path)
     return proc.stderr
 
 

@@ -13,8 +13,8 @@ messages back to the MSL). Every rule is textual and local; the semantics live i
 3. ``kernel void NAME(`` becomes a ``__device__ __forceinline__`` function; file-scope ``static inline``
    helpers become ``__device__``; file-scope ``constant`` data becomes ``__device__ const``;
 4. a function-scope ``threadgroup T name[N];`` becomes ``__shared__ __align__(16) T name[N];``;
-5. the address-space qualifiers ``device``, ``constant``, ``thread``, ``threadgroup`` are removed from
-   types (CUDA's generic addressing);
+5. the address-space qualifiers ``device``, ``constant``, ``thread``, ``threadgroup`` and Metal 3.2's
+   ``coherent(device)`` are removed from types (CUDA's generic addressing; global memory is coherent);
 6. ``1.5h`` / ``2bf`` literals become ``half(1.5f)`` / ``bfloat(2.0f)``; ``#pragma unroll full`` becomes
    ``#pragma unroll``.
 
@@ -78,6 +78,9 @@ _TG_DECL = re.compile(
     re.MULTILINE,
 )
 _ADDRESS_SPACE = re.compile(r"\b(?:device|constant|thread|threadgroup)\b(?!\s*::)")
+# Metal 3.2 coherence qualifiers (coherent(device) device int* p): CUDA's global memory is coherent
+# across the device for atomics and fenced accesses, so the qualifier has no CUDA spelling.
+_COHERENT = re.compile(r"\bcoherent\s*\(\s*\w+\s*\)")
 _LITERAL = re.compile(
     r"(?<![\w.])(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?)(h|bf)\b"
 )
@@ -106,7 +109,7 @@ _BUILTIN_EXPR = {
 
 
 def _strip_spaces(msl_type: str) -> str:
-    return " ".join(_ADDRESS_SPACE.sub(" ", msl_type).split())
+    return " ".join(_ADDRESS_SPACE.sub(" ", _COHERENT.sub(" ", msl_type)).split())
 
 
 def _wrapper_param(p: KernelParam) -> WrapperParam:
@@ -178,17 +181,19 @@ def _rewrite_body(text: str) -> str:
 
 
 def translate(msl: str, header: str = "metal_cuda.cuh", inner_namespace: str = "", symbol_prefix: str = "enc_proxy_",
-              filename: str = "kernel.metal") -> CudaModule:
+              filename: str = "kernel.metal", launch_bounds: bool = True) -> CudaModule:
     """Rewrite one MSL file (as Enceladus emits it) into a CUDA translation unit with wrappers.
 
     ``inner_namespace`` (inside ``metal``) and ``symbol_prefix`` let several files share one translation
-    unit (the syntax check of a whole corpus); ``filename`` names the MSL in ``#line`` directives."""
+    unit (the syntax check of a whole corpus); ``filename`` names the MSL in ``#line`` directives;
+    ``launch_bounds=False`` drops the declared threadgroup size (to measure what it changes)."""
     signatures = parse_kernels(msl)
     if not signatures:
         raise ProxyTranslationError("no 'kernel void NAME(...)' in the MSL")
     text = strip_comments(msl)
     bounds = _launch_bounds(text)
     text = _ATTRIBUTE.sub(lambda m: " " * len(m.group(0)), text)
+    text = _COHERENT.sub(lambda m: " " * len(m.group(0)), text)
     text = _rewrite_body(text)
     text = _TG_DECL.sub(
         lambda m: f"{m.group('lead')}__shared__ __align__(16) {' '.join(m.group('type').split())} "
@@ -204,7 +209,7 @@ def translate(msl: str, header: str = "metal_cuda.cuh", inner_namespace: str = "
         if sorted(p.slot for p in params) != [p.slot for p in params]:
             params = tuple(sorted(params, key=lambda p: p.slot))
         symbol = f"{symbol_prefix}{name}"
-        bound = bounds.get(name)
+        bound = bounds.get(name) if launch_bounds else None
         decl = ", ".join(f"{p.cuda_type} {p.name}" for p in params) or "void"
         call = ", ".join(p.name if p.attribute in ("buffer", "threadgroup") else _builtin_arg(p) for p in sig.params)
         wrappers.append(

@@ -13,7 +13,7 @@ status=0
 timeout ${REPLAY_TIMEOUT:-200} python3 -m benchmarks.gpu_proxy.replay --corpus "$corpus" --build-dir $build --json "$out/replay.json" \
   > "$out/replay.log" 2>&1 || status=1
 tail -3 "$out/replay.log"
-timeout ${TABLE_TIMEOUT:-300} python3 -m benchmarks.gpu_proxy.table --tutorials "$tutorials" --out "$out/gpu_proxy_h200.json" \
+timeout ${TABLE_TIMEOUT:-300} python3 -m benchmarks.gpu_proxy.table --tutorials "$tutorials" --out "$out/gpu_proxy_h200.json" ${TABLE_ARGS:-} \
   > "$out/table.log" 2>&1 || status=1
 # compute-sanitizer over the corpus (4 shards per tool) and the table's kernels at small sizes, all at once
 # (after the timings, which run alone).

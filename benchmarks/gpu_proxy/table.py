@@ -47,8 +47,9 @@ class ProxyKernel:
     """An @enceladus.jit kernel launched on the GPU: compiled by Enceladus to MSL (same specialization as a
     normal launch), rewritten to CUDA, built with nvcc. ``kernel[grid](...)`` as usual, with torch tensors."""
 
-    def __init__(self, fn: Any, build_dir: str, log: list[dict]) -> None:
+    def __init__(self, fn: Any, build_dir: str, log: list[dict], launch_bounds: bool = True) -> None:
         self.fn = fn
+        self.launch_bounds = launch_bounds
         self.build_dir = build_dir
         self.log = log
         self._built: dict[int, tuple] = {}
@@ -72,7 +73,7 @@ class ProxyKernel:
                 standins[k] = v
         ck = self.fn.compile_for(standins, options)
         if id(ck) not in self._built:
-            module = translate(ck.asm["msl"])
+            module = translate(ck.asm["msl"], launch_bounds=self.launch_bounds)
             kern = module.kernels[ck.abi.kernel_name]
             path = os.path.join(self.build_dir, f"{ck.name}-{abs(hash(module.source)) % 10**12}.cubin")
             messages = cuda.build_cubin(module.source, path, ("-Xptxas", "-v"))
@@ -356,7 +357,7 @@ def sweep(ctx: dict, reps: int) -> list[dict]:
             res = {"failed": f"{type(e).__name__}: {str(e)[-300:]}"}
             torch.cuda.synchronize()
         out.append({"variant": name, "provider": provider, **res})
-        print(f"sweep {name:48s} {provider:10s} {res.get('ms', float('nan')):.4f} ms", flush=True)
+        print(f"sweep {name:48s} {provider:38s} {res.get('ms', float('nan')):.4f} ms", flush=True)
 
     for M, N, variants in ((65536, 1024, ((1024, 2), (1024, 4), (1024, 8), (512, 4))),
                            (16384, 4096, ((4096, 8), (4096, 16), (2048, 8), (1024, 4)))):
@@ -368,6 +369,9 @@ def sweep(ctx: dict, reps: int) -> list[dict]:
             record(name, "enceladus", P(enc_ln.layer_norm_fwd).prepare((M,), args, {"BLOCK_SIZE": blk, "num_warps": warps}))
             record(name, "triton", lambda a=args, bl=blk, wa=warps, M=M:
                    tri_ln.layer_norm_fwd[(M,)](*a, BLOCK_SIZE=bl, num_warps=wa))
+            nolb = ProxyKernel(enc_ln.layer_norm_fwd, tempfile.mkdtemp(prefix="enc-proxy-nolb-"), [], launch_bounds=False)
+            record(name, "enceladus without __launch_bounds__",
+                   nolb.prepare((M,), args, {"BLOCK_SIZE": blk, "num_warps": warps}))
         dy = torch.randn(M, N, device=dev)
         dx = torch.empty_like(x)
         dw, db = torch.empty(N, device=dev), torch.empty(N, device=dev)
@@ -513,6 +517,20 @@ def print_table(data: dict) -> None:
               f"{spread * 100:6.1f}%")
 
 
+def markdown(data: dict) -> str:
+    """The table as Markdown (for docs/benchmarks.md): Enceladus's time and the others' time over it."""
+    lines = ["| kernel | Enceladus ms | GB/s | vs Triton tutorial | vs Triton on our source | vs torch | spread |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in data["rows"]:
+        enc = r["providers"].get("enceladus", {})
+        cells = [f"{r[k]:.2f}x" if k in r else "—" for k in
+                 ("vs triton tutorial", "vs triton (our kernel)", "vs torch")]
+        spread = max([v for k, v in r.items() if k.startswith("spread")] or [0.0])
+        lines.append(f"| {r['row']} | {enc.get('ms', float('nan')):.3f} | {enc.get('GB/s', float('nan')):.0f} | "
+                     + " | ".join(cells) + f" | {spread * 100:.1f}% |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tutorials", help="a file with Triton's tutorial kernels (not part of this repository)")
@@ -522,7 +540,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", action="store_true", help="small sizes, checks only (for compute-sanitizer)")
     ap.add_argument("--providers", nargs="*", help="only these providers (e.g. enceladus)")
     ap.add_argument("--sweep", action="store_true", help="also time config variants of the layer-norm kernels")
+    ap.add_argument("--markdown", metavar="JSON", help="print the table of a results file as Markdown and exit")
     args = ap.parse_args(argv)
+    if args.markdown:
+        with open(args.markdown) as f:
+            print(markdown(json.load(f)))
+        return 0
     data = run(args)
     if not args.small:
         os.makedirs(os.path.dirname(args.out), exist_ok=True)
