@@ -3,12 +3,8 @@
 nvcc is needed; the check runs once per test session (per xdist worker), over that session's kernels."""
 
 import hashlib
-import os
-import sys
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -31,11 +27,9 @@ def gpu_proxy_rewrite_of_every_kernel():
         launch.KernelLauncher.__init__ = original
     if not seen:
         return
-    sys.path.insert(0, ROOT)
-    try:
-        from benchmarks.gpu_proxy.check import syntax_check
-    finally:
-        sys.path.remove(ROOT)
+    from .gpu_proxy_loader import gpu_proxy
+
+    syntax_check = gpu_proxy("check").syntax_check
     problems = syntax_check(seen.values(), find_compiler().command)
     if problems:
         pytest.fail(f"the GPU proxy's rewrite of {len(seen)} kernels launched by tests/codegen failed:\n"

@@ -4,15 +4,14 @@ produces. The conftest of this folder also rewrites and type-checks every kernel
 import os
 import pathlib
 import re
-import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).parent.parent.parent
-sys.path.insert(0, str(ROOT))
-from benchmarks.gpu_proxy.rewrite import ProxyTranslationError, translate  # noqa: E402
+from .gpu_proxy_loader import gpu_proxy
 
-sys.path.remove(str(ROOT))
+ProxyTranslationError = gpu_proxy("rewrite").ProxyTranslationError
+translate = gpu_proxy("rewrite").translate
+ROOT = pathlib.Path(__file__).parent.parent.parent
 GOLDEN = ROOT / "tests" / "codegen" / "golden"
 
 
@@ -20,16 +19,17 @@ def test_softmax_golden_becomes_cuda():
     module = translate((GOLDEN / "softmax.metal").read_text())
     src = module.source
     kernel = module.kernels["softmax_kernel"]
-    assert kernel.symbol == "enc_proxy_softmax_kernel" and kernel.launch_bound is None
+    # [[max_total_threads_per_threadgroup(128)]] becomes the wrapper's __launch_bounds__(128)
+    assert kernel.symbol == "enc_proxy_softmax_kernel" and kernel.launch_bound == 128
     assert [(p.name, p.slot, p.kind) for p in kernel.params] == [
         ("x_ptr", 0, "pointer"), ("out_ptr", 1, "pointer"), ("enc_args", 2, "bytes")]
     assert "__shared__ __align__(16) float enc_smem3[4];" in src
     assert "__device__ __forceinline__ void softmax_kernel(" in src
     assert "static __device__ __forceinline__ void enc_combine1(" in src
-    assert 'extern "C" __global__ void enc_proxy_softmax_kernel(const float* x_ptr, float* out_ptr, ' \
-           "softmax_kernel_args enc_args)" in src
+    assert 'extern "C" __global__ void __launch_bounds__(128) enc_proxy_softmax_kernel(const float* x_ptr, ' \
+           "float* out_ptr, softmax_kernel_args enc_args)" in src
     assert "softmax_kernel(x_ptr, out_ptr, enc_args, uint3(blockIdx.x, blockIdx.y, blockIdx.z), " \
-           "uint(enc_linear_tid));" in src
+           "uint(enc_linear_tid), uint((enc_linear_tid & 31u)), uint((enc_linear_tid >> 5)));" in src
     body = src.split('#line 1 "kernel.metal"', 1)[1]
     assert not re.search(r"\b(device|constant|threadgroup)\b(?!_)", body.split("#line 1", 1)[0])
     assert "#pragma METAL" not in src and "using namespace metal" not in src and "[[" not in body
@@ -79,7 +79,7 @@ kernel void k(device float* out [[buffer(0)]], threadgroup float* tmp [[threadgr
 
 @pytest.mark.skipif(not os.environ.get("ENCELADUS_PROXY_NVCC"), reason="set ENCELADUS_PROXY_NVCC=1 where nvcc exists")
 def test_nvcc_compiles_golden(tmp_path):
-    from benchmarks.gpu_proxy.cuda import build_cubin
+    build_cubin = gpu_proxy("cuda").build_cubin
 
     for name in ("softmax", "vector_add", "copy2d", "divmod_chain"):
         build_cubin(translate((GOLDEN / f"{name}.metal").read_text()).source, str(tmp_path / f"{name}.cubin"))
