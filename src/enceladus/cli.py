@@ -285,9 +285,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if cache.enabled():
         base = cache.cache_base()
         try:
-            cache.cache_dir("kernels")
+            import warnings
+
+            from . import cachedir
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", cachedir.CacheDirWarning)
+                used = os.path.dirname(cache.cache_dir("kernels"))
             entries = cache.list_entries()
             state = f"{base} (private; {len(entries)} files, {_human(sum(e.size for e in entries))})"
+            if used != base:
+                state = f"{base}: NOT USABLE (a file, not creatable or not writable); using a private temporary " \
+                        f"directory per process ({used})"
         except Exception as e:  # noqa: BLE001
             state = f"{base}: PROBLEM: {e}"
             ok = False

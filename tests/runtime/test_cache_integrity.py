@@ -87,7 +87,7 @@ def test_a_damaged_shared_library_is_never_loaded_and_is_rebuilt(warm_cache: Pat
     assert res.returncode == 0 and "OK" in res.stdout, res.stderr
     warns = [ln for ln in res.stderr.splitlines() if ln.startswith("WARN")]
     assert len(warns) == 1 and "discarded and rebuilt" in warns[0] and so.name in warns[0], res.stderr
-    assert _one(cache_dir, which).read_bytes() == data or len(_one(cache_dir, which).read_bytes()) > len(data) // 2
+    assert _one(cache_dir, which).read_bytes() == data  # rebuilt: the same bytes (the build is deterministic)
     again = run_script(tmp_path, cache_dir)  # the rebuilt library is used as is
     assert again.returncode == 0 and "WARN" not in again.stderr, again.stderr
 
