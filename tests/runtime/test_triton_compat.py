@@ -269,3 +269,14 @@ def test_suite_script_exclusions_and_classes():
     assert suite.excluded("test/unit/language/test_core.py::test_bin_op[int64-int8-+]") is None
     assert suite.classify("E   AssertionError: Not equal to tolerance")[0] == "wrong values"
     assert suite.classify("CompilationError: x\n    tl.foo()\nerror: tl.foo takes 2 arguments")[0] == "compile error"
+
+
+def test_warmup_under_the_interpreter():
+    interpreted = enceladus.jit(interpret=True)(_double.fn)
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros_like(x)
+    compiled = interpreted.warmup(x, y, x.size, BLOCK=64, grid=(1,))
+    compiled._init_handles()  # builds nothing: launches run in the interpreter
+    assert compiled.n_regs > 0 and compiled.metadata.num_warps == 4
+    compiled[(2,)](x, y, x.size, 64)
+    np.testing.assert_array_equal(y, 2 * x)

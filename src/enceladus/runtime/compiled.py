@@ -40,9 +40,12 @@ class CompiledHandle:
     reads through."""
 
     def __init__(self, fn: Any, kernel: CompiledKernel | None, constexprs: dict[str, Any], num_warps: int,
-                 num_stages: int = 3):
+                 num_stages: int = 3, interpreted: bool = False):
         self.__dict__["fn"] = fn
-        self.__dict__["kernel"] = kernel  # None under ENCELADUS_INTERPRET=1: launches run in the interpreter
+        # Under ENCELADUS_INTERPRET=1 launches run in the interpreter; ``kernel`` (the compiler's output for the
+        # same specialization, None if the compiler refuses it) only supplies the figures.
+        self.__dict__["kernel"] = kernel
+        self.__dict__["interpreted"] = interpreted
         self.__dict__["constexprs"] = constexprs
         if kernel is None:
             md = KernelMetadata(name=fn.__name__, shared=0, threads_per_threadgroup=32 * num_warps)
@@ -92,7 +95,7 @@ class CompiledHandle:
         """Build the backend program now (the first launch would otherwise do it)."""
         from .launch import launcher_for
 
-        if self.kernel is not None:
+        if self.kernel is not None and not self.interpreted:
             launcher_for(self.kernel)
 
     def __getitem__(self, grid: Any) -> Any:
@@ -111,7 +114,7 @@ class CompiledHandle:
             raise TypeError(f"compiled kernel '{self.name}' takes all {len(params)} parameters "
                             f"({', '.join(p.name for p in params)}), constexprs included, as Triton's compiled "
                             f"kernels do; got {len(args)}")
-        if self.kernel is None:  # interpreted: the constexprs it was "compiled" with, as for compiled kernels
+        if self.interpreted:  # the constexprs it was "compiled" with, as for compiled kernels
             values = {p.name: self.constexprs[p.name] if p.is_constexpr else a for p, a in zip(params, args)}
             self.fn.run(grid=grid, num_warps=self.metadata.num_warps, **values)
             return

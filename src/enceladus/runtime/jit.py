@@ -17,6 +17,7 @@ import numpy as np
 from ..compiler.kernel import CompiledKernel
 from ..compiler.metal_limits import MAX_GRID
 from ..compiler.source import KernelSource
+from ..errors import CompilationError
 from ..language.core import constexpr
 from ..language.dtypes import dtype
 from . import arguments, knobs, structs
@@ -363,9 +364,16 @@ class JITFunction:
         from .compiled import CompiledHandle
 
         values, options = self.bind(args, dict(kwargs))
-        kernel = None if self.interpret else self.compile_for(values, options)  # the interpreter compiles nothing
+        if self.interpret:  # launches run in the interpreter; the figures come from the compiler when it can
+            try:
+                kernel = self.compile_for(values, options)
+            except CompilationError:
+                kernel = None
+        else:
+            kernel = self.compile_for(values, options)
         constexprs = {p.name: values[p.name] for p in self.params if p.is_constexpr}
-        return CompiledHandle(self, kernel, constexprs, options.get("num_warps", 4), options.get("num_stages", 3))
+        return CompiledHandle(self, kernel, constexprs, options.get("num_warps", 4), options.get("num_stages", 3),
+                              interpreted=self.interpret)
 
     def explain(self, *args: Any, save: str | None = None, **kwargs: Any) -> str:
         """The IR with layouts, threads per threadgroup and vectorization decisions for these arguments.
