@@ -131,6 +131,7 @@ _CLASSES = [
     ("crash", re.compile(r"process crashed")),
     ("float64 data the test makes", re.compile(r"arrays of dtype float64 cannot be passed")),
     ("error message differs from Triton's", re.compile(r"Regex pattern did not match")),
+    ("out of resources (threadgroup memory, threads)", re.compile(r"OutOfResources")),
     ("compile error", re.compile(r"CompilationError: (?:.*\n)*?.*error: ([^\n]+)")),
     ("interpreter error", re.compile(r"(InterpreterError|OutOfBoundsError)[:\n]\s*([^\n]*)")),
     ("expected an error, none raised", re.compile(r"DID NOT RAISE|Failed: DID NOT")),
@@ -146,6 +147,8 @@ _CLASSES = [
 def classify(text: str | None) -> tuple[str, str]:
     """(failure class, a short detail with numbers and quoted names normalized) of a failure's text."""
     text = text or ""
+    error_lines = "\n".join(ln[1:].strip() for ln in text.splitlines() if ln.startswith("E "))
+    text = error_lines or text  # pytest's error lines, not the source around them (which names fp8 etc.)
     for name, pat in _CLASSES:
         m = pat.search(text)
         if m:
@@ -278,7 +281,7 @@ def summarize(mode: str, results: dict[str, dict], counted: list[str], baseline:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--triton-python", required=True, help="the python/ directory of a Triton checkout")
+    ap.add_argument("--triton-python", default=None, help="the python/ directory of a Triton checkout")
     ap.add_argument("--python", default=sys.executable, help="the Python that runs the tests (needs torch, scipy)")
     ap.add_argument("--baseline-python", default=None, help="a Python with upstream Triton, for its interpreter's pass list")
     ap.add_argument("--baseline-json", default=None, help="reuse the baseline of an earlier run's --json output")
@@ -290,9 +293,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case-timeout", type=int, default=120, help="seconds before a case counts as hung")
     ap.add_argument("--budget", type=float, default=3600, help="seconds for each mode's run (the rest is 'not run')")
     ap.add_argument("--json", default=None, help="write every case's outcome here")
+    ap.add_argument("--from-json", default=None, help="print the summary of an earlier run's --json output again")
     ap.add_argument("--log", default=os.path.join(tempfile.gettempdir(), "triton_suite.log"))
     args = ap.parse_args(argv)
 
+    if args.from_json:
+        with open(args.from_json) as f:
+            data = json.load(f)
+        for mode, res in data["results"].items():
+            summarize(mode, res, list(res), data.get("baseline"))
+        return 0
     pydir = os.path.abspath(args.triton_python)
     ids = collect(args.python, pydir, "compiled")
     exclusions = {i: why for i in ids if (why := excluded(i))}
