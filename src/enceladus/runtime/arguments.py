@@ -163,3 +163,27 @@ def as_numpy(value: object) -> np.ndarray:
             return value.view(torch.int16).numpy().view(dtypes.bfloat16_numpy())
         return value.detach().numpy()
     raise TypeError(f"{type(value).__name__} is not an array")
+
+
+def extent(arr: np.ndarray) -> tuple:
+    """What a kernel may touch through an array argument, for the cpu backend's access checks:
+    ``(lo, hi, itemsize)`` when its elements fill the bytes ``[lo, hi)``, else ``(lo, hi, itemsize, shape,
+    strides)`` of a strided view (dimensions of size > 1 and stride != 0, byte strides made positive,
+    largest first). An access is in bounds only if every byte it touches lies in an element."""
+    base = arr.__array_interface__["data"][0]
+    isz = arr.itemsize
+    if arr.flags.c_contiguous or arr.flags.f_contiguous:
+        return (base, base + arr.nbytes, isz)
+    lo = hi = base
+    dims = []
+    for n, s in zip(arr.shape, arr.strides):
+        if n == 0:
+            return (base, base, isz)
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+        if n > 1 and s != 0:
+            dims.append((abs(s), n))
+    dims.sort(reverse=True)
+    return (lo, hi + isz, isz, tuple(n for _, n in dims), tuple(s for s, _ in dims))

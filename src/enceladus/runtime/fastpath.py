@@ -20,6 +20,7 @@ import numpy as np
 
 from ..compiler.metal_limits import MAX_GRID
 from . import arguments
+from .arguments import extent
 from .launch import KernelLauncher
 from .tensor import Tensor
 
@@ -104,10 +105,14 @@ class LaunchPlan:
             if not vals[i].flags.writeable:
                 raise ValueError(f"argument '{self.names[i]}' is a read-only array, but kernel '{self.kernel.name}' "
                                  "stores through it; pass a writeable array (e.g. arr.copy())")
+        launcher = self.launcher
         if self.asynchronous:
-            addresses = [vals[i]._address for i in self.buffer_index]
-            self.launcher.submit(grid3, addresses, [vals[i] for i in self.scalar_index], (args, kwargs), True)
+            arrays = [vals[i] for i in self.buffer_index]
+            addresses = [a._address for a in arrays]
+            launcher.submit(grid3, addresses, [vals[i] for i in self.scalar_index], (args, kwargs), True,
+                            [a._extent for a in arrays] if launcher.checked else None)
         else:
             arrays = [vals[i] for i in self.buffer_index]
             addresses = [a._address if type(a) is Tensor else int(a.__array_interface__["data"][0]) for a in arrays]
-            self.launcher.submit(grid3, addresses, [vals[i] for i in self.scalar_index], arrays, False)
+            extents = [a._extent if type(a) is Tensor else extent(a) for a in arrays] if launcher.checked else None
+            launcher.submit(grid3, addresses, [vals[i] for i in self.scalar_index], arrays, False, extents)

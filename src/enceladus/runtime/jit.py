@@ -32,7 +32,7 @@ STRUCT_PREFIX = "__struct__"  # specialization entries that record the structure
 DOT_BACKEND_KEY = "__dot_backend__"  # the specialization entry of the dot lowering (a launch option)
 FP_FUSION_KEY = "__fp_fusion__"  # the specialization entry of enable_fp_fusion (a launch option)
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "dot_backend",
-                  "extern_libs")
+                  "extern_libs", "timeout")
 DOT_BACKENDS = ("auto", "simdgroup", "matmul2d")
 
 
@@ -313,10 +313,11 @@ class JITFunction:
         if knobs.hooks_active():  # the fast path is off while hooks are set (knobs._listeners)
             return self._run_hooked(grid, values, options)
         debug = bool(options.get("debug", False) or self.debug or debug_enabled())
+        timed = options.get("timeout") is not None  # a launch with a time limit takes the slow path
         kernel = self._launch_bound(grid, values, options)
         if kernel is None:  # interpreted
             return None
-        if fkey is not None and not debug and not kernel.metadata.get("log_sites"):
+        if fkey is not None and not debug and not timed and not kernel.metadata.get("log_sites"):
             spec_key = self._key(*self.specialization(values, options), options.get("num_warps", 4))
             if self.cache.get(spec_key) is kernel:
                 self._fast[fkey] = LaunchPlan(spec_key, launcher_for(kernel), self.param_names, self._defaults,
@@ -331,6 +332,7 @@ class JITFunction:
             interpret_launch(self, resolve_grid(grid, values), values, options, arguments.as_numpy)
             return None
         debug = bool(options.pop("debug", False) or self.debug or debug_enabled())
+        timeout = options.pop("timeout", None)  # seconds (cpu backend): the launch is stopped after that long
         kernel = self.compile_for(values, options)
         check_globals(kernel)
         launch_values = values
@@ -339,7 +341,7 @@ class JITFunction:
             for p in self.params:
                 if not p.is_constexpr and structs.is_struct(values[p.name]):
                     launch_values.update(structs.flatten(p.name, values[p.name])[0])
-        launch(kernel, resolve_grid(grid, values), launch_values, debug=debug)
+        launch(kernel, resolve_grid(grid, values), launch_values, debug=debug, timeout=timeout)
         return kernel
 
     def _run_hooked(self, grid: Any, values: dict[str, Any], options: dict[str, Any]) -> CompiledKernel | None:

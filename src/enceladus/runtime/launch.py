@@ -96,7 +96,7 @@ class KernelLauncher:
     """Everything about launching one compiled kernel that does not change between launches."""
 
     __slots__ = ("kernel", "program", "buffer_names", "buffer_writes", "scalar_names", "tptg", "fast", "name",
-                 "backend", "run_host")
+                 "backend", "run_host", "checked", "_timed")
 
     def __init__(self, kernel: CompiledKernel) -> None:
         backend = get_backend()
@@ -117,33 +117,52 @@ class KernelLauncher:
                                           _scalar_format(kernel) if abi.args_slot is not None else "")
         # Backends that bind host memory themselves (metal) take the arrays of synchronous launches.
         self.run_host = getattr(self.fast, "run_host", None)
+        # The cpu backend checks every access against the arguments' extents and names the kernel line.
+        self.checked = hasattr(self.fast, "line_table")
+        if self.checked:
+            self.fast.line_table = LineTable(kernel)
+        self._timed: dict[float, Any] = {}
 
-    def packet(self, grid: tuple[int, int, int], addresses: list[int], scalars: list[Any]) -> Any:
+    def packet(self, grid: tuple[int, int, int], addresses: list[int], scalars: list[Any], extents: Any = None,
+               fast: Any = None) -> Any:
         """The backend packet for one launch (raises LaunchError for grids the hardware cannot run)."""
         gsize = (grid[0] * self.tptg, grid[1], grid[2])
+        fast = fast or self.fast
         try:
-            return self.fast.pack(grid, gsize, *addresses, *scalars)
+            if self.checked:
+                return fast.pack(grid, gsize, *addresses, *scalars, extents=extents)
+            return fast.pack(grid, gsize, *addresses, *scalars)
         except (struct.error, OverflowError):  # OverflowError: a float beyond fp32's range
             if gsize[0] > U32:
                 raise LaunchError(f"kernel '{self.name}': grid {grid} x {self.tptg} threads per threadgroup "
                                   "overflows 32-bit thread ids; use fewer threadgroups or a larger BLOCK") from None
             # Scalars outside the packed type's range: negative unsigned ints wrap; anything that does not
             # fit raises an OverflowError naming the argument (pack_scalars).
-            fixed = list(pack_scalars(self.kernel, dict(zip(self.scalar_names, scalars))))
-            return self.fast.pack(grid, gsize, *addresses, *struct.unpack("<" + _scalar_format(self.kernel),
-                                                                         bytes(fixed)))
+            fixed = struct.unpack("<" + _scalar_format(self.kernel),
+                                  pack_scalars(self.kernel, dict(zip(self.scalar_names, scalars))))
+            if self.checked:
+                return fast.pack(grid, gsize, *addresses, *fixed, extents=extents)
+            return fast.pack(grid, gsize, *addresses, *fixed)
 
     def submit(self, grid: tuple[int, int, int], addresses: list[int], scalars: list[Any], keepalive: Any,
-               asynchronous: bool) -> None:
+               asynchronous: bool, extents: Any = None, timeout: float | None = None) -> None:
         """Queue the launch on the current stream, or run it now (after waiting for every stream).
 
-        For synchronous launches ``keepalive`` is the list of array arguments in slot order."""
-        packet = self.packet(grid, addresses, scalars)
+        For synchronous launches ``keepalive`` is the list of array arguments in slot order. ``extents``: what
+        each buffer may touch (cpu access checks); ``timeout``: seconds before the launch is stopped."""
+        fast = self.fast
+        if timeout is not None:
+            if not hasattr(fast, "with_timeout"):
+                raise ValueError(f"kernel '{self.name}': timeout= is supported by the cpu backend only")
+            fast = self._timed.get(timeout)
+            if fast is None:
+                fast = self._timed[timeout] = self.fast.with_timeout(timeout)
+        packet = self.packet(grid, addresses, scalars, extents, fast)
         if asynchronous:
             queue = current_stream()._queue
             if queue.error is not None:
                 raise queue.take_error()  # type: ignore[misc]
-            queue.submit(self.fast.run, packet, keepalive)
+            queue.submit(fast.run, packet, keepalive)
             return
         wait_all_idle()
         queue = current_stream()._queue
@@ -152,25 +171,62 @@ class KernelLauncher:
         if self.run_host is not None:
             self.run_host(packet, keepalive, queue)
         else:
-            self.fast.run(packet)
+            fast.run(packet)
 
-    def debug_launch(self, grid: tuple[int, int, int], arrays: list[Any], scalars: list[Any]) -> None:
-        """Run synchronously with out-of-bounds and race checks (buffers copied into guarded memory)."""
+    def debug_launch(self, grid: tuple[int, int, int], arrays: list[Any], scalars: list[Any],
+                     timeout: float | None = None) -> None:
+        """Run synchronously with the access checks plus threadgroup-memory race tracking (nothing is copied)."""
         wait_all_idle()
         abi = self.kernel.abi
-        buffers, sizes = {}, {}
+        buffers, extents = {}, {}
         keep = []
         params = sorted(abi.buffer_params, key=lambda p: p.slot)
         for p, a in zip(params, arrays):
             arr = arguments.as_numpy(a)
-            lo, hi = byte_span(arr)
-            buffers[p.slot], sizes[p.slot] = lo, hi - lo
+            buffers[p.slot] = int(arr.__array_interface__["data"][0])
+            extents[p.slot] = a._extent if type(a) is Tensor else arguments.extent(arr)
         if abi.args_slot is not None:
             raw = np.frombuffer(pack_scalars(self.kernel, dict(zip(self.scalar_names, scalars))), np.uint8).copy()
             keep.append(raw)
             buffers[abi.args_slot] = raw.ctypes.data
-            sizes[abi.args_slot] = max(abi.args_size, 1)
-        self.program.launch(grid, (self.tptg, 1, 1), buffers, debug=True, buffer_sizes=sizes)
+            extents[abi.args_slot] = (raw.ctypes.data, raw.ctypes.data + abi.args_size, 1)
+        try:
+            self.program.launch(grid, (self.tptg, 1, 1), buffers, debug=True, extents=extents, timeout=timeout)
+        except LaunchError as exc:
+            raise type(exc)(self.fast.line_table.annotate(str(exc))) from None
+
+
+class LineTable:
+    """MSL line -> "line N of file.py: source" for a generated kernel (``metadata["line_table"]``), so that
+    errors of the cpu backend's checks name the Python line. Built on first use."""
+
+    def __init__(self, kernel: CompiledKernel) -> None:
+        self.kernel = kernel
+        self._map: dict[int, str] | None = None
+
+    def _build(self) -> dict[int, str]:
+        import linecache
+
+        out: dict[int, str] = {}
+        table = self.kernel.metadata.get("line_table") or {}
+        filename = table.get("file", "")
+        for msl_line, py_line in table.get("lines", []):
+            text = linecache.getline(filename, py_line).strip() if filename else ""
+            out[msl_line] = f"line {py_line} of {filename}" + (f": {text}" if text else "")
+        return out
+
+    def get(self, line: int, default: Any = None) -> Any:
+        if self._map is None:
+            self._map = self._build()
+        return self._map.get(line, default)
+
+    def annotate(self, message: str) -> str:
+        """A debug-mode message with its '(MSL line N)' turned into the kernel line."""
+        import re
+
+        m = re.search(r" \(MSL line (\d+)\)$", message)
+        where = self.get(int(m.group(1))) if m else None
+        return message[:m.start()] + f"\n  at {where} (MSL line {m.group(1)})" if where else message
 
 
 def byte_span(arr: np.ndarray) -> tuple[int, int]:
@@ -192,7 +248,7 @@ def launcher_for(kernel: CompiledKernel) -> KernelLauncher:
 
 
 def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str, Any], *,
-           debug: bool = False) -> None:
+           debug: bool = False, timeout: float | None = None) -> None:
     """Run ``kernel`` over ``grid`` on the current backend: queued when every array argument is an
     ``enceladus.Tensor``, else synchronously (NumPy arguments hold the results on return)."""
     if 0 in grid:
@@ -206,9 +262,10 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
         values = {**values, devicelog.LOG_PARAM: log}
     kl = launcher_for(kernel)
     arrays = [values[name] for name in kl.buffer_names]
-    addresses = []
+    addresses, extents = [], []
     for name, a, writes in zip(kl.buffer_names, arrays, kl.buffer_writes):
         arr = arguments.as_numpy(a)
+        extents.append(a._extent if type(a) is Tensor else arguments.extent(arr))
         if writes and not arr.flags.writeable:
             raise ValueError(f"argument '{name}' is a read-only array, but kernel '{kernel.name}' stores through it; "
                              "pass a writeable array (e.g. arr.copy())")
@@ -217,9 +274,10 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
         addresses.append(int(arr.__array_interface__["data"][0]))
     scalars = [values[name] for name in kl.scalar_names]
     if debug or debug_enabled():
-        kl.debug_launch(grid, arrays, scalars)
+        kl.debug_launch(grid, arrays, scalars, timeout)
     else:
-        kl.submit(grid, addresses, scalars, arrays, log is None and all(type(a) is Tensor for a in arrays))
+        kl.submit(grid, addresses, scalars, arrays, log is None and all(type(a) is Tensor for a in arrays),
+                  extents if kl.checked else None, timeout)
     if log is not None:
         devicelog.report(kernel, log)
 

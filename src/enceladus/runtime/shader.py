@@ -23,7 +23,7 @@ import numpy as np
 from ..language import dtypes as D
 from . import arguments
 from .backend import get_backend
-from .launch import byte_span, debug_enabled
+from .launch import debug_enabled
 from .stream import current_stream, wait_all_idle
 from .tensor import Tensor
 
@@ -114,6 +114,7 @@ class ShaderKernel:
             # A reference parameter: a scalar (or struct / vector) value, copied now.
             if _is_array(value) and cast is None:
                 arr = arguments.as_numpy(value)
+                self._check_reference_array(what, base, elem, width, arr)
                 objects.append(value if isinstance(value, Tensor) else arr)
                 addresses.append(int(arr.__array_interface__["data"][0]))
                 continue
@@ -121,6 +122,25 @@ class ShaderKernel:
             objects.append(storage)
             addresses.append(storage.ctypes.data)
         return addresses, objects, only_tensors
+
+    def _check_reference_array(self, what: str, base: str, elem: np.dtype | None, width: int,
+                               arr: np.ndarray) -> None:
+        """An array bound to a ``constant T&`` parameter: the kernel reads one T from it, so it must hold
+        (at least) one T of the right element type, contiguously."""
+        if elem is not None:
+            if arr.dtype != elem:
+                raise self._fail(TypeError, f"{what} is a reference to {base} but the array has dtype {arr.dtype} "
+                                            f"(the kernel would read its bytes as {base}); pass "
+                                            f"np.array(value, np.{elem}) or a Python scalar")
+            need = 4 if width == 3 else width
+            if arr.size < need:
+                raise self._fail(ValueError, f"{what} is a reference to {base} ({need} element(s) of {elem}) but "
+                                             f"the array has {arr.size}; pass a value of that type")
+            if not (arr.flags.c_contiguous or arr.flags.f_contiguous):
+                raise self._fail(ValueError, f"{what} is a reference to {base}: pass a contiguous array")
+        elif arr.nbytes == 0:
+            raise self._fail(ValueError, f"{what} is a reference to {base} but the array is empty; pass a "
+                                         "value of that type")
 
     def _scalar_storage(self, what: str, base: str, elem: np.dtype | None, width: int, value: Any,
                         cast: Any) -> np.ndarray:
@@ -149,9 +169,10 @@ class ShaderKernel:
     def __call__(self, *args: Any, threadgroups: Sequence[int] | None = None,
                  threads_per_threadgroup: Sequence[int] | None = None, threads: Sequence[int] | None = None,
                  threadgroup_memory: Mapping[int, int] | None = None, arg_casts: Mapping[Any, Any] | None = None,
-                 debug: bool | None = None) -> None:
+                 debug: bool | None = None, timeout: float | None = None) -> None:
         """Launch: ``threadgroups=`` + ``threads_per_threadgroup=`` (dispatchThreadgroups) or ``threads=``
-        (dispatchThreads; ``threads_per_threadgroup`` defaults to (min(256, nx), 1, 1))."""
+        (dispatchThreads; ``threads_per_threadgroup`` defaults to (min(256, nx), 1, 1)). ``timeout``: seconds
+        before a cpu-backend launch is stopped (default ``ENCELADUS_TIMEOUT``)."""
         if (threadgroups is None) == (threads is None):
             raise self._fail(TypeError, "pass exactly one of threadgroups=(gx, gy, gz) (with "
                                         "threads_per_threadgroup=) or threads=(nx, ny, nz)")
@@ -169,14 +190,16 @@ class ShaderKernel:
             gsize = tuple(g * t for g, t in zip(groups, tptg))
         addresses, objects, only_tensors = self._bind(args, arg_casts or {})
         slots = [p.index for p in self.params]
-        if debug or (debug is None and debug_enabled()):
+        checked = getattr(self.program, "takes_extents", False)  # the cpu backend checks accesses against them
+        extents = [o._extent if isinstance(o, Tensor) else arguments.extent(arguments.as_numpy(o))
+                   for o in objects] if checked else None
+        if debug or (debug is None and debug_enabled()) or timeout is not None:
+            if not checked and timeout is not None:
+                raise self._fail(ValueError, "timeout= is supported by the cpu backend only")
             wait_all_idle()
-            sizes = {}
-            for p, o in zip(self.params, objects):
-                lo, hi = byte_span(arguments.as_numpy(o))
-                sizes[p.index] = hi - lo
             buffers = dict(zip(slots, addresses))
-            kw = {"threadgroup_memory": threadgroup_memory, "debug": True, "buffer_sizes": sizes}
+            kw = {"threadgroup_memory": threadgroup_memory, "debug": bool(debug or (debug is None and debug_enabled())),
+                  "extents": dict(zip(slots, extents or [])), "timeout": timeout}
             if threads is not None:
                 self.program.dispatch_threads(gsize, tptg, buffers, **kw)
             else:
@@ -192,7 +215,11 @@ class ShaderKernel:
         if 0 in groups:
             return
         try:
-            packet = fast.pack(groups, gsize, *[addresses[i] for i in order])
+            if checked:
+                packet = fast.pack(groups, gsize, *[addresses[i] for i in order],
+                                   extents=[extents[i] for i in order])  # type: ignore[index]
+            else:
+                packet = fast.pack(groups, gsize, *[addresses[i] for i in order])
         except Exception as exc:  # struct.error: a grid past 32-bit thread ids
             raise self._fail(ValueError, f"grid {groups} x {tptg} overflows 32-bit thread ids") from exc
         queue = current_stream()._queue

@@ -64,7 +64,7 @@ class Tensor:
     sharing the memory.
     """
 
-    __slots__ = ("_alloc", "_view", "_address", "_key", "__weakref__")
+    __slots__ = ("_alloc", "_view", "_address", "_key", "_extent", "__weakref__")
 
     def __init__(self, allocation: Any, view: np.ndarray) -> None:
         # Use enceladus.empty / zeros / tensor / from_numpy / from_dlpack rather than this constructor.
@@ -75,6 +75,7 @@ class Tensor:
         # The JIT's specialization key for this argument (see runtime/jit.py); None sends it to the slow path.
         ok = ty is not None and view.size <= arguments.MAX_ELEMENTS and all(s >= 0 for s in view.strides)
         self._key = ("T", ty.name, self._address % 16 == 0) if ok and ty is not None else None
+        self._extent = arguments.extent(view)  # what a kernel may touch through it (cpu access checks)
 
     # --- metadata -------------------------------------------------------------------------------
     @property

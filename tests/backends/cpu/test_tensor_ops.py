@@ -421,12 +421,15 @@ def test_compile_time_rules(edit: tuple[str, str], message: str | None) -> None:
         enceladus.compile_shader(src)
 
 
-def test_debug_mode_catches_an_operand_that_claims_too_much_memory() -> None:
+@pytest.mark.parametrize("debug", [False, True])
+def test_checks_catch_an_operand_that_claims_too_much_memory(debug: bool) -> None:
     lib = enceladus.compile_shader(HALF_DEVICE)
     m, n, k = 64, 32, 32
     a, b, c = np.ones((m, k), np.float16), np.ones((k, n), np.float16), np.zeros((m, n), np.float32)
-    # K = 4096 makes both operand tensors describe far more memory than their buffers hold
-    with pytest.raises(KernelLaunchError, match=r"kernel 'gemm', threadgroup \(0,0,0\): out-of-bounds read"):
-        lib.gemm(a, b, c, m, n, 4096, threadgroups=(1, 1, 1), threads_per_threadgroup=(128, 1, 1), debug=True)
+    # K = 4096 makes both operand tensors describe far more memory than their buffers hold: the tensor is
+    # checked against its pointer's argument when it is made (default checks and debug mode alike)
+    with pytest.raises(KernelLaunchError, match=r"kernel 'gemm', program \(0,0,0\), thread \d+: out-of-bounds "
+                                                r"access of 2 bytes through argument 'A' at element index \d+"):
+        lib.gemm(a, b, c, m, n, 4096, threadgroups=(1, 1, 1), threads_per_threadgroup=(128, 1, 1), debug=debug)
     lib.gemm(a, b, c, m, n, k, threadgroups=(1, 1, 1), threads_per_threadgroup=(128, 1, 1), debug=True)
     np.testing.assert_array_equal(c, np.full((m, n), k, np.float32))

@@ -32,3 +32,7 @@ class MSLCompileError(CpuBackendError):
 
 class KernelLaunchError(CpuBackendError, LaunchError):
     """Bad launch arguments, or the kernel did something undefined while running."""
+
+
+class KernelTimeoutError(KernelLaunchError, TimeoutError):
+    """A launch ran past its timeout (``timeout=`` or ``ENCELADUS_TIMEOUT``) and was stopped."""

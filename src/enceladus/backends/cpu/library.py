@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ...compiler.metal_limits import MAX_GRID, MAX_THREADGROUP_MEMORY, MAX_THREADS_PER_THREADGROUP
-from .errors import CpuBackendError, KernelLaunchError
+from .errors import CpuBackendError, KernelLaunchError, KernelTimeoutError
 from .memory import CpuAllocation
 from .signature import KernelParam, KernelSignature
 from .toolchain import (
@@ -28,18 +28,93 @@ from .toolchain import (
 if TYPE_CHECKING:
     from .queue import CpuQueue
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 MAX_BUFFERS = 31
 THREADGROUP_MEMORY_LIMIT = MAX_THREADGROUP_MEMORY
 _U32 = MAX_GRID
 
 # The EncLaunch struct of include/enceladus/abi.h, packed with `struct` (no ctypes objects on the hot
 # path): a constant head per kernel, then the per-launch part, then the packed scalar bytes.
-_HEAD = struct.Struct("<QQ3IiIIQ31QQQ")  # fn .. debug
+_HEAD = struct.Struct("<QQ3IiIIQ31QQQQQQ")  # fn .. debug, names, tg_names, timeout_ms
 _GROUPS = "3I3I"  # groups, gsize
-LAUNCH_STRUCT_SIZE = _HEAD.size + 24 + 8 * MAX_BUFFERS
+LAUNCH_STRUCT_SIZE = _HEAD.size + 24 + 8 * MAX_BUFFERS + 24 * MAX_BUFFERS
 NO_ARGS_SLOT = 0xFFFFFFFF
 ERROR_CAPACITY = 2048
+MAX_DIMS = 8
+_LAYOUT = struct.Struct(f"<II{MAX_DIMS}q{MAX_DIMS}q")  # EncLayout
+ANYWHERE = (0, (1 << 64) - 1, 0)  # the extent of a buffer whose size is not known: not checked
+
+
+def timeout_from_env() -> float | None:
+    """``ENCELADUS_TIMEOUT`` (seconds; unset, empty or 0: none): the default limit of every cpu launch."""
+    raw = os.environ.get("ENCELADUS_TIMEOUT", "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise CpuBackendError(f"ENCELADUS_TIMEOUT={raw!r} is not a number of seconds; unset it or set e.g. 30") \
+            from None
+    return value if value > 0 else None
+
+
+def _timeout_ms(timeout: float | None) -> int:
+    if timeout is None:
+        return 0
+    if not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return max(1, int(timeout * 1000))
+
+
+def extent_fields(extents: Sequence[tuple] | None, count: int, tail: int) -> tuple[list[int], bytes]:
+    """The packed ``EncExtent`` fields of ``count`` buffers and the layout blobs that follow the packet.
+
+    Each extent is ``(lo, hi, itemsize)`` for an argument whose elements fill ``[lo, hi)``, or
+    ``(lo, hi, itemsize, shape, strides)`` for a strided view (byte strides >= 0 from ``lo``, largest first).
+    ``tail`` is the packet's size before the blobs (their offsets are relative to the packet start)."""
+    if extents is None:
+        return list(ANYWHERE) * count, b""
+    fields: list[int] = []
+    blobs = bytearray()
+    start = (tail + 7) // 8 * 8
+    for e in extents:
+        if len(e) == 3:
+            fields += e
+            continue
+        lo, hi, itemsize, shape, strides = e
+        if len(shape) > MAX_DIMS:  # more dimensions than the runtime checks: only the span is checked
+            fields += (lo, hi, itemsize)
+            continue
+        offset = start + len(blobs)
+        pad = [0] * (MAX_DIMS - len(shape))
+        blobs += _LAYOUT.pack(len(shape), itemsize, *shape, *pad, *strides, *pad)
+        fields += (lo, hi, itemsize | (offset << 16))
+    return fields, (b"\0" * (start - tail) + bytes(blobs)) if blobs else b""
+
+
+def _error(name: str, rc: int, err: ctypes.Array, line_table: Mapping[int, str] | None,
+           timeout_ms: int) -> BaseException:
+    """The exception for a failed enc_launch (return code ``rc``; ``err``: line word, reserved word, message)."""
+    if rc == 2:
+        if threading.current_thread() is threading.main_thread():
+            return KeyboardInterrupt(f"kernel '{name}' was interrupted (SIGINT); the process is usable")
+        return KernelLaunchError(f"kernel '{name}' was interrupted (SIGINT) while running on a stream")
+    if rc == 3:
+        return KernelTimeoutError(f"kernel '{name}' ran past its timeout of {timeout_ms / 1000:g} s and was "
+                                  "stopped (its outputs may be partly written); raise timeout= or "
+                                  "ENCELADUS_TIMEOUT, or look for a loop that never ends")
+    raw = err.raw
+    line = int.from_bytes(raw[:4], "little")
+    message = raw[8:].split(b"\0", 1)[0].decode(errors="replace") or f"kernel '{name}' failed"
+    if line:
+        where = line_table.get(line) if line_table else None
+        message += f"\n  at {where} (MSL line {line})" if where else f" (MSL line {line})"
+    return KernelLaunchError(message)
+
+
+def checks_enabled() -> bool:
+    """Whether cpu-backend kernels are built with access checks: yes unless ``ENCELADUS_CHECKS=0``."""
+    return os.environ.get("ENCELADUS_CHECKS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 class _Runtime:
@@ -117,27 +192,50 @@ class FastLauncher:
     KernelLaunchError. The JIT's hot path and the stream worker use only these two calls.
     """
 
-    __slots__ = ("name", "head", "body", "_enc_launch")
+    __slots__ = ("name", "head", "body", "_enc_launch", "nbuf", "line_table", "timeout_ms", "_function", "_head_args")
 
-    def __init__(self, function: CpuFunction, head: bytes, body: struct.Struct) -> None:
+    def __init__(self, function: CpuFunction, head: bytes, body: struct.Struct, nbuf: int,
+                 head_args: tuple = ()) -> None:
         self.name = function.name
+        self._function = function
+        self._head_args = head_args
         self.head = head
         self.body = body
+        self.nbuf = nbuf
         self._enc_launch = function._library._runtime.enc_launch
+        self.line_table: Mapping[int, str] | None = None  # MSL line -> where in the kernel's source
+        self.timeout_ms = _timeout_ms(timeout_from_env())
 
-    def pack(self, groups: Sequence[int], gsize: Sequence[int], *values: object) -> bytes:
-        """The packet for one launch: ``values`` are the buffer addresses (slot order) then the scalars."""
-        return self.head + self.body.pack(*groups, *gsize, *values)
+    def with_timeout(self, timeout: float | None) -> FastLauncher:
+        """The same launcher with another time limit (seconds; None: none)."""
+        ms = _timeout_ms(timeout)
+        fl = FastLauncher(self._function, self._function._head(*self._head_args, timeout_ms=ms), self.body, self.nbuf,
+                          self._head_args)
+        fl.line_table = self.line_table
+        fl.timeout_ms = ms
+        return fl
+
+    def pack(self, groups: Sequence[int], gsize: Sequence[int], *values: object,
+             extents: Sequence[tuple] | None = None) -> bytes:
+        """The packet for one launch: ``values`` are the buffer addresses (slot order) then the scalars;
+        ``extents`` what each buffer may touch (see :func:`extent_fields`; None: not checked)."""
+        n = self.nbuf
+        fields, blobs = extent_fields(extents, n, len(self.head) + self.body.size)
+        packet = self.head + self.body.pack(*groups, *gsize, *values[:n], *fields, *values[n:])
+        return packet + blobs if blobs else packet
 
     def run(self, packet: bytes) -> None:
         """Execute one packet to completion on the calling thread."""
         err = ctypes.create_string_buffer(ERROR_CAPACITY)
-        if self._enc_launch(packet, err, ERROR_CAPACITY) != 0:
-            raise KernelLaunchError(err.value.decode(errors="replace") or f"kernel '{self.name}' failed")
+        rc = self._enc_launch(packet, err, ERROR_CAPACITY)
+        if rc != 0:
+            raise _error(self.name, rc, err, self.line_table, self.timeout_ms)
 
 
 class CpuFunction:
     """One kernel of a CpuLibrary, launchable on the CPU."""
+
+    takes_extents = True  # launches carry what each buffer may touch (the access checks)
 
     def __init__(self, library: CpuLibrary, signature: KernelSignature, address: int) -> None:
         self.name = signature.name
@@ -145,6 +243,14 @@ class CpuFunction:
         self._library = library
         self._address = address
         self._name_buf = ctypes.create_string_buffer(signature.name.encode())
+        names = [None] * MAX_BUFFERS
+        for p in signature.buffer_params:
+            names[p.index] = p.name.encode()
+        self._names = (ctypes.c_char_p * MAX_BUFFERS)(*names)
+        tg_names = [None] * MAX_BUFFERS
+        for p in signature.threadgroup_params:
+            tg_names[p.index] = p.name.encode()
+        self._tg_names = (ctypes.c_char_p * MAX_BUFFERS)(*tg_names)
 
     def __repr__(self) -> str:
         return f"<CpuFunction {self.signature}>"
@@ -158,16 +264,20 @@ class CpuFunction:
         threadgroup_memory: Mapping[int, int] | None = None,
         debug: bool = False,
         buffer_sizes: Mapping[int, int] | None = None,
+        extents: Mapping[int, tuple] | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Run the kernel like ``dispatchThreadgroups``: ``buffers`` maps ``[[buffer(i)]]`` slots to addresses,
         ``threadgroup_memory`` maps ``[[threadgroup(i)]]`` slots to byte lengths. Synchronous.
 
-        ``debug=True`` (needs ``buffer_sizes``: slot -> bytes) checks out-of-bounds device accesses and
-        threadgroup-memory races (see docs/cpu_backend.md)."""
+        Checked builds check every access of a buffer against ``extents[slot]`` (see :func:`extent_fields`)
+        or, failing that, ``buffer_sizes[slot]`` bytes from its address; a buffer with neither is not
+        checked. ``debug=True`` adds threadgroup-memory race checks (see docs/cpu_backend.md).
+        ``timeout``: seconds before the launch is stopped (default ``ENCELADUS_TIMEOUT``)."""
         groups = self._triple("threadgroups", threadgroups, allow_zero=True)
         tptg = self._triple("threads_per_threadgroup", threads_per_threadgroup)
         self._dispatch(groups, tptg, tuple(g * t for g, t in zip(groups, tptg)), buffers, threadgroup_memory,
-                       debug, buffer_sizes)
+                       debug, buffer_sizes, extents, timeout)
 
     def dispatch_threads(
         self,
@@ -178,13 +288,15 @@ class CpuFunction:
         threadgroup_memory: Mapping[int, int] | None = None,
         debug: bool = False,
         buffer_sizes: Mapping[int, int] | None = None,
+        extents: Mapping[int, tuple] | None = None,
+        timeout: float | None = None,
     ) -> None:
         """Run the kernel like ``dispatchThreads``: ``threads`` is the grid size in threads; edge threadgroups
         are partial (their ``threads_per_threadgroup`` builtin reports the partial size)."""
         grid = self._triple("threads", threads, allow_zero=True)
         tptg = self._triple("threads_per_threadgroup", threads_per_threadgroup)
         groups = tuple(-(-g // t) for g, t in zip(grid, tptg))
-        self._dispatch(groups, tptg, grid, buffers, threadgroup_memory, debug, buffer_sizes)
+        self._dispatch(groups, tptg, grid, buffers, threadgroup_memory, debug, buffer_sizes, extents, timeout)
 
     def launcher(self, buffer_slots: Sequence[int], threads_per_threadgroup: Sequence[int],
                  args_slot: int | None = None, args_format: str = "",
@@ -195,14 +307,17 @@ class CpuFunction:
         tptg = self._triple("threads_per_threadgroup", threads_per_threadgroup)
         slots = list(buffer_slots) + ([args_slot] if args_slot is not None else [])
         self._check_slots(set(slots))
-        head = self._head(tptg, threadgroup_memory, args_slot, struct.calcsize("<" + args_format) if args_slot
-                          is not None else 0, 0)
+        head_args = (tptg, threadgroup_memory, args_slot, struct.calcsize("<" + args_format) if args_slot
+                     is not None else 0, 0)
         order = {slot: i for i, slot in enumerate(buffer_slots)}
         fmt = "".join("Q" if s in order else "8x" for s in range(MAX_BUFFERS))
+        ext = "".join("QQQ" if s in order else "24x" for s in range(MAX_BUFFERS))
         # struct packs fields in format order: give each used slot its position by sorting.
         if list(buffer_slots) != sorted(buffer_slots):
             raise KernelLaunchError(f"kernel '{self.name}': launcher buffer_slots must be ascending")
-        return FastLauncher(self, head, struct.Struct("<" + _GROUPS + fmt + args_format))
+        fl = FastLauncher(self, b"", struct.Struct("<" + _GROUPS + fmt + ext + args_format), len(order), head_args)
+        fl.head = self._head(*head_args, timeout_ms=fl.timeout_ms)
+        return fl
 
     # -- helpers ---------------------------------------------------------------------------------
     def _triple(self, what: str, value: Sequence[int], allow_zero: bool = False) -> tuple[int, int, int]:
@@ -236,7 +351,7 @@ class CpuFunction:
                 )
 
     def _head(self, tptg: tuple[int, ...], threadgroup_memory: Mapping[int, int] | None, args_slot: int | None,
-              args_size: int, debug_address: int, address: int | None = None) -> bytes:
+              args_size: int, debug_address: int, address: int | None = None, timeout_ms: int = 0) -> bytes:
         n = tptg[0] * tptg[1] * tptg[2]
         if n > MAX_THREADS_PER_THREADGROUP:
             raise KernelLaunchError(
@@ -270,7 +385,7 @@ class CpuFunction:
             self._address if address is None else address, ctypes.addressof(self._name_buf), *tptg,
             1 if self._library.uses_fibers else 0, max(tg_params) + 1 if tg_params else 0,
             NO_ARGS_SLOT if args_slot is None else args_slot, args_size, *tg_sizes, THREADGROUP_MEMORY_LIMIT,
-            debug_address,
+            debug_address, ctypes.addressof(self._names), ctypes.addressof(self._tg_names), timeout_ms,
         )
 
     def _dispatch(
@@ -282,6 +397,8 @@ class CpuFunction:
         threadgroup_memory: Mapping[int, int] | None,
         debug: bool = False,
         buffer_sizes: Mapping[int, int] | None = None,
+        extents: Mapping[int, tuple] | None = None,
+        timeout: float | None = None,
     ) -> None:
         if any(g * t > _U32 for g, t in zip(groups, tptg)):
             raise KernelLaunchError(
@@ -296,30 +413,46 @@ class CpuFunction:
                     f"kernel '{self.name}': parameter '{p.name}' [[buffer({slot})]] needs a non-null host "
                     f"address (int), got {addr!r}"
                 )
+        ext = dict(extents or {})
+        for slot, size in (buffer_sizes or {}).items():
+            if slot not in ext and slot in buffers:
+                ext[slot] = (buffers[slot], buffers[slot] + int(size), 0)
+        order = sorted(buffers)
+        runner, debug_address, keep = self, 0, None
         if debug:
-            from .debug import debug_dispatch
+            from .debug import debug_info
 
-            debug_dispatch(self, groups, tptg, grid, buffers, threadgroup_memory, buffer_sizes)
-            return
-        head = self._head(tptg, threadgroup_memory, None, 0, 0)
+            runner, keep = debug_info(self)
+            debug_address = ctypes.addressof(keep)
+        ms = _timeout_ms(timeout) if timeout is not None else _timeout_ms(timeout_from_env())
+        head = runner._head(tptg, threadgroup_memory, None, 0, debug_address, timeout_ms=ms)
         table = [buffers.get(s, 0) for s in range(MAX_BUFFERS)]
-        self._run(head + struct.pack("<" + _GROUPS + f"{MAX_BUFFERS}Q", *groups, *grid, *table))
+        fields, blobs = extent_fields([ext.get(s, ANYWHERE) for s in order], len(order), LAUNCH_STRUCT_SIZE)
+        slots = [ANYWHERE] * MAX_BUFFERS
+        for i, s in enumerate(order):
+            slots[s] = tuple(fields[3 * i:3 * i + 3])
+        flat = [v for e in slots for v in e]
+        runner._run(head + struct.pack("<" + _GROUPS + f"{MAX_BUFFERS}Q{3 * MAX_BUFFERS}Q", *groups, *grid, *table,
+                                       *flat) + blobs, ms)
+        del keep
 
-    def _run(self, packet: bytes) -> None:
+    def _run(self, packet: bytes, timeout_ms: int = 0) -> None:
         err = ctypes.create_string_buffer(ERROR_CAPACITY)
-        if self._library._runtime.enc_launch(packet, err, ERROR_CAPACITY) != 0:
-            raise KernelLaunchError(err.value.decode(errors="replace") or f"kernel '{self.name}' failed")
+        rc = self._library._runtime.enc_launch(packet, err, ERROR_CAPACITY)
+        if rc != 0:
+            raise _error(self.name, rc, err, None, timeout_ms)
 
 
 class CpuLibrary:
     """MSL text compiled for the CPU: its kernels' signatures and the generated C++."""
 
     def __init__(self, msl: str, compiler: CompilerInfo, race_check: bool = False, ubsan: bool | None = None,
-                 defines: tuple[str, ...] = ()) -> None:
+                 defines: tuple[str, ...] = (), checked: bool = True) -> None:
         from .toolchain import ubsan_requested
 
         self.msl = msl
         self.race_check = race_check
+        self.checked = checked or race_check
         self.ubsan = ubsan_requested() if ubsan is None else ubsan  # UBSan mode: see toolchain.kernel_flags
         self.defines = tuple(defines)  # -D macros of the compatibility headers (the probe tests' wrong twins)
         # fails here, not later, when the UBSan mode cannot be built
@@ -328,7 +461,8 @@ class CpuLibrary:
         self.compiler = compiler
         self._runtime = _Runtime.get(compiler)
         self._cpp: str | None = None
-        index = library_index_path(msl, compiler, race_check, self.ubsan, self.defines)
+        mode = "race" if race_check else "checked" if self.checked else "plain"
+        index = library_index_path(msl, compiler, mode, self.ubsan, self.defines)
         entry = read_library_index(index)
         try:  # built before: no translation (and no import of the translator)
             self.kernels: dict[str, KernelSignature] = {
@@ -365,7 +499,7 @@ class CpuLibrary:
         if self._cpp is None:
             from .translate import translation_unit
 
-            self._cpp = translation_unit(self.msl, self.kernels, self.race_check, self.ubsan)
+            self._cpp = translation_unit(self.msl, self.kernels, self.race_check, self.ubsan, self.checked)
         return self._cpp
 
     def _load(self, path: str) -> ctypes.CDLL:
@@ -424,9 +558,12 @@ class CpuBackend:
         self.compiler = find_compiler(cxx)
         self.defines = tuple(defines)
 
-    def compile(self, msl: str) -> CpuLibrary:
-        """Build (or load from the cache) a shared library for this MSL text."""
-        return CpuLibrary(msl, self.compiler, defines=self.defines)
+    def compile(self, msl: str, *, checked: bool | None = None) -> CpuLibrary:
+        """Build (or load from the cache) a shared library for this MSL text. ``checked`` (default: on unless
+        ``ENCELADUS_CHECKS=0``): every device and threadgroup access is checked (see docs/cpu_backend.md)."""
+        if checked is None:
+            checked = checks_enabled()
+        return CpuLibrary(msl, self.compiler, defines=self.defines, checked=checked)
 
     def probe_identity(self) -> str:
         """What probe results are cached under: the compiler and the header macros (runtime/probes.py)."""

@@ -3,9 +3,11 @@
 // as cooperatively scheduled fibers, so that barriers and SIMD-group functions have Metal's
 // semantics. Compiled once per compiler into its own cached library (this file may use the C++
 // standard library; kernel translation units may not).
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -119,14 +121,19 @@ struct Worker {
   unsigned running[kMaxThreads / ENC_SIMD_WIDTH];
   EncSimdSnapshot snaps[kMaxThreads / ENC_SIMD_WIDTH][2];
   unsigned snap_parity[kMaxThreads / ENC_SIMD_WIDTH];
-  // debug mode: fault recovery and threadgroup-memory race tracking
+  EncArg tg_args[ENC_MAX_BUFFERS];  // checked builds: what each [[threadgroup(i)]] parameter may touch
+  // Leaving kernel code early (a failed check, an interrupt, a timeout, a debug-mode fault): work()
+  // sets `jmp` once per launch; `armed` says kernel code (not a runtime lock or allocation) is running.
   sigjmp_buf jmp;
-  volatile int armed = 0;
+  std::atomic<int> armed{0};
+  pthread_t thread;
+  std::atomic<int> in_launch{0};
   unsigned long fault_addr = 0;
   int fault_write = -1;  // 1 write, 0 read, -1 unknown
   unsigned loop_tid = 0;  // thread index in the plain-loop path
   const EncThread* loop_thread = nullptr;  // its builtins
   unsigned epoch = 0;     // advances at every threadgroup barrier and group start
+  unsigned group_epoch = 0;  // epoch at the start of the running group
   unsigned sepoch[kMaxThreads / ENC_SIMD_WIDTH];  // advances at every simdgroup_barrier of that group
   struct Shadow { unsigned epoch, sepoch; unsigned short tid; }* shadow = nullptr;
 };
@@ -138,18 +145,37 @@ size_t g_page = 4096;
 // ---- errors ----------------------------------------------------------------------------------
 std::mutex g_err_mu;
 std::atomic<bool> g_failed{false};
+// Why a launch stops early without a kernel error: SIGINT or its timeout (set from signal handlers).
+enum { ABORT_NONE = 0, ABORT_INTERRUPT = 1, ABORT_TIMEOUT = 2 };
+std::atomic<int> g_abort{ABORT_NONE};
 // The dispatch in flight (one at a time, under Pool::launch_mu): where errors go, the bound buffers.
 char* g_err = nullptr;
 unsigned long g_err_cap = 0;
+unsigned g_err_line = 0;  // MSL line of the first error (0: none known)
 void* g_bufs[ENC_MAX_BUFFERS];
+EncArg g_args[ENC_MAX_BUFFERS];  // checked builds: what each [[buffer(i)]] may touch
 
 void record_error(const EncLaunch* /*L*/, const char* fmt, ...) {
-  std::lock_guard<std::mutex> lk(g_err_mu);
-  if (g_failed.exchange(true)) return;  // the first error wins
-  va_list ap;
-  va_start(ap, fmt);
-  if (g_err && g_err_cap) vsnprintf(g_err, g_err_cap, fmt, ap);
-  va_end(ap);
+  Worker* w = tls_worker;
+  int armed = w ? w->armed.load() : 0;
+  if (w) w->armed = 0;  // never leave kernel code while holding the lock
+  {
+    std::lock_guard<std::mutex> lk(g_err_mu);
+    if (!g_failed.exchange(true)) {  // the first error wins
+      va_list ap;
+      va_start(ap, fmt);
+      if (g_err && g_err_cap) vsnprintf(g_err, g_err_cap, fmt, ap);
+      va_end(ap);
+    }
+  }
+  if (w) w->armed = armed;
+}
+
+// Abandons the calling thread's threadgroup: back to work(), which stops this worker.
+[[noreturn]] void leave_kernel(int why) {
+  Worker* w = tls_worker;
+  w->armed = 0;
+  siglongjmp(w->jmp, why);
 }
 
 // ---- fibers ----------------------------------------------------------------------------------
@@ -235,6 +261,8 @@ void fill_thread(EncThread* t, const EncLaunch* L, const unsigned g[3], const un
   t->nsg = (n + ENC_SIMD_WIDTH - 1) / ENC_SIMD_WIDTH;
   t->buffers = g_bufs;
   t->tg_buffers = tg_ptrs;
+  t->args = g_args;
+  t->tg_args = tls_worker ? tls_worker->tg_args : nullptr;
 }
 
 const char* blocked_desc(const Fiber& f) { return f.what ? f.what : "?"; }
@@ -290,6 +318,7 @@ bool resolve_simd(Worker* w, unsigned s, unsigned n) {
 
 bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
   unsigned n = sz[0] * sz[1] * sz[2];
+  w->armed = 0;  // allocations below must not be left half done by an interrupt
   if (w->fibers.size() < n) w->fibers.resize(n);
   while (w->stacks.size() < n) {
     char* s = alloc_stack();
@@ -299,6 +328,8 @@ bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
     }
     w->stacks.push_back(s);
   }
+  w->armed = 1;
+  if (g_abort.load(std::memory_order_relaxed)) leave_kernel(2);
   Fiber* fs = w->fibers.data();
   unsigned nsg = (n + ENC_SIMD_WIDTH - 1) / ENC_SIMD_WIDTH;
   for (unsigned i = 0; i < n; ++i) {
@@ -402,8 +433,16 @@ bool run_group(Worker* w, const EncLaunch* L, unsigned long gi) {
   w->tg_used = 0;
   w->gen++;
   w->epoch++;
+  w->group_epoch = w->epoch;
   for (unsigned i = 0; i < L->n_tg_params && i < ENC_MAX_BUFFERS; ++i) {
     w->tg_ptrs[i] = w->tg_mem + w->tg_used;
+    EncArg& a = w->tg_args[i];
+    a.lo = a.base = reinterpret_cast<unsigned long>(w->tg_ptrs[i]);
+    a.hi = a.lo + L->tg_param_sizes[i];
+    a.layout = nullptr;
+    a.name = L->tg_names ? L->tg_names[i] : nullptr;
+    a.itemsize = 0;
+    a.kind = ENC_ARG_TG_PARAM;
     w->tg_used += (L->tg_param_sizes[i] + 15) & ~15ul;
   }
   if (!L->use_fibers) {
@@ -422,16 +461,18 @@ bool run_group(Worker* w, const EncLaunch* L, unsigned long gi) {
 }
 
 
-// ---- debug mode: out-of-bounds device accesses ---------------------------------------------------
-// Each buffer was copied (by the Python side) into a mapping with PROT_NONE guard pages. A fault in
-// kernel code jumps back to the worker, which reports kernel, buffer and threadgroup; the threadgroup
-// is abandoned and the process keeps running.
-struct sigaction g_old_segv, g_old_bus;
+// ---- leaving kernel code: faults (debug mode), interrupts and timeouts ---------------------------
+// Debug mode catches SIGSEGV/SIGBUS in kernel code (a fiber stack overflow, a wild access through
+// memory no check covers); SIGINT and a launch's timeout stop every worker: a worker running kernel
+// code is sent kAbortSignal, whose handler leaves the kernel (siglongjmp back into work()); one
+// between threadgroups sees g_abort. Handlers use SA_NODEFER, so the signal mask needs no restoring.
+struct sigaction g_old_segv, g_old_bus, g_old_int;
 thread_local bool tls_altstack = false;
+int g_abort_signal = 0;
 
 void on_fault(int sig, siginfo_t* si, void* uc) {
   Worker* w = tls_worker;
-  if (w && w->armed) {
+  if (w && w->armed && w->launch && w->launch->debug) {
     w->armed = 0;
     w->fault_addr = reinterpret_cast<unsigned long>(si->si_addr);
 #if defined(__x86_64__) && defined(REG_ERR)
@@ -462,9 +503,36 @@ void install_fault_handler() {
     struct sigaction sa;
     std::memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     sigaction(sig, &sa, sig == SIGSEGV ? &g_old_segv : &g_old_bus);
+  }
+}
+
+void on_abort_signal(int, siginfo_t*, void*) {
+  Worker* w = tls_worker;
+  if (w && w->armed && g_abort.load()) {
+    w->armed = 0;
+    siglongjmp(w->jmp, 2);
+  }
+}
+
+void kick_workers();
+
+// SIGINT while a launch runs: stop it. A launch made by the main thread then raises KeyboardInterrupt
+// itself; one made by another thread (a stream's worker) also passes SIGINT on to Python's handler,
+// so that the main thread, waiting for the stream, is interrupted.
+std::atomic<bool> g_launch_on_main{true};
+void on_sigint(int sig, siginfo_t* si, void* uc) {
+  int expected = ABORT_NONE;
+  g_abort.compare_exchange_strong(expected, ABORT_INTERRUPT);
+  kick_workers();
+  if (g_launch_on_main.load()) return;
+  if ((g_old_int.sa_flags & SA_SIGINFO) && g_old_int.sa_sigaction) {
+    g_old_int.sa_sigaction(sig, si, uc);
+  } else if (!(g_old_int.sa_flags & SA_SIGINFO) && g_old_int.sa_handler != SIG_IGN &&
+             g_old_int.sa_handler != SIG_DFL) {
+    g_old_int.sa_handler(sig);
   }
 }
 
@@ -490,55 +558,122 @@ bool in_fiber_guard(Worker* w, unsigned long a) {
   return false;
 }
 
+unsigned current_tid(Worker* w) { return w->cur ? unsigned(w->cur - w->fibers.data()) : w->loop_tid; }
+
 void report_fault(Worker* w, const EncLaunch* L) {
   unsigned long a = w->fault_addr;
   const char* op = w->fault_write == 1 ? "write" : w->fault_write == 0 ? "read" : "access";
-  const EncDebug* d = L->debug;
-  for (unsigned i = 0; i < d->n_guards; ++i) {
-    const EncGuard& g = d->guards[i];
-    if (a < g.region_lo || a >= g.region_hi) continue;
-    unsigned long size = g.data_hi - g.data_lo;
-    if (a < g.data_lo) {
-      record_error(L,
-                   "kernel '%s', threadgroup (%u,%u,%u): out-of-bounds %s of device buffer '%s': address 0x%lx "
-                   "is %lu bytes before its start (the buffer has %lu bytes)",
-                   L->kernel_name, w->group[0], w->group[1], w->group[2], op, g.name, a, g.data_lo - a, size);
-    } else {
-      record_error(L,
-                   "kernel '%s', threadgroup (%u,%u,%u): out-of-bounds %s of device buffer '%s': byte offset %lu "
-                   "is past its end (the buffer has %lu bytes)",
-                   L->kernel_name, w->group[0], w->group[1], w->group[2], op, g.name, a - g.data_lo, size);
-    }
-    return;
-  }
   if (in_fiber_guard(w, a)) {
     record_error(L,
-                 "kernel '%s', threadgroup (%u,%u,%u): a thread overflowed its %lu-byte fiber stack (deep "
+                 "kernel '%s', program (%u,%u,%u): a thread overflowed its %lu-byte fiber stack (deep "
                  "recursion or a huge local array); raise ENCELADUS_CPU_FIBER_STACK",
                  L->kernel_name, w->group[0], w->group[1], w->group[2], static_cast<unsigned long>(g_stack_size));
     return;
   }
   record_error(L,
-               "kernel '%s', threadgroup (%u,%u,%u): invalid %s of address 0x%lx, which belongs to no buffer "
-               "argument (a wild pointer, or memory reached through a pointer stored in a buffer)",
+               "kernel '%s', program (%u,%u,%u): invalid %s of address 0x%lx, which belongs to no argument "
+               "(memory reached through a pointer the checks do not cover, e.g. an integer made into a pointer)",
                L->kernel_name, w->group[0], w->group[1], w->group[2], op, a);
 }
 
-bool run_group_checked(Worker* w, const EncLaunch* L, unsigned long gi) {
-  if (!L->debug) return run_group(w, L, gi);
-  ensure_altstack();
-  if (sigsetjmp(w->jmp, 1)) {
-    // Back from a fault: the threadgroup's fibers are abandoned (re-created by the next launch).
-    w->in_fibers = false;
-    w->aborted = false;
-    w->cur = nullptr;
-    report_fault(w, L);
-    return false;
+// ---- checked builds: the slow path of an access check ----------------------------------------------
+// Whether the byte at offset `off` from layout origin lies in an element (greedy decomposition over the
+// dimensions, largest stride first: exact for views whose elements do not overlap); *start gets the
+// offset of that element's first byte.
+bool element_at(const EncLayout* l, long off, long* start) {
+  long rem = off;
+  for (unsigned d = 0; d < l->ndim; ++d) {
+    long st = l->strides[d];
+    if (st <= 0 || l->shape[d] <= 1) continue;
+    long k = rem / st;
+    if (k >= l->shape[d]) k = l->shape[d] - 1;
+    rem -= k * st;
   }
-  w->armed = 1;
-  bool ok = run_group(w, L, gi);
-  w->armed = 0;
-  return ok;
+  if (rem < 0 || rem >= long(l->itemsize)) return false;
+  *start = off - rem;
+  return true;
+}
+
+const char* access_word(unsigned kind) {
+  switch (kind) {
+    case ENC_ACC_READ: return "read";
+    case ENC_ACC_WRITE: return "write";
+    case ENC_ACC_ATOMIC: return "atomic";
+    default: return "access";
+  }
+}
+
+void api_check_access(const EncArg* arg, const void* addr, unsigned long n, unsigned long align, unsigned kind,
+                      unsigned line) {
+  Worker* w = tls_worker;
+  const EncLaunch* L = w->launch;
+  unsigned long a = reinterpret_cast<unsigned long>(addr);
+  if (!arg) return;  // memory Enceladus does not know (a pointer made from an integer)
+  const char* what = arg->kind == ENC_ARG_DEVICE ? "argument" : arg->kind == ENC_ARG_TG_VAR
+                     ? "threadgroup variable" : "threadgroup parameter";
+  char name[96];
+  if (arg->name) snprintf(name, sizeof name, "%s", arg->name);
+  else snprintf(name, sizeof name, "[[%s(%ld)]]", arg->kind == ENC_ARG_DEVICE ? "buffer" : "threadgroup",
+                arg->kind == ENC_ARG_DEVICE ? long(arg - g_args) : long(arg - w->tg_args));
+  char where[160];
+  snprintf(where, sizeof where, "kernel '%s', program (%u,%u,%u), thread %u", L->kernel_name, w->group[0],
+           w->group[1], w->group[2], current_tid(w));
+  unsigned isz = arg->itemsize ? arg->itemsize : n ? unsigned(n) : 1;  // unknown: in units of the access
+  long rel = long(a - arg->base);
+  long elem = rel >= 0 ? rel / long(isz) : -((-rel + long(isz) - 1) / long(isz));
+  unsigned long span = arg->hi - arg->lo;
+  bool inside = a >= arg->lo && n <= span && a - arg->lo <= span - n;
+  if (align > 1 && (a & (align - 1)) != 0) {
+    g_err_line = line;
+    record_error(L,
+                 "%s: misaligned %lu-byte %s through %s '%s' at element index %ld (byte offset %ld): the "
+                 "address is not a multiple of %lu, which Metal requires for this type (pass a view whose "
+                 "start is aligned, or load narrower elements)",
+                 where, n, access_word(kind), what, name, elem, rel, align);
+    leave_kernel(3);
+  }
+  if (inside && n > 0) {
+    if (!arg->layout) return;
+    long off = long(a - arg->lo), end = off + long(n), start = 0;
+    bool ok = true;
+    while (off < end) {
+      if (!element_at(arg->layout, off, &start)) { ok = false; break; }
+      off = start + long(arg->layout->itemsize);
+    }
+    if (ok) return;
+    g_err_line = line;
+    record_error(L,
+                 "%s: out-of-bounds %s of %lu bytes through %s '%s' at byte offset %ld from its element 0: "
+                 "the bytes lie between the elements of the strided view (shape and strides of '%s' do not "
+                 "reach them)",
+                 where, access_word(kind), n, what, name, rel, name);
+    leave_kernel(3);
+  }
+  g_err_line = line;
+  if (arg->kind == ENC_ARG_DEVICE)
+    record_error(L,
+                 "%s: out-of-bounds %s of %lu bytes through %s '%s' at element index %ld (byte offset %ld); "
+                 "'%s' has %lu elements of %u bytes",
+                 where, access_word(kind), n, what, name, elem, rel, name, span / isz, isz);  // NOLINT
+  else
+    record_error(L,
+                 "%s: out-of-bounds %s of %lu bytes through %s '%s' at element index %ld (byte offset %ld); "
+                 "'%s' has %lu bytes of threadgroup memory",
+                 where, access_word(kind), n, what, name, elem, rel, name, span);
+  leave_kernel(3);
+}
+
+void api_check_ref(const EncArg* arg, unsigned long n, const char* type) {
+  Worker* w = tls_worker;
+  const EncLaunch* L = w->launch;
+  char name[96];
+  if (arg->name) snprintf(name, sizeof name, "%s", arg->name);
+  else snprintf(name, sizeof name, "[[buffer(%ld)]]", long(arg - g_args));
+  record_error(L,
+               "kernel '%s': parameter '%s' is a reference to %s (%lu bytes), but the argument bound to it has "
+               "%lu bytes; pass a value (or an array) of that type",
+               L->kernel_name, name, type, n, arg->hi - arg->lo);
+  leave_kernel(3);
 }
 
 // ---- thread pool -----------------------------------------------------------------------------
@@ -569,16 +704,43 @@ Worker* new_worker() {
 
 void work(Worker* w, const EncLaunch* L) {
   tls_worker = w;
+  w->launch = L;
+  if (L->debug) ensure_altstack();
+  w->in_launch = 1;
+  int why = sigsetjmp(w->jmp, 0);
+  if (why) {
+    // Left kernel code early: the group's fibers are abandoned (re-created by the next launch).
+    w->armed = 0;
+    w->in_fibers = false;
+    w->aborted = false;
+    w->cur = nullptr;
+    if (why == 1) report_fault(w, L);
+    w->in_launch = 0;
+    return;
+  }
   for (;;) {
-    if (g_failed.load(std::memory_order_relaxed)) break;
+    if (g_failed.load(std::memory_order_relaxed) || g_abort.load(std::memory_order_relaxed)) break;
     unsigned long gi = g_pool->next.fetch_add(1, std::memory_order_relaxed);
     if (gi >= g_pool->total) break;
-    if (!run_group_checked(w, L, gi)) break;
+    w->armed = 1;
+    if (g_abort.load()) break;  // pairs with kick_workers: either it sees `armed` or this sees g_abort
+    bool ok = run_group(w, L, gi);
+    w->armed = 0;
+    if (!ok) break;
   }
+  w->in_launch = 0;
+}
+
+void kick_workers() {
+  // Called from signal handlers and the watchdog: pthread_kill is async-signal-safe.
+  if (!g_pool || !g_abort_signal) return;
+  for (Worker* w : g_pool->workers)
+    if (w->in_launch && w->armed) pthread_kill(w->thread, g_abort_signal);
 }
 
 void worker_loop(unsigned idx) {
   Worker* w = g_pool->workers[idx];
+  w->thread = pthread_self();
   unsigned long seen = 0;
   for (;;) {
     const EncLaunch* L;
@@ -688,23 +850,45 @@ void api_tg_access(const void* base, const void* addr, unsigned long n, int is_w
   unsigned long off = static_cast<unsigned long>(static_cast<const unsigned char*>(addr) - w->tg_mem);
   if (off >= kTgMemBytes || n > kTgMemBytes - off) return;  // not threadgroup memory
   if (!w->shadow) {
+    int armed = w->armed.exchange(0);  // an interrupt must not leave calloc half done
     w->shadow = static_cast<Worker::Shadow*>(std::calloc(kTgMemBytes, sizeof(Worker::Shadow)));
+    w->armed = armed;
     if (!w->shadow) return;
   }
   unsigned me = w->cur ? unsigned(w->cur - w->fibers.data()) : w->loop_tid;
   unsigned sg = me / ENC_SIMD_WIDTH;
   for (unsigned long i = 0; i < n; ++i) {
     Worker::Shadow& s = w->shadow[off + i];
+    // Epochs are unique per group: bytes last written before this group started are uninitialised here.
+    bool written = s.epoch - w->group_epoch < 0x80000000u;
+    bool synced_in_simdgroup = s.tid / ENC_SIMD_WIDTH == sg && s.sepoch != w->sepoch[sg];
+    bool unordered = written && s.epoch == w->epoch && s.tid != me && !synced_in_simdgroup;
+    long rel = static_cast<const unsigned char*>(addr) + i - static_cast<const unsigned char*>(base);
+    char msg[512];
     if (is_write) {
+      if (unordered && is_write == 1) {
+        snprintf(msg, sizeof msg,
+                 "threadgroup-memory race on '%s': thread %u writes byte %ld of it, which thread %u also wrote "
+                 "since the last threadgroup_barrier, with another value (write-write race: the value left depends "
+                 "on timing; let one thread write, or put a threadgroup_barrier between the writes)",
+                 name, me, rel, unsigned(s.tid));
+        api_fail(msg, 0);
+        return;
+      }
       s.epoch = w->epoch;
       s.sepoch = w->sepoch[sg];
       s.tid = static_cast<unsigned short>(me);
       continue;
     }
-    bool synced_in_simdgroup = s.tid / ENC_SIMD_WIDTH == sg && s.sepoch != w->sepoch[sg];
-    if (s.epoch == w->epoch && s.tid != me && !synced_in_simdgroup) {
-      long rel = static_cast<const unsigned char*>(addr) + i - static_cast<const unsigned char*>(base);
-      char msg[512];
+    if (!written) {
+      snprintf(msg, sizeof msg,
+               "read of uninitialised threadgroup memory: thread %u reads byte %ld of '%s', which no thread of this "
+               "threadgroup has written (threadgroup memory starts undefined in every threadgroup)",
+               me, rel, name);
+      api_fail(msg, 0);
+      return;
+    }
+    if (unordered) {
       snprintf(msg, sizeof msg,
                "threadgroup-memory race on '%s': thread %u reads byte %ld of it, which thread %u wrote since the "
                "last threadgroup_barrier (add threadgroup_barrier(mem_flags::mem_threadgroup) between the write "
@@ -721,10 +905,55 @@ const EncThread* api_current_thread() {
   return w->cur ? &w->cur->t : w->loop_thread;
 }
 
-const EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier,   api_simd,          api_tg_static,
-                             api_fail,        api_tg_access, api_current_thread};
+const EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier,   api_simd,           api_tg_static,
+                             api_fail,        api_tg_access, api_current_thread, api_check_access,
+                             api_check_ref};
 
 }  // namespace
+
+// ---- timeouts: one watchdog thread, started by the first launch that has a timeout -----------------
+std::mutex g_wd_mu;
+std::condition_variable g_wd_cv;
+std::chrono::steady_clock::time_point g_wd_deadline;
+bool g_wd_active = false;
+unsigned long g_wd_gen = 0;
+bool g_wd_started = false;
+
+void watchdog_main() {
+  std::unique_lock<std::mutex> lk(g_wd_mu);
+  for (;;) {
+    if (!g_wd_active) {
+      g_wd_cv.wait(lk);
+      continue;
+    }
+    unsigned long gen = g_wd_gen;
+    if (g_wd_cv.wait_until(lk, g_wd_deadline) == std::cv_status::timeout && g_wd_active && gen == g_wd_gen) {
+      int expected = ABORT_NONE;
+      g_abort.compare_exchange_strong(expected, ABORT_TIMEOUT);
+      kick_workers();
+      g_wd_active = false;
+    }
+  }
+}
+
+void watchdog_start(unsigned long ms) {
+  std::lock_guard<std::mutex> lk(g_wd_mu);
+  if (!g_wd_started) {
+    std::thread(watchdog_main).detach();
+    g_wd_started = true;
+  }
+  g_wd_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  g_wd_active = true;
+  g_wd_gen++;
+  g_wd_cv.notify_all();
+}
+
+void watchdog_stop() {
+  std::lock_guard<std::mutex> lk(g_wd_mu);
+  g_wd_active = false;
+  g_wd_gen++;
+  g_wd_cv.notify_all();
+}
 
 extern "C" {
 __attribute__((visibility("default"))) const EncRuntimeApi* enc_runtime_api() { return &g_api; }
@@ -737,35 +966,83 @@ __attribute__((visibility("default"))) int enc_runtime_init(unsigned nthreads, u
   g_pool = new Pool();
   if (nthreads < 1) nthreads = 1;
   for (unsigned i = 0; i < nthreads; ++i) g_pool->workers.push_back(new_worker());
+  // The signal that makes a worker leave kernel code (SIGINT, timeouts); workers block nothing.
+  g_abort_signal = SIGRTMIN + 4;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_abort_signal;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaction(g_abort_signal, &sa, nullptr);
   for (unsigned i = 1; i < nthreads; ++i) g_pool->threads.emplace_back(worker_loop, i);
   return 0;
 }
 
-// Runs one dispatch to completion. Returns 0, or 1 with a message in err. The packed scalar bytes
-// (L->args_size of them) follow the EncLaunch struct and may be unaligned: they are copied here.
+// Runs one dispatch to completion. Returns 0; 1 with a message in err (the first 8 bytes hold the MSL
+// line of the error as a uint32 and a reserved word, the message follows); 2 when SIGINT stopped it; 3
+// when it ran past L->timeout_ms. The packed scalar bytes (L->args_size of them) follow the EncLaunch
+// struct and may be unaligned: they are copied here.
 __attribute__((visibility("default"))) int enc_launch(const EncLaunch* L, char* err, unsigned long err_cap) {
   if (!g_pool) enc_runtime_init(1, 0);
+  if (err_cap < 16) return 1;
+  std::memset(err, 0, 8);
+  char* msg = err + 8;
+  unsigned long msg_cap = err_cap - 8;
+  msg[0] = 0;
   if (L->args_size > ENC_MAX_ARGS_BYTES) {
-    snprintf(err, err_cap, "kernel '%s': %lu bytes of scalar arguments exceed %u", L->kernel_name, L->args_size,
+    snprintf(msg, msg_cap, "kernel '%s': %lu bytes of scalar arguments exceed %u", L->kernel_name, L->args_size,
              ENC_MAX_ARGS_BYTES);
     return 1;
   }
   alignas(64) unsigned char args[ENC_MAX_ARGS_BYTES];
   std::lock_guard<std::mutex> guard(g_pool->launch_mu);
   g_failed.store(false);
-  g_err = err;
-  g_err_cap = err_cap;
-  if (err && err_cap) err[0] = 0;
+  g_abort.store(ABORT_NONE);
+  g_err = msg;
+  g_err_cap = msg_cap;
+  g_err_line = 0;
   std::memcpy(g_bufs, L->buffers, sizeof g_bufs);
+  const char* base = reinterpret_cast<const char*>(L);
+  for (unsigned i = 0; i < ENC_MAX_BUFFERS; ++i) {
+    EncArg& a = g_args[i];
+    const EncExtent& e = L->extents[i];
+    a.lo = e.lo;
+    a.hi = e.hi;
+    a.base = reinterpret_cast<unsigned long>(L->buffers[i]);
+    a.itemsize = unsigned(e.info & 0xffff);
+    a.layout = (e.info >> 16) ? reinterpret_cast<const EncLayout*>(base + (e.info >> 16)) : nullptr;
+    a.name = L->names ? L->names[i] : nullptr;
+    a.kind = ENC_ARG_DEVICE;
+  }
   if (L->args_slot < ENC_MAX_BUFFERS) {
     std::memcpy(args, reinterpret_cast<const unsigned char*>(L + 1), L->args_size);
     g_bufs[L->args_slot] = args;
+    EncArg& a = g_args[L->args_slot];
+    a.lo = a.base = reinterpret_cast<unsigned long>(args);
+    a.hi = a.lo + L->args_size;
+    a.layout = nullptr;
+    a.itemsize = 1;
   }
   if (L->debug) install_fault_handler();
   unsigned long total = static_cast<unsigned long>(L->groups[0]) * L->groups[1] * L->groups[2];
   if (total == 0) return 0;
   unsigned n = unsigned(g_pool->workers.size());
   unsigned helpers = total - 1 < n - 1 ? unsigned(total - 1) : n - 1;
+  g_pool->workers[0]->thread = pthread_self();
+  // SIGINT stops this launch (see on_sigint); an ignored SIGINT stays ignored.
+  g_launch_on_main.store(syscall(SYS_gettid) == getpid());
+  struct sigaction sa_int;
+  std::memset(&sa_int, 0, sizeof sa_int);
+  sa_int.sa_sigaction = on_sigint;
+  sa_int.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&sa_int.sa_mask);
+  sigaction(SIGINT, &sa_int, &g_old_int);
+  bool int_installed = true;
+  if (!(g_old_int.sa_flags & SA_SIGINFO) && g_old_int.sa_handler == SIG_IGN) {
+    sigaction(SIGINT, &g_old_int, nullptr);
+    int_installed = false;
+  }
+  if (L->timeout_ms) watchdog_start(L->timeout_ms);
   {
     std::lock_guard<std::mutex> lk(g_pool->mu);
     g_pool->job = L;
@@ -781,8 +1058,15 @@ __attribute__((visibility("default"))) int enc_launch(const EncLaunch* L, char* 
     std::unique_lock<std::mutex> lk(g_pool->mu);
     g_pool->cv_done.wait(lk, [] { return g_pool->busy == 0; });
   }
+  if (L->timeout_ms) watchdog_stop();
+  if (int_installed) sigaction(SIGINT, &g_old_int, nullptr);
   g_err = nullptr;
-  return g_failed.load() ? 1 : 0;
+  int why = g_abort.load();
+  if (why == ABORT_INTERRUPT) return 2;
+  if (why == ABORT_TIMEOUT) return 3;
+  if (!g_failed.load()) return 0;
+  std::memcpy(err, &g_err_line, 4);
+  return 1;
 }
 
 }

@@ -265,16 +265,16 @@ def _write_entry(path: str, text: str, key: str) -> None:
         cachedir.write_entry(path, text.encode(), key)
 
 
-def library_index_path(msl: str, compiler: CompilerInfo, race_check: bool, ubsan: bool = False,
+def library_index_path(msl: str, compiler: CompilerInfo, mode: str, ubsan: bool = False,
                        defines: tuple[str, ...] = ()) -> str:
     """Where the index entry of a kernel library lives: ``index-<key>.json``, keyed by the MSL text, the
     headers and translator, the compiler and the flags (UBSan mode and -D macros included). It names the built
     library (its build key) and holds the parsed signatures, so a cached library is loaded without translating
-    the MSL again."""
+    the MSL again. ``mode``: ``"checked"`` (access checks, the default), ``"plain"`` or ``"race"`` (debug)."""
     h = sha256()
     flags = " ".join(KERNEL_FLAGS + compiler.warning_flags) + (" ubsan:" + " ".join(UBSAN_FLAGS) if ubsan else "") \
         + "".join(f" -D{d}" for d in defines)
-    for part in (msl, headers_digest(), compiler.identity, flags, "race" if race_check else "plain"):
+    for part in (msl, headers_digest(), compiler.identity, flags, mode):
         h.update(part.encode())
         h.update(b"\0")
     return os.path.join(cache_dir(), f"index-{h.hexdigest()[:40]}.json")

@@ -10,6 +10,12 @@ The rewrite keeps every line where it was (``#line`` maps compiler errors back t
 4. half and bfloat literals (``1.5h``, ``2bf``) become ``half(1.5f)`` / ``bfloat(2.0f)``;
 5. ``#pragma unroll full`` becomes ``#pragma unroll`` (clang has no ``full`` form).
 
+Checked builds (the default) also rewrite every ``device``/``constant``/``threadgroup`` pointer type
+(``device const float*``, also in casts and helper functions) to ``::metal::__enc::cptr<const float>`` and
+function-scope threadgroup arrays to ``::metal::__enc::tg_array<T[N]>`` (include/enceladus/checked.h): each
+access is checked against what its argument or variable may touch. Debug builds (``race_check``) keep
+race.h's threadgroup proxies and check device pointers the same way.
+
 Files that include ``<metal_tensor>`` or ``<MetalPerformancePrimitives/...>`` are compiled as C++20:
 ``matmul2d<descriptor, scope>`` takes its descriptor (a struct) as a template argument.
 """
@@ -63,11 +69,28 @@ def _literal(m: re.Match[str]) -> str:
 _TYPE = r"[A-Za-z_][\w:]*(?:\s*<[^<>;()]*>)?"
 _TG_POINTER = re.compile(rf"\bthreadgroup\s+(const\s+)?({_TYPE})\s*\*")
 _CONST_TG_POINTER = re.compile(rf"\bconst\s+threadgroup\s+({_TYPE})\s*\*")
+_QUALS = r"(?:(?:const|volatile)\s+)*"
 
 
-def rewrite_msl(msl: str, race_check: bool = False) -> str:
-    """The MSL text rewritten as C++ (same line structure). ``race_check``: threadgroup memory goes
-    through the tracking proxies of include/enceladus/race.h (debug mode)."""
+def _space_pointer(spaces: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w:])((?:const\s+)?)\b(?:{spaces})\s+({_QUALS})({_TYPE})\s*({_QUALS})\*")
+
+
+_CHECKED_POINTER = _space_pointer("device|constant|threadgroup")
+_CHECKED_DEVICE_POINTER = _space_pointer("device|constant")
+
+
+def _cptr(m: re.Match[str]) -> str:
+    quals = (m.group(1) + m.group(2) + m.group(4)).split()
+    const = "const " if "const" in quals else ""
+    volatile = "volatile " if "volatile" in quals else ""
+    return f"::metal::__enc::cptr<{const}{volatile}{' '.join(m.group(3).split())}> "
+
+
+def rewrite_msl(msl: str, race_check: bool = False, checked: bool = True) -> str:
+    """The MSL text rewritten as C++ (same line structure). ``checked``: pointers become checked pointers
+    (include/enceladus/checked.h); ``race_check``: threadgroup memory goes through the tracking proxies of
+    include/enceladus/race.h (debug mode; device pointers are checked)."""
     text = strip_comments(msl)
     text = _ATTRIBUTE.sub(_strip_attr, text)
     slot = iter(range(1 << 30))
@@ -79,25 +102,39 @@ def rewrite_msl(msl: str, race_check: bool = False) -> str:
                 f"{m.group('lead')}::metal::__enc::tg_var<{t}{dims}> {name}"
                 f'(&::metal::__enc::threadgroup_static<{t}{dims}>({next(slot)}, "{name}"), "{name}");'
             )
+        static = f'::metal::__enc::threadgroup_static<{t}{dims}>({next(slot)}, "{name}")'
+        if checked and 1 <= dims.count("[") <= 2:
+            return f'{m.group("lead")}::metal::__enc::tg_array<{t}{dims}> {name}({static}, "{name}");'
         ref = f"(&{name}){dims}" if dims else f"&{name}"
-        return (
-            f"{m.group('lead')}{t} {ref} = ::metal::__enc::threadgroup_static<{t}{dims}>"
-            f'({next(slot)}, "{name}");'
-        )
+        return f"{m.group('lead')}{t} {ref} = {static};"
 
     text = _TG_DECL.sub(tg_decl, text)
     if race_check:
         text = _CONST_TG_POINTER.sub(lambda m: f"::metal::__enc::tg_ptr<const {m.group(1)}> ", text)
         text = _TG_POINTER.sub(lambda m: f"::metal::__enc::tg_ptr<{m.group(1) or ''}{m.group(2)}> ", text)
+        text = _CHECKED_DEVICE_POINTER.sub(_cptr, text)
+    elif checked:
+        text = _CHECKED_POINTER.sub(_cptr, text)
     text = _LITERAL.sub(_literal, text)
     text = _UNROLL_FULL.sub(r"\1     ", text)
     return text
 
 
-def _arg(p: KernelParam, race_check: bool = False) -> str:
+def _element(msl_type: str) -> str:
+    """``device const half*`` -> ``const half``: the pointee or referenced type without the address space."""
+    return " ".join(t for t in msl_type[:-1].split() if t not in ("device", "constant", "threadgroup"))
+
+
+def _arg(p: KernelParam, race_check: bool = False, checked: bool = False) -> str:
     if race_check and p.attribute == "threadgroup" and p.msl_type.endswith("*"):
-        elem = " ".join(t for t in p.msl_type[:-1].split() if t != "threadgroup")
+        elem = _element(p.msl_type)
         return f'::metal::__enc::tg_ptr<{elem}>(({elem}*)(__t->tg_buffers[{p.index}]), "{p.name}")'
+    if checked and p.attribute in ("buffer", "threadgroup"):
+        elem = _element(p.msl_type)
+        table, args = ("buffers", "args") if p.attribute == "buffer" else ("tg_buffers", "tg_args")
+        if p.msl_type.endswith("&"):
+            return f'::metal::__enc::checked_ref<{elem}>(__t->{table}[{p.index}], &__t->{args}[{p.index}], "{elem}")'
+        return f"::metal::__enc::cptr<{elem}>(({elem}*)(__t->{table}[{p.index}]), &__t->{args}[{p.index}])"
     if p.attribute in ("buffer", "threadgroup"):
         table = "buffers" if p.attribute == "buffer" else "tg_buffers"
         if p.msl_type.endswith("&"):
@@ -113,9 +150,9 @@ def _arg(p: KernelParam, race_check: bool = False) -> str:
     return f"({base})({comps})" if n == 1 else f"{base}({comps})"
 
 
-def launcher(sig: KernelSignature, race_check: bool = False) -> str:
+def launcher(sig: KernelSignature, race_check: bool = False, checked: bool = False) -> str:
     """C++ entry ``enceladus_thread_NAME(const EncThread*)`` that binds buffers and builtins, then calls the kernel."""
-    args = ",\n      ".join(_arg(p, race_check) for p in sig.params)
+    args = ",\n      ".join(_arg(p, race_check, checked) for p in sig.params)
     return (
         f'extern "C" __attribute__((visibility("default"))) void enceladus_thread_{sig.name}(const EncThread* __t) {{\n'
         f"  (void)__t;\n  {sig.name}({args});\n}}\n"
@@ -123,20 +160,21 @@ def launcher(sig: KernelSignature, race_check: bool = False) -> str:
 
 
 def translation_unit(msl: str, kernels: dict[str, KernelSignature], race_check: bool = False,
-                     ubsan: bool = False) -> str:
+                     ubsan: bool = False, checked: bool = True) -> str:
     """The full C++ translation unit: prelude, rewritten MSL, launchers (``race_check``: debug build; ``ubsan``:
-    the sanitizer handlers of include/enceladus/ubsan.h)."""
+    the sanitizer handlers of include/enceladus/ubsan.h; ``checked``: every access checked, debug builds too)."""
+    checked = checked or race_check
     parts = [
         "// Generated by enceladus.backends.cpu from MSL; see translate.py for the rewrite rules.\n",
         "#include <metal_stdlib>\n" + ("#include <enceladus/race.h>\n" if race_check else "")
         + ("#include <enceladus/ubsan.h>\n" if ubsan else ""),
         '#line 1 "kernel.metal"\n',
-        rewrite_msl(msl, race_check),
+        rewrite_msl(msl, race_check, checked),
         '\n#line 1 "enceladus_launcher.cpp"\n',
         (
             'extern "C" __attribute__((visibility("default"))) unsigned enceladus_bind(const EncRuntimeApi* api) {\n'
             "  ::metal::__enc::rt = api;\n  return ENC_ABI_VERSION;\n}\n"
         ),
     ]
-    parts.extend(launcher(sig, race_check) for sig in kernels.values())
+    parts.extend(launcher(sig, race_check, checked) for sig in kernels.values())
     return "".join(parts)

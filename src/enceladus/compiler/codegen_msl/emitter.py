@@ -49,6 +49,7 @@ class MSLModule:
     log_sites: list[dict] = field(default_factory=list)
     uses_tensor_ops: bool = False
     matmul2d_tiles: list[tuple] = field(default_factory=list)  # (M, N, K, A type, B type, simdgroups) per dot
+    line_table: dict = field(default_factory=dict)  # {"file": kernel source, "lines": [[msl_line, py_line]]}
 
 
 # integer types whose wrapping arithmetic is computed in these unsigned types (uint32/uint64 wrap by themselves)
@@ -66,6 +67,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.plan = plan
         self.header = header
         self.body: list[str] = []
+        self.body_locs: list[ir.Loc | None] = []  # the op each body line comes from (the checks' line table)
+        self.current_op: ir.Op | None = None
         self.preamble: list[str] = []
         self.helpers: set[str] = set()
         self.helper_code: list[str] = []
@@ -96,6 +99,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     # --- text -----------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
         self.body.append("    " * self.indent + line)
+        op = self.current_op
+        self.body_locs.append(op.loc if op is not None else None)
 
     def fresh(self, prefix: str = "t") -> str:
         self.tmp += 1
@@ -664,12 +669,21 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             out.append("    threadgroup uchar* enc_pool = (threadgroup uchar*)enc_pool4;")
         out.append("    (void)enc_lane; (void)enc_warp;")
         out += ["    " + line for line in self.preamble]
+        first = "\n".join(out).count("\n") + 2  # MSL line of the first body line
         out += self.body
         out.append("}")
+        lines, files = [], set()
+        at = first
+        for text, loc in zip(self.body, self.body_locs):
+            if loc is not None:
+                files.add(loc.filename)
+                lines += [[at + k, loc.lineno] for k in range(text.count("\n") + 1)]
+            at += text.count("\n") + 1
+        line_table = {"file": files.pop(), "lines": lines} if len(files) == 1 else {}
         return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
                          WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
                          list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops,
-                         list(dict.fromkeys(self.matmul2d_tiles)))
+                         list(dict.fromkeys(self.matmul2d_tiles)), line_table)
 
 
 def pointer_roots(fn: ir.Function) -> dict[int, str]:

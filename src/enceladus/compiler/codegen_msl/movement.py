@@ -196,8 +196,8 @@ class MovementMixin:
         name = self.fresh("enc_combine")
         params = [f"thread {msl_type(a.type.element)}& enc_a{i}" for i, a in enumerate(region.args[:k])]
         params += [f"{msl_type(a.type.element)} enc_b{i}" for i, a in enumerate(region.args[k:])]
-        saved = self.body, self.indent
-        self.body, self.indent = [], 1
+        saved = self.body, self.body_locs, self.indent, self.current_op
+        self.body, self.body_locs, self.indent = [], [], 1
         for i, a in enumerate(region.args[:k]):
             self.refs[(a.id, None)] = f"enc_a{i}"
         for i, a in enumerate(region.args[k:]):
@@ -208,7 +208,7 @@ class MovementMixin:
         for i, o in enumerate(outs):
             temps.append(f"const auto enc_y{i} = {o};")
         lines = self.body + ["    " + t for t in temps] + [f"    enc_a{i} = enc_y{i};" for i in range(k)]
-        self.body, self.indent = saved
+        self.body, self.body_locs, self.indent, self.current_op = saved
         self.helper_code.append(f"static inline void {name}({', '.join(params)}) {{\n" + "\n".join(lines) + "\n}")
         return name
 

@@ -3,16 +3,47 @@
  * Bump ENC_ABI_VERSION on any change: both sides check it when a kernel library is bound. */
 #ifndef ENCELADUS_ABI_H
 #define ENCELADUS_ABI_H
-#define ENC_ABI_VERSION 5u
+#define ENC_ABI_VERSION 6u
 #define ENC_MAX_BUFFERS 31
 #define ENC_SIMD_WIDTH 32
 #define ENC_SIMD_SLOT 32 /* bytes a lane may contribute to one SIMD-group exchange */
 #define ENC_MAX_ARGS_BYTES 4096 /* packed scalar bytes carried inline by a launch (Metal's setBytes limit) */
 #define ENC_NO_ARGS_SLOT 0xffffffffu
+#define ENC_MAX_DIMS 8
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The element layout of a strided argument (a view whose elements do not fill the bytes they span):
+ * shape and byte strides of every dimension, normalised to non-negative strides from `lo`. */
+typedef struct EncLayout {
+  unsigned ndim, itemsize;
+  long shape[ENC_MAX_DIMS];
+  long strides[ENC_MAX_DIMS];
+} EncLayout;
+
+/* What a checked pointer knows about the argument it came from (checked builds, the default). An
+ * access of n bytes at address a is in bounds when lo <= a, a + n <= hi, a is aligned for its type
+ * and, for a strided argument (layout != 0), every byte lies in an element of the view. */
+typedef struct EncArg {
+  unsigned long lo, hi;     /* the bytes the argument's elements span */
+  unsigned long base;       /* address of element 0 (what the kernel receives) */
+  const EncLayout* layout;  /* null: every byte of [lo, hi) belongs to an element */
+  const char* name;         /* parameter or variable name, for messages */
+  unsigned itemsize;        /* element size of the argument (0: unknown) */
+  unsigned kind;            /* ENC_ARG_DEVICE, ENC_ARG_TG_PARAM, ENC_ARG_TG_VAR, ENC_ARG_UNKNOWN */
+} EncArg;
+enum { ENC_ARG_DEVICE = 0, ENC_ARG_TG_PARAM = 1, ENC_ARG_TG_VAR = 2, ENC_ARG_UNKNOWN = 3 };
+/* Access kinds reported by a checked pointer. */
+enum { ENC_ACC_ACCESS = 0, ENC_ACC_READ = 1, ENC_ACC_WRITE = 2, ENC_ACC_ATOMIC = 3 };
+
+/* Per launch and slot, as packed by the Python side: the span of a buffer argument and, for a
+ * strided one, where its EncLayout lies (byte offset from the start of the EncLaunch; 0: none). */
+typedef struct EncExtent {
+  unsigned long lo, hi;
+  unsigned long info; /* itemsize in the low 16 bits, layout offset above */
+} EncExtent;
+
 /* Everything a thread needs to compute its Metal builtins. */
 typedef struct EncThread {
   unsigned tpig[3];   /* thread_position_in_grid */
@@ -27,6 +58,8 @@ typedef struct EncThread {
   unsigned gsize[3];  /* dispatchThreads grid size in threads (threadgroups * tptg otherwise) */
   void* const* buffers;    /* [[buffer(i)]] addresses */
   void* const* tg_buffers; /* [[threadgroup(i)]] addresses inside this group's threadgroup memory */
+  const EncArg* args;      /* checked builds: what each [[buffer(i)]] may touch */
+  const EncArg* tg_args;   /* checked builds: what each [[threadgroup(i)]] may touch */
 } EncThread;
 
 typedef void (*EncThreadFn)(const EncThread*);
@@ -46,23 +79,25 @@ typedef struct EncRuntimeApi {
                                           int require_all, unsigned* my_lane);
   void* (*threadgroup_static)(unsigned slot, unsigned long size, unsigned long align, const char* name);
   void (*fail)(const char* message, unsigned line);
-  /* Debug mode: a read (is_write = 0) or write of n bytes of threadgroup memory through variable `name`. */
+  /* Debug mode: a read (is_write = 0) or write (1; 2: of the value the bytes already hold) of n bytes of
+   * threadgroup memory through variable `name`. */
   void (*tg_access)(const void* base, const void* addr, unsigned long n, int is_write, const char* name);
   /* The calling thread's builtins (tensor operations need their index within the execution scope). */
   const EncThread* (*current_thread)(void);
+  /* Checked builds: an access of n bytes at addr (alignment `align`) failed the inline check against
+   * `arg`. Returns when the access is in fact allowed (an element of a strided view); otherwise the
+   * launch fails with a message naming kernel, program, thread, argument, element and line, and the
+   * thread is abandoned (never returns). */
+  void (*check_access)(const EncArg* arg, const void* addr, unsigned long n, unsigned long align, unsigned kind,
+                       unsigned line);
+  /* Checked builds: a [[buffer(i)]] reference parameter needs `n` bytes. */
+  void (*check_ref)(const EncArg* arg, unsigned long n, const char* type);
 } EncRuntimeApi;
 
-/* Debug mode: one buffer copied into a region with PROT_NONE guard pages on both sides. */
-typedef struct EncGuard {
-  unsigned long region_lo, region_hi; /* the whole mapping, guard pages included */
-  unsigned long data_lo, data_hi;     /* the bytes that belong to the argument(s) */
-  const char* name;                   /* argument name(s) for messages */
-} EncGuard;
-
+/* Debug mode (ENCELADUS_DEBUG): faults in kernel code are reported; race_check: threadgroup-memory
+ * accesses are tracked (kernels built with race.h). */
 typedef struct EncDebug {
-  unsigned n_guards;
-  int race_check; /* track threadgroup-memory accesses (kernels built with ENC_RACE_CHECK) */
-  const EncGuard* guards;
+  int race_check;
 } EncDebug;
 
 /* One dispatch, filled by the Python side (ctypes/struct mirror in library.py). The first part is
@@ -79,9 +114,13 @@ typedef struct EncLaunch {
   unsigned long tg_param_sizes[ENC_MAX_BUFFERS]; /* bytes for [[threadgroup(i)]] parameters */
   unsigned long tg_limit;  /* threadgroup memory limit in bytes (32 KB) */
   const EncDebug* debug;   /* null unless debug mode */
+  const char* const* names; /* [[buffer(i)]] parameter names (checked builds' messages) */
+  const char* const* tg_names; /* [[threadgroup(i)]] parameter names */
+  unsigned long timeout_ms; /* 0: no limit; else the launch fails after this long */
   unsigned groups[3];      /* threadgroups per grid */
   unsigned gsize[3];       /* grid size in threads; edge groups are partial when not a multiple */
   void* buffers[ENC_MAX_BUFFERS];
+  EncExtent extents[ENC_MAX_BUFFERS];
 } EncLaunch;
 
 /* ENC_BARRIER_SCOPE: a tensor operation with execution_simdgroups<N>: every thread of the

@@ -24,7 +24,8 @@ template <class T> struct tg_ref {
     return *__p;
   }
   __ENC_INLINE void __set(const T& v) const {
-    rt->tg_access(__base, __p, sizeof(T), 1, __name);
+    // 2: the bytes already hold this value (unordered writes of one value are not a write-write race)
+    rt->tg_access(__base, __p, sizeof(T), __builtin_memcmp(__p, &v, sizeof(T)) == 0 ? 2 : 1, __name);
     *__p = v;
   }
   __ENC_INLINE operator T() const { return __get(); }
@@ -103,11 +104,26 @@ __ENC_INLINE void simdgroup_load(thread simdgroup_matrix<T, R, C>& m, __enc::tg_
                                  unsigned __line = __builtin_LINE()) {
   simdgroup_load(m, static_cast<const S*>(src.__p), elements_per_row, matrix_origin, transpose, __line);
 }
+namespace __enc {
+// The two elements a lane's simdgroup_store wrote, reported as writes (so later reads are not taken for
+// reads of uninitialised memory).
+template <class D>
+__ENC_INLINE void record_matrix_store(D* dst, const void* base, const char* name, ulong elements_per_row,
+                                      ulong2 matrix_origin, bool transpose) {
+  unsigned lane = rt->current_thread()->lane;
+  unsigned r = sgm_row(lane), col = sgm_col(lane);
+  for (unsigned e = 0; e < 2; ++e) {
+    ulong i = transpose ? col + e : r, j = transpose ? r : col + e;
+    rt->tg_access(base, dst + (matrix_origin.y + i) * elements_per_row + matrix_origin.x + j, sizeof(D), 1, name);
+  }
+}
+}  // namespace __enc
 template <class T, int R, int C, class D>
 __ENC_INLINE void simdgroup_store(const simdgroup_matrix<T, R, C>& m, __enc::tg_ptr<D> dst, ulong elements_per_row = 8,
                                   ulong2 matrix_origin = ulong2(0), bool transpose = false,
                                   unsigned __line = __builtin_LINE()) {
   simdgroup_store(m, dst.__p, elements_per_row, matrix_origin, transpose, __line);
+  __enc::record_matrix_store(dst.__p, dst.__base, dst.__name, elements_per_row, matrix_origin, transpose);
 }
 template <class T, int R, int C, class S, unsigned long N>
 __ENC_INLINE void simdgroup_load(thread simdgroup_matrix<T, R, C>& m, const __enc::tg_var<S[N]>& src,
@@ -120,6 +136,7 @@ __ENC_INLINE void simdgroup_store(const simdgroup_matrix<T, R, C>& m, const __en
                                   ulong elements_per_row = 8, ulong2 matrix_origin = ulong2(0), bool transpose = false,
                                   unsigned __line = __builtin_LINE()) {
   simdgroup_store(m, &(*dst.__p)[0], elements_per_row, matrix_origin, transpose, __line);
+  __enc::record_matrix_store(&(*dst.__p)[0], dst.__base, dst.__name, elements_per_row, matrix_origin, transpose);
 }
 }  // namespace metal
 #endif

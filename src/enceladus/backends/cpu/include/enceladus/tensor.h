@@ -7,6 +7,7 @@
 #ifndef ENCELADUS_TENSOR_H
 #define ENCELADUS_TENSOR_H
 #include "sync.h"
+#include "checked.h"
 
 namespace metal {
 constexpr size_t dynamic_extent = size_t(-1);
@@ -99,6 +100,22 @@ template <class ElementType, class Extents, class Descriptor = tensor_handle, cl
     }
   }
 
+  // Checked builds: a tensor over a checked pointer must lie within what the pointer may touch.
+  __ENC_INLINE tensor(__enc::cptr<ElementType> data, const Extents& e) : tensor(data.__p, e) { __check_span(data); }
+  template <class S>
+  __ENC_INLINE tensor(__enc::cptr<ElementType> data, const Extents& e, const array<S, __rank>& strides)
+      : tensor(data.__p, e, strides) {
+    __check_span(data);
+  }
+  __ENC_INLINE void __check_span(const __enc::cptr<ElementType>& p) const {
+    long last = 0;
+    for (size_t d = 0; d < __rank; ++d) {
+      if (__ext.extent(d) == 0) return;  // no elements
+      last += long(__ext.extent(d) - 1) * long(__stride[d]);
+    }
+    (void)__enc::checked_span(p, (unsigned long)(last + 1), ENC_ACC_ACCESS, p.__line);
+  }
+
   __ENC_INLINE Extents get_extents() const { return __ext; }
   __ENC_INLINE Extents extents() const { return __ext; }
   __ENC_INLINE index_type get_extent(size_t d) const { return __ext.extent(d); }
@@ -144,6 +161,10 @@ template <class ElementType, class Extents, class Descriptor = tensor_handle, cl
 };
 
 template <class T, class I, size_t... E> tensor(T*, extents<I, E...>) -> tensor<T, extents<I, E...>, tensor_inline>;
+template <class T, class I, size_t... E>
+tensor(__enc::cptr<T>, extents<I, E...>) -> tensor<T, extents<I, E...>, tensor_inline>;
+template <class T, class I, size_t... E, class S, size_t R>
+tensor(__enc::cptr<T>, extents<I, E...>, array<S, R>) -> tensor<T, extents<I, E...>, tensor_inline>;
 template <class T, class I, size_t... E, class S, size_t R>
 tensor(T*, extents<I, E...>, array<S, R>) -> tensor<T, extents<I, E...>, tensor_inline>;
 

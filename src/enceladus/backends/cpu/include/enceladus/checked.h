@@ -1,0 +1,203 @@
+// Checked builds (the cpu backend's default): every `device`, `constant` and `threadgroup` pointer of
+// the MSL is rewritten (translate.py) to cptr<T>, which carries the byte range its argument may touch
+// and checks each access with an inline compare before it happens. A failing check calls the runtime
+// (check_access), which either allows it (an element of a strided view) or fails the launch naming
+// kernel, program, thread, argument, element and MSL line; the access itself never happens.
+// Function-scope `threadgroup T x[N]` arrays become tg_array<T[N]>, checked against their declared size.
+// The line of an access is captured where the pointer is indexed or offset (`p[i]`, `p + i`) through a
+// default argument of __enc::ix (operators cannot take default arguments themselves).
+#ifndef ENCELADUS_CHECKED_H
+#define ENCELADUS_CHECKED_H
+#include "matrix.h"
+
+namespace metal {
+namespace __enc {
+
+// An index (or offset) together with the source line of the expression that uses it.
+struct ix {
+  long v;
+  unsigned line;
+  template <class I, class = enable_if_t<is_integral<I>::value>>
+  __ENC_INLINE ix(I i, unsigned l = __builtin_LINE()) : v(long(i)), line(l) {}
+};
+
+template <class T> struct cptr;
+template <class T> struct is_cptr { static constexpr bool value = false; };
+template <class T> struct is_cptr<cptr<T>> { static constexpr bool value = true; };
+template <class T> struct add_const { typedef const T type; };
+
+template <class T> struct cptr {
+  T* __p;
+  unsigned long __lo, __hi;
+  const EncArg* __a;
+  unsigned __line;
+
+  __ENC_INLINE cptr() : __p(nullptr), __lo(0), __hi(0), __a(nullptr), __line(0) {}
+  __ENC_INLINE cptr(decltype(nullptr)) : cptr() {}
+  // A strided argument gets an empty inline range: every access takes the slow path, which checks that
+  // its bytes lie in elements of the view.
+  __ENC_INLINE cptr(T* p, const EncArg* a, unsigned line = 0)
+      : __p(p), __lo(a ? a->lo : 0), __hi(a ? (a->layout ? 0 : a->hi) : ~0ul), __a(a), __line(line) {}
+  __ENC_INLINE cptr(T* p, unsigned long lo, unsigned long hi, const EncArg* a, unsigned line)
+      : __p(p), __lo(lo), __hi(hi), __a(a), __line(line) {}
+  // T* -> const T*: implicit; any other pointer conversion only by an explicit cast, as in MSL.
+  template <class U, enable_if_t<is_same<T, U>::value || is_same<T, typename add_const<U>::type>::value, int> = 0>
+  __ENC_INLINE cptr(const cptr<U>& o) : __p(o.__p), __lo(o.__lo), __hi(o.__hi), __a(o.__a), __line(o.__line) {}
+  template <class U, enable_if_t<!(is_same<T, U>::value || is_same<T, typename add_const<U>::type>::value), int> = 0>
+  __ENC_INLINE explicit cptr(const cptr<U>& o)
+      : __p((T*)(o.__p)), __lo(o.__lo), __hi(o.__hi), __a(o.__a), __line(o.__line) {}
+  // An integer made into a pointer: memory Enceladus cannot see, not checked.
+  __ENC_INLINE explicit cptr(unsigned long address) : __p((T*)address), __lo(0), __hi(~0ul), __a(nullptr), __line(0) {}
+
+  // The check: one range compare and an alignment test per access (the slow path is out of line).
+  __ENC_INLINE T* __checked(unsigned kind, unsigned line) const {
+    const unsigned long a = (unsigned long)(__p);
+    if (__builtin_expect((a < __lo) | (a + sizeof(T) > __hi) | ((a & (alignof(T) - 1)) != 0), 0))
+      rt->check_access(__a, __p, sizeof(T), alignof(T), kind, line);
+    return __p;
+  }
+  static constexpr unsigned __kind = is_same<T, typename add_const<typename remove_cv<T>::type>::type>::value
+                                         ? ENC_ACC_READ : ENC_ACC_ACCESS;
+  __ENC_INLINE T& operator*() const { return *__checked(__kind, __line); }
+  __ENC_INLINE T* operator->() const { return __checked(__kind, __line); }
+  __ENC_INLINE T& operator[](ix i) const { return *cptr(__p + i.v, __lo, __hi, __a, i.line).__checked(__kind, i.line); }
+  __ENC_INLINE cptr operator+(ix i) const { return cptr(__p + i.v, __lo, __hi, __a, i.line); }
+  __ENC_INLINE cptr operator-(ix i) const { return cptr(__p - i.v, __lo, __hi, __a, i.line); }
+  __ENC_INLINE long operator-(const cptr& o) const { return __p - o.__p; }
+  __ENC_INLINE cptr& operator+=(ix i) { __p += i.v; __line = i.line; return *this; }
+  __ENC_INLINE cptr& operator-=(ix i) { __p -= i.v; __line = i.line; return *this; }
+  __ENC_INLINE cptr& operator++() { ++__p; return *this; }
+  __ENC_INLINE cptr& operator--() { --__p; return *this; }
+  __ENC_INLINE cptr operator++(int) { cptr t = *this; ++__p; return t; }
+  __ENC_INLINE cptr operator--(int) { cptr t = *this; --__p; return t; }
+  __ENC_INLINE explicit operator bool() const { return __p != nullptr; }
+  __ENC_INLINE explicit operator unsigned long() const { return (unsigned long)__p; }
+  __ENC_INLINE explicit operator long() const { return (long)__p; }
+  template <class U> __ENC_INLINE bool operator==(const cptr<U>& o) const { return (const void*)__p == (const void*)o.__p; }
+  template <class U> __ENC_INLINE bool operator!=(const cptr<U>& o) const { return (const void*)__p != (const void*)o.__p; }
+  template <class U> __ENC_INLINE bool operator<(const cptr<U>& o) const { return (const void*)__p < (const void*)o.__p; }
+  template <class U> __ENC_INLINE bool operator<=(const cptr<U>& o) const { return (const void*)__p <= (const void*)o.__p; }
+  template <class U> __ENC_INLINE bool operator>(const cptr<U>& o) const { return (const void*)__p > (const void*)o.__p; }
+  template <class U> __ENC_INLINE bool operator>=(const cptr<U>& o) const { return (const void*)__p >= (const void*)o.__p; }
+  __ENC_INLINE bool operator==(decltype(nullptr)) const { return __p == nullptr; }
+  __ENC_INLINE bool operator!=(decltype(nullptr)) const { return __p != nullptr; }
+};
+template <class T> __ENC_INLINE cptr<T> operator+(ix i, const cptr<T>& p) { return p + i; }
+
+// The raw pointer after checking that `n` elements from p are in bounds (library helpers that
+// take raw pointers: atomics, simdgroup matrices, tensors).
+template <class T> __ENC_INLINE T* checked_span(const cptr<T>& p, unsigned long n, unsigned kind, unsigned line) {
+  if (n == 0) return p.__p;
+  p.__checked(kind, line);
+  if (n > 1) cptr<T>(p.__p + (n - 1), p.__lo, p.__hi, p.__a, line).__checked(kind, line);
+  return p.__p;
+}
+
+// A [[buffer(i)]] reference parameter (constant T&): the bound memory must hold a T.
+template <class T> __ENC_INLINE T& checked_ref(void* p, const EncArg* a, const char* type) {
+  if (__builtin_expect(a->hi - a->lo < sizeof(T), 0)) rt->check_ref(a, sizeof(T), type);
+  return *(T*)p;
+}
+
+// A function-scope threadgroup array: indexing checks against the declared size.
+template <class A> struct tg_array;
+template <class T, unsigned long N> struct tg_array<T[N]> {
+  T (*__p)[N];
+  EncArg __arg;
+  __ENC_INLINE tg_array(T (&a)[N], const char* name) : __p(&a) {
+    __arg.lo = (unsigned long)&a;
+    __arg.hi = __arg.lo + sizeof(T[N]);
+    __arg.base = __arg.lo;
+    __arg.layout = nullptr;
+    __arg.name = name;
+    __arg.itemsize = sizeof(T);
+    __arg.kind = ENC_ARG_TG_VAR;
+  }
+  tg_array(const tg_array&) = delete;
+  __ENC_INLINE T* __at(ix i) const {
+    return cptr<T>(&(*__p)[0] + i.v, &__arg, i.line).__checked(ENC_ACC_ACCESS, i.line);
+  }
+  __ENC_INLINE T& operator[](ix i) const { return *__at(i); }
+  __ENC_INLINE cptr<T> __ptr(unsigned line = 0) const { return cptr<T>(&(*__p)[0], &__arg, line); }
+  template <class U> __ENC_INLINE operator cptr<U>() const { return cptr<U>(__ptr()); }
+  __ENC_INLINE cptr<T> operator+(ix i) const { return __ptr(i.line) + i; }
+  __ENC_INLINE T& operator*() const { return *__at(ix(0, 0)); }
+};
+// A threadgroup array of arrays (T x[M][N]): each index is checked against its own dimension.
+template <class T, unsigned long M, unsigned long N> struct tg_array<T[M][N]> {
+  T (*__p)[M][N];
+  EncArg __arg;
+  __ENC_INLINE tg_array(T (&a)[M][N], const char* name) : __p(&a) {
+    __arg.lo = (unsigned long)&a;
+    __arg.hi = __arg.lo + sizeof(T[M][N]);
+    __arg.base = __arg.lo;
+    __arg.layout = nullptr;
+    __arg.name = name;
+    __arg.itemsize = sizeof(T);
+    __arg.kind = ENC_ARG_TG_VAR;
+  }
+  tg_array(const tg_array&) = delete;
+  struct row {
+    T* __r;
+    const EncArg* __a;
+    __ENC_INLINE T& operator[](ix j) const { return *cptr<T>(__r + j.v, __a, j.line).__checked(ENC_ACC_ACCESS, j.line); }
+    template <class U> __ENC_INLINE operator cptr<U>() const { return cptr<U>(cptr<T>(__r, __a)); }
+  };
+  __ENC_INLINE row operator[](ix i) const { return row{(*__p)[0] + i.v * long(N), &__arg}; }
+  template <class U> __ENC_INLINE operator cptr<U>() const { return cptr<U>(cptr<T>(&(*__p)[0][0], &__arg)); }
+};
+}  // namespace __enc
+
+// ---- library functions that take device or threadgroup pointers --------------------------------------
+#define __ENC_CHECKED_ATOMIC(NAME)                                                                        \
+  template <class A, class... R> __ENC_INLINE auto NAME(__enc::cptr<A> a, R... r) {                       \
+    return NAME(a.__checked(ENC_ACC_ATOMIC, a.__line), r...);                                             \
+  }
+__ENC_CHECKED_ATOMIC(atomic_store_explicit)
+__ENC_CHECKED_ATOMIC(atomic_load_explicit)
+__ENC_CHECKED_ATOMIC(atomic_exchange_explicit)
+__ENC_CHECKED_ATOMIC(atomic_compare_exchange_weak_explicit)
+__ENC_CHECKED_ATOMIC(atomic_compare_exchange_strong_explicit)
+__ENC_CHECKED_ATOMIC(atomic_fetch_add_explicit)
+__ENC_CHECKED_ATOMIC(atomic_fetch_sub_explicit)
+__ENC_CHECKED_ATOMIC(atomic_fetch_and_explicit)
+__ENC_CHECKED_ATOMIC(atomic_fetch_or_explicit)
+__ENC_CHECKED_ATOMIC(atomic_fetch_xor_explicit)
+__ENC_CHECKED_ATOMIC(atomic_fetch_min_explicit)
+__ENC_CHECKED_ATOMIC(atomic_fetch_max_explicit)
+__ENC_CHECKED_ATOMIC(atomic_max_explicit)
+__ENC_CHECKED_ATOMIC(atomic_min_explicit)
+#undef __ENC_CHECKED_ATOMIC
+
+// simdgroup_load/store: the 8x8 tile's first and last element are checked (rows in between lie between
+// them in memory for any elements_per_row >= 8).
+template <class T, int R, int C, class S>
+__ENC_INLINE void simdgroup_load(thread simdgroup_matrix<T, R, C>& m, __enc::cptr<S> src, ulong elements_per_row = 8,
+                                 ulong2 matrix_origin = ulong2(0), bool transpose = false,
+                                 unsigned __line = __builtin_LINE()) {
+  __enc::cptr<S> first = src + long(matrix_origin.y * elements_per_row + matrix_origin.x);
+  (void)__enc::checked_span(first, 7 * elements_per_row + 8, ENC_ACC_READ, __line);
+  simdgroup_load(m, static_cast<const S*>(src.__p), elements_per_row, matrix_origin, transpose, __line);
+}
+template <class T, int R, int C, class D>
+__ENC_INLINE void simdgroup_store(const simdgroup_matrix<T, R, C>& m, __enc::cptr<D> dst, ulong elements_per_row = 8,
+                                  ulong2 matrix_origin = ulong2(0), bool transpose = false,
+                                  unsigned __line = __builtin_LINE()) {
+  __enc::cptr<D> first = dst + long(matrix_origin.y * elements_per_row + matrix_origin.x);
+  (void)__enc::checked_span(first, 7 * elements_per_row + 8, ENC_ACC_WRITE, __line);
+  simdgroup_store(m, dst.__p, elements_per_row, matrix_origin, transpose, __line);
+}
+template <class T, int R, int C, class S, unsigned long N>
+__ENC_INLINE void simdgroup_load(thread simdgroup_matrix<T, R, C>& m, const __enc::tg_array<S[N]>& src,
+                                 ulong elements_per_row = 8, ulong2 matrix_origin = ulong2(0), bool transpose = false,
+                                 unsigned __line = __builtin_LINE()) {
+  simdgroup_load(m, src.__ptr(__line), elements_per_row, matrix_origin, transpose, __line);
+}
+template <class T, int R, int C, class D, unsigned long N>
+__ENC_INLINE void simdgroup_store(const simdgroup_matrix<T, R, C>& m, const __enc::tg_array<D[N]>& dst,
+                                  ulong elements_per_row = 8, ulong2 matrix_origin = ulong2(0), bool transpose = false,
+                                  unsigned __line = __builtin_LINE()) {
+  simdgroup_store(m, dst.__ptr(__line), elements_per_row, matrix_origin, transpose, __line);
+}
+}  // namespace metal
+#endif
