@@ -78,13 +78,15 @@ class MetalFunction:
 
     def dispatch_threads(self, threads: Sequence[int], threads_per_threadgroup: Sequence[int],
                          buffers: Mapping[int, int], *, threadgroup_memory: Mapping[int, int] | None = None,
-                         debug: bool = False, buffer_sizes: Mapping[int, int] | None = None) -> None:
+                         debug: bool = False, buffer_sizes: Mapping[int, int] | None = None,
+                         extents: Mapping[int, tuple] | None = None, timeout: float | None = None) -> None:
         """Debug-mode ``dispatchThreads`` (on the cpu twin; the normal path is ``launcher``)."""
         if not debug:
             raise LaunchError(f"kernel '{self.name}': use launcher(...) for dispatchThreads launches on Metal")
         self._backend.synchronize_all()
         self.cpu_twin().dispatch_threads(threads, threads_per_threadgroup, buffers,
-                                         threadgroup_memory=threadgroup_memory, debug=True, buffer_sizes=buffer_sizes)
+                                         threadgroup_memory=threadgroup_memory, debug=True, buffer_sizes=buffer_sizes,
+                                         extents=extents, timeout=timeout)
 
     @property
     def max_threads_per_threadgroup(self) -> int:
@@ -124,7 +126,8 @@ class MetalFunction:
     def launch(self, threadgroups: Sequence[int], threads_per_threadgroup: Sequence[int],
                buffers: Mapping[int, Binding], *, threadgroup_memory: Mapping[int, int] | None = None,
                stream: Stream | None = None, debug: bool = False,
-               buffer_sizes: Mapping[int, int] | None = None) -> None:
+               buffer_sizes: Mapping[int, int] | None = None, extents: Mapping[int, tuple] | None = None,
+               timeout: float | None = None) -> None:
         """Run the kernel like ``dispatchThreadgroups``.
 
         ``buffers`` maps each ``[[buffer(i)]]`` slot to a NumPy array (bound without a copy when
@@ -133,12 +136,13 @@ class MetalFunction:
         parameter (the packed scalar struct, sent with ``setBytes``).
 
         ``debug=True`` (host addresses in ``buffers``, sizes in ``buffer_sizes``) runs the same MSL on the cpu
-        backend with its out-of-bounds and race checks, after waiting for the GPU.
+        backend with its access and race checks (``extents``, ``timeout``: see the cpu backend), after waiting
+        for the GPU.
         """
         if debug:
             self._backend.synchronize_all()
             self.cpu_twin().launch(threadgroups, threads_per_threadgroup, buffers, threadgroup_memory=threadgroup_memory,
-                                   debug=True, buffer_sizes=buffer_sizes)
+                                   debug=True, buffer_sizes=buffer_sizes, extents=extents, timeout=timeout)
             return
         groups = self.triple("threadgroups", threadgroups, 0)
         threads = self.triple("threads_per_threadgroup", threads_per_threadgroup, 1)
