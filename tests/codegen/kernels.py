@@ -62,38 +62,39 @@ def unary_kernel(x_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask, other=1)
+    xf = x.to(tl.float32)  # Triton's exp/log/... take fp32 only; the store rounds fp16 results back
     if OP == "neg":
         z = -x
     elif OP == "invert":
         z = ~x
     elif OP == "exp":
-        z = tl.exp(x)
+        z = tl.exp(xf)
     elif OP == "exp2":
-        z = tl.exp2(x)
+        z = tl.exp2(xf)
     elif OP == "log":
-        z = tl.log(x)
+        z = tl.log(xf)
     elif OP == "log2":
-        z = tl.log2(x)
+        z = tl.log2(xf)
     elif OP == "sqrt":
-        z = tl.sqrt(x)
+        z = tl.sqrt(xf)
     elif OP == "rsqrt":
-        z = tl.rsqrt(x)
+        z = tl.rsqrt(xf)
     elif OP == "sin":
-        z = tl.sin(x)
+        z = tl.sin(xf)
     elif OP == "cos":
-        z = tl.cos(x)
+        z = tl.cos(xf)
     elif OP == "abs":
         z = tl.abs(x)
     elif OP == "floor":
-        z = tl.floor(x)
+        z = tl.floor(xf)
     elif OP == "ceil":
-        z = tl.ceil(x)
+        z = tl.ceil(xf)
     elif OP == "erf":
-        z = tl.erf(x)
+        z = tl.erf(xf)
     elif OP == "sigmoid":
-        z = tl.sigmoid(x)
+        z = tl.sigmoid(xf)
     elif OP == "math_exp":
-        z = tl.math.exp(x)
+        z = tl.math.exp(xf)
     else:
         tl.static_assert(False, "unknown op")
     tl.store(out_ptr + offs, z, mask=mask)
