@@ -135,6 +135,11 @@ template <class T> struct type_identity { typedef T type; };
   ENC_D half operator OP(half a, I b) { return half(float(a) OP float(b)); }                          \
   template <class I, typename std::enable_if<std::is_integral<I>::value, int>::type = 0>              \
   ENC_D half operator OP(I a, half b) { return half(float(a) OP float(b)); }
+#define ENC_H_INT_CMP(H, OP)                                                                         \
+  template <class I, typename std::enable_if<std::is_integral<I>::value, int>::type = 0>              \
+  ENC_D bool operator OP(H a, I b) { return float(a) OP float(b); }                                   \
+  template <class I, typename std::enable_if<std::is_integral<I>::value, int>::type = 0>              \
+  ENC_D bool operator OP(I a, H b) { return float(a) OP float(b); }
 #define ENC_H_ALL(H)                                                                                 \
   ENC_H_ARITH(H, +) ENC_H_ARITH(H, -) ENC_H_ARITH(H, *) ENC_H_ARITH(H, /)                            \
   ENC_H_CMP(H, ==) ENC_H_CMP(H, !=) ENC_H_CMP(H, <) ENC_H_CMP(H, >) ENC_H_CMP(H, <=) ENC_H_CMP(H, >=) \
@@ -143,9 +148,13 @@ template <class T> struct type_identity { typedef T type; };
 ENC_H_ALL(half)
 ENC_H_ALL(bfloat)
 ENC_H_INT(+) ENC_H_INT(-) ENC_H_INT(*) ENC_H_INT(/)
+ENC_H_INT_CMP(half, ==) ENC_H_INT_CMP(half, !=) ENC_H_INT_CMP(half, <) ENC_H_INT_CMP(half, >)
+ENC_H_INT_CMP(half, <=) ENC_H_INT_CMP(half, >=) ENC_H_INT_CMP(bfloat, ==) ENC_H_INT_CMP(bfloat, !=)
+ENC_H_INT_CMP(bfloat, <) ENC_H_INT_CMP(bfloat, >) ENC_H_INT_CMP(bfloat, <=) ENC_H_INT_CMP(bfloat, >=)
 #undef ENC_H_ARITH
 #undef ENC_H_CMP
 #undef ENC_H_INT
+#undef ENC_H_INT_CMP
 #undef ENC_H_ALL
 
 // ---------------------------------------------------------------------------------------------------
