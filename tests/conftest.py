@@ -2,8 +2,14 @@
 
 - "default": deterministic examples, no per-example deadline (a first compile takes ~0.2 s of clang).
 - "fuzz-long": random examples for the long differential fuzz (see docs/robustness.md).
+- Every kernel launched in a session (any test directory) also goes through the GPU proxy's MSL -> CUDA
+  rewrite (benchmarks/gpu_proxy); the rewrite must type-check as C++ against a CUDA stub header (no GPU
+  or nvcc needed). Checked once per session and xdist worker, over every kernel that worker launched.
 """
 
+import hashlib
+
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("default", deadline=None, derandomize=True,
@@ -11,3 +17,32 @@ settings.register_profile("default", deadline=None, derandomize=True,
 settings.register_profile("fuzz-long", deadline=None, derandomize=False, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile("default")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def gpu_proxy_rewrite_of_every_kernel():
+    from enceladus.backends.cpu import find_compiler
+    from enceladus.runtime import launch
+
+    seen: dict[str, str] = {}
+    original = launch.KernelLauncher.__init__
+
+    def record(self, kernel):
+        msl = kernel.asm["msl"]
+        seen.setdefault(hashlib.sha256(msl.encode()).hexdigest(), msl)
+        original(self, kernel)
+
+    launch.KernelLauncher.__init__ = record
+    try:
+        yield seen
+    finally:
+        launch.KernelLauncher.__init__ = original
+    if not seen:
+        return
+    from codegen.gpu_proxy_loader import gpu_proxy
+
+    syntax_check = gpu_proxy("check").syntax_check
+    problems = syntax_check(seen.values(), find_compiler().command)
+    if problems:
+        pytest.fail(f"the GPU proxy's rewrite of {len(seen)} kernels launched by this test session failed:\n"
+                    + "\n".join(problems)[:12000], pytrace=False)
