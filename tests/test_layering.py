@@ -121,3 +121,29 @@ def f():
     assert [(n, layer_of(t)) for n, t in found] == [(2, "runtime"), (3, "backends.cpu"), (4, "backends.cpu"),
                                                     (8, "runtime")]
     assert layer_of("enceladus") == "__init__"
+
+
+def _dunder_strings(path: str) -> set[str]:
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and len(n.value) > 4 and n.value.startswith("__") and n.value.endswith("__") and n.value.strip("_").isidentifier()}
+
+
+# dunder names the compiler may spell: Python's own protocol attributes, never keys of our own making
+PYTHON_DUNDERS = {"__defaults__", "__kwdefaults__", "__enceladus_jit__", "__enceladus_host_const__", "__code__",
+                  "__name__", "__qualname__", "__module__", "__array__", "__getitem__", "__init__", "__call__"}
+
+
+def test_the_compiler_reads_no_magic_keys():
+    """Launch options and probe findings reach the compiler as arguments (structs=, dot_backend=, enable_fp_fusion=,
+    device=), never as "__x__" entries of the constexprs or of other dicts."""
+    found = {}
+    for root, _dirs, files in os.walk(os.path.join(SRC, "compiler")):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                extra = _dunder_strings(path) - PYTHON_DUNDERS
+                if extra:
+                    found[os.path.relpath(path, SRC)] = sorted(extra)
+    assert not found, f"magic keys in the compiler: {found}"

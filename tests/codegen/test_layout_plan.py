@@ -18,7 +18,7 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
 
 def _lowered() -> ir.Function:
     ptr = ir.Type(pointer_type(float32))
-    fn, _ = lower_kernel(dot_kernel.source, "dot_kernel", [("a_ptr", ptr), ("b_ptr", ptr), ("c_ptr", ptr),
+    fn, _, _ = lower_kernel(dot_kernel.source, "dot_kernel", [("a_ptr", ptr), ("b_ptr", ptr), ("c_ptr", ptr),
                                                              ("BLOCK", 32)])
     return fn
 

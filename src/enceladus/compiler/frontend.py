@@ -881,7 +881,8 @@ class Lowering(ast.NodeVisitor):
         return repr(x)
 
 
-def lower_kernel(source: KernelSource, name: str, params: list[tuple[str, Any]]) -> tuple[ir.Function, dict[str, Any]]:
+def lower_kernel(source: KernelSource, name: str,
+                 params: list[tuple[str, Any]]) -> tuple[ir.Function, dict[str, Any], tuple[GlobalRead, ...]]:
     """Build the tile IR of a kernel.
 
     ``params`` lists, in order, each parameter's name and either an ``ir.Type`` (a runtime argument)
@@ -908,8 +909,7 @@ def lower_kernel(source: KernelSource, name: str, params: list[tuple[str, Any]])
             raise lowering.error(r.node, "a kernel cannot return a value",
                                  "store results through a pointer argument with tl.store") from None
     ir.verify(fn)
-    lowering.read_globals["__global_reads__"] = tuple(lowering.global_reads.values())
-    return fn, lowering.read_globals
+    return fn, lowering.read_globals, tuple(lowering.global_reads.values())
 
 
 def _is_enceladus_module(value: Any) -> bool:

@@ -31,6 +31,7 @@ from .launch import debug_enabled, launch, launcher_for
 STRUCT_PREFIX = "__struct__"  # specialization entries that record the structure of tuple/descriptor arguments
 DOT_BACKEND_KEY = "__dot_backend__"  # the specialization entry of the dot lowering (a launch option)
 FP_FUSION_KEY = "__fp_fusion__"  # the specialization entry of enable_fp_fusion (a launch option)
+DEVICE_KEY = "__device__"  # the specialization entry of what the device probes found (runtime/probes.py)
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "dot_backend",
                   "extern_libs", "timeout")
 DOT_BACKENDS = ("auto", "simdgroup", "matmul2d")
@@ -240,7 +241,7 @@ class JITFunction:
 
             found = probes.for_backend(backend).constraints()
             if found:
-                constexprs["__device__"] = found
+                constexprs[DEVICE_KEY] = found
         return signature, constexprs, facts
 
     def _key(self, signature: dict[str, str], constexprs: dict[str, Any], facts: dict[str, Any],
@@ -493,16 +494,18 @@ def compile_kernel(source: Any, name: str, param_names: list[str], signature: di
                    constexprs: dict[str, Any], *args: Any, **kwargs: Any) -> CompiledKernel:
     """The compiler, loaded on the first compile (a process that only launches cached kernels never loads it).
 
-    The runtime's specialization records tuple/descriptor structures, the dot lowering and fp fusion beside the constexprs
+    The runtime's specialization records tuple/descriptor structures, the dot lowering, fp fusion and the device
+    probes' findings beside the constexprs
     (they are part of the cache key); the compiler gets them as explicit arguments."""
     from ..compiler import driver
 
     plain = {k: v for k, v in constexprs.items()
-             if not k.startswith(STRUCT_PREFIX) and k not in (DOT_BACKEND_KEY, FP_FUSION_KEY)}
+             if not k.startswith(STRUCT_PREFIX) and k not in (DOT_BACKEND_KEY, FP_FUSION_KEY, DEVICE_KEY)}
     struct_args = {k[len(STRUCT_PREFIX):]: v for k, v in constexprs.items() if k.startswith(STRUCT_PREFIX)}
     return driver.compile_kernel(source, name, param_names, signature, plain, *args, structs=struct_args,
                                  dot_backend=constexprs.get(DOT_BACKEND_KEY, "simdgroup"),
-                                 enable_fp_fusion=constexprs.get(FP_FUSION_KEY, True), **kwargs)
+                                 enable_fp_fusion=constexprs.get(FP_FUSION_KEY, True),
+                                 device=dict(constexprs.get(DEVICE_KEY, ())), **kwargs)
 
 
 def resolve_dot_backend(choice: Any) -> str:
