@@ -20,7 +20,7 @@ from ..language.core import builtin_name, constexpr
 from ..language.dtypes import dtype, pointer_type
 from . import ir, semantic
 from .kernel import GlobalRead
-from .refusals import REFUSED
+from .refusals import LIBDEVICE_REFUSED, REFUSED
 from .semantic import Builder, SemanticError, is_value
 from .source import KernelSource
 
@@ -560,6 +560,9 @@ class Lowering(ast.NodeVisitor):
             value = getattr(base, attr)
         except AttributeError:
             what = getattr(base, "__name__", type(base).__name__)
+            if what == "enceladus.language.extra.libdevice" and attr in LIBDEVICE_REFUSED:
+                raise self.error(node, f"libdevice.{attr} cannot run on Apple GPUs: {LIBDEVICE_REFUSED[attr].reason}",
+                                 LIBDEVICE_REFUSED[attr].fix) from None
             if what.startswith("enceladus.language") and attr in REFUSED:
                 raise self.error(node, f"tl.{attr} cannot run on Apple GPUs: {REFUSED[attr].reason}",
                                  REFUSED[attr].fix) from None

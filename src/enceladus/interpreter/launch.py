@@ -37,7 +37,7 @@ from .context import (
 )
 from .memory import Buffer
 from .ops import OPS, PropagateNan, kernel_print
-from .refusals import refuse
+from .refusals import refuse, refuse_libdevice
 from .tensor import PEAK, Divergence, Tile, block_type, to_tile, unwrap
 
 BATCH_ELEMENTS = 1 << 22  # program batches hold tiles of at most about this many elements
@@ -157,6 +157,8 @@ def _extra_namespace(module: types.ModuleType) -> types.ModuleType:
             elif builtin_name(value) is not None:
                 value = OPS.get(builtin_name(value), _not_implemented(builtin_name(value)))
             setattr(ns, name, value)
+        if module.__name__.endswith(".libdevice"):
+            ns.__getattr__ = refuse_libdevice  # float64-only functions: a refusal that says why (refusals.py)
         _NAMESPACE[key] = ns
     return _NAMESPACE[key]
 
