@@ -23,7 +23,7 @@ CORPUS = [
     (ak.bad_expand_dims_axis, "axis"),
     (ak.broadcast_ranks, "values"),
     (ak.descriptor_lists, "values"),
-    (ak.atomic_fp16, "fp16"),
+    (ak.atomic_fp16, "values"),
     (ak.atomic_int64, "int64"),
     (ak.int1_and_shifts, "values"),
     (ak.interleave_scalars, "values"),

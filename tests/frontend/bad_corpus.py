@@ -461,8 +461,8 @@ def atomic_add_64_bit(x_ptr):
 
 
 @enceladus.jit
-def atomic_max_half(x_ptr):
-    tl.atomic_max(x_ptr, 1.0)  # <- here
+def atomic_max_short(x_ptr):
+    tl.atomic_max(x_ptr, 1)  # <- here
 
 
 @enceladus.jit

@@ -101,8 +101,8 @@ CASES: dict[str, tuple] = {
     # builtins (or forms of them) only the interpreter implements
     "atomic_add_64_bit": ("*i64", {}, "tl.atomic_add on int64 is not available on Apple GPUs", "32-bit counters",
                           "tl.atomic_add"),
-    "atomic_max_half": ("*fp16", {}, "tl.atomic_max on fp16 is not supported", "float32 or int32 buffer",
-                        "tl.atomic_max"),
+    "atomic_max_short": ("*i16", {}, "tl.atomic_max on int16 is not supported", "int32 buffer",
+                         "tl.atomic_max"),
     "sort_tile": ("*i32", {}, "tl.sort supports 1-D and 2-D tiles", "reshape to 2-D", "tl.sort"),
     "histogram_tile": ("*i32", {}, "tl.histogram needs a 1-D integer tile", "tl.ravel", "tl.histogram"),
     "gather_tile": ("*i32", {}, "must have the rank of the source", "x[:, None]", "tl.gather"),

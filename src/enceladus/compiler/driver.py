@@ -127,7 +127,8 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
                   "global_reads": global_reads,
                   "log_sites": module.log_sites, "dot_backend": dot_backend, "matmul2d_tiles": module.matmul2d_tiles,
                   "enable_fp_fusion": enable_fp_fusion,
-                  "uses_tensor_ops": module.uses_tensor_ops, "line_table": module.line_table},
+                  "uses_tensor_ops": module.uses_tensor_ops, "line_table": module.line_table,
+                  "word_atomics": module.word_atomics},
         accesses=module.accesses,
     )
     dump_kernel(ck)

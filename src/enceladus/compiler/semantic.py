@@ -1160,7 +1160,10 @@ def _atomic(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, 
                             "use scope='gpu' (the default) and read the results on the host after the launch "
                             "(synchronize)")
     elem = pointer.type.element.element_ty
-    if elem.name not in ("int32", "uint32", "fp32"):
+    if elem.name in ("int16", "uint16") and kind != "cas":
+        raise SemanticError(f"{what} on {elem} is not supported (Triton accepts 16-bit integers only in "
+                            "tl.atomic_cas)", "use an int32 buffer, or tl.atomic_cas in a loop")
+    if elem.name not in ("int32", "uint32", "fp32", "fp16", "bf16", "int16", "uint16"):
         if elem.primitive_bitwidth == 64:
             raise SemanticError(f"{what} on {elem} is not available on Apple GPUs: Metal has 64-bit atomics only for "
                                 "max/min without returning the old value",

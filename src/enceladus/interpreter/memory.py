@@ -181,8 +181,15 @@ def _atomic(name: str, pointer: Any, val: Any, mask: Any, combine: Callable[[Any
             cmp: Any = None) -> Tile:
     ptr, idx, m = _prepare(name, pointer, mask)
     elem = ptr.dtype.element_ty
-    if elem.name not in ("int32", "uint32", "fp32"):  # what Metal's atomics take (the compiler refuses the rest)
-        raise TypeError(f"tl.{name} on {elem} is not supported (Metal has 32-bit integer and float32 atomics only)")
+    if elem.name in ("int16", "uint16") and name != "atomic_cas":
+        raise TypeError(f"tl.{name} on {elem} is not supported (Triton accepts 16-bit integers only in "
+                        "tl.atomic_cas); use an int32 buffer")
+    if elem.name in ("fp16", "bf16") and name in ("atomic_and", "atomic_or", "atomic_xor"):
+        raise TypeError(f"tl.{name} needs an integer pointer, got {elem}")
+    # what the compiled kernels take: 32-bit atomics, and 16-bit ones through a loop on the containing word
+    if elem.name not in ("int32", "uint32", "fp32", "fp16", "bf16", "int16", "uint16"):
+        raise TypeError(f"tl.{name} on {elem} is not supported (Metal has 32-bit integer and float32 atomics; "
+                        "Enceladus adds float16/bfloat16 ones)")
     v = _value_for(ptr, val, name)
     c = _value_for(ptr, cmp, name) if cmp is not None else None
     shape = _full_shape(idx, m, v, c)

@@ -416,8 +416,10 @@ def _atomic_doc(name: str, what: str):
     def rule(pointer, val, mask=None, sem=None, scope=None):
         pass
 
+    sub_word = (" On float16/bfloat16 pointers: a compare-and-swap loop on the containing 32-bit word."
+                if name in ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg") else "")
     return named_builtin(rule, name, f"Atomically {what} at ``pointer`` where ``mask`` is true; returns the old "
-                         f"values. Example: ``old = tl.{name}(ptr + offs, v, mask=m)``.")
+                         f"values. Example: ``old = tl.{name}(ptr + offs, v, mask=m)``.{sub_word}")
 
 
 atomic_add = _atomic_doc("atomic_add", "add ``val``")
@@ -431,7 +433,8 @@ atomic_xchg = _atomic_doc("atomic_xchg", "exchange memory with ``val``")
 
 @builtin
 def atomic_cas(pointer, cmp, val, sem=None, scope=None):
-    """Atomically store ``val`` where memory equals ``cmp``; returns the old values."""
+    """Atomically store ``val`` where memory equals ``cmp`` (bit for bit); returns the old values. 16-bit
+    elements (float16, bfloat16, int16, uint16) use a compare-and-swap loop on the containing 32-bit word."""
 
 
 @builtin

@@ -187,3 +187,29 @@ def extent(arr: np.ndarray) -> tuple:
             dims.append((abs(s), n))
     dims.sort(reverse=True)
     return (lo, hi + isz, isz, tuple(n for _, n in dims), tuple(s for s, _ in dims))
+
+
+def word_extent(ext: tuple) -> tuple:
+    """The extent of an argument reached by 16-bit atomics: its span widened to whole aligned 32-bit words, since
+    the atomic's compare-and-swap loop reads and rewrites the word that holds the element (the runtime makes sure
+    those words are memory the argument owns: ``word_padded``)."""
+    return (ext[0] & ~3, (ext[1] + 3) & ~3, ext[2])
+
+
+def word_padded(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``arr`` bound for 16-bit atomics: ``(arr, None)`` when the 32-bit words holding its elements are its own
+    bytes (its span starts and ends on a 4-byte boundary), else ``(copy, arr)``: a copy in a fresh buffer padded to
+    whole words, with the same strides and the same address modulo 4. The launcher copies the elements back into
+    ``arr`` afterwards (elements only, so bytes between the elements of a strided view are never written)."""
+    lo, hi = extent(arr)[:2]
+    if lo % 4 == 0 and hi % 4 == 0:
+        return arr, None
+    head = lo % 4
+    size = (head + hi - lo + 3) // 4 * 4
+    raw = np.zeros(size + 16, np.uint8)
+    start = -raw.ctypes.data % 16  # 16-byte aligned, as a fresh allocation of either backend
+    base = arr.__array_interface__["data"][0]
+    copy = np.ndarray(arr.shape, arr.dtype, buffer=raw[start:start + size], offset=head + base - lo,
+                      strides=arr.strides)
+    copy[...] = arr
+    return copy, arr

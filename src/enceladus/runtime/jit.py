@@ -318,7 +318,9 @@ class JITFunction:
         kernel = self._launch_bound(grid, values, options)
         if kernel is None:  # interpreted
             return None
-        if fkey is not None and not debug and not timed and not kernel.metadata.get("log_sites"):
+        # kernels with a device log or 16-bit atomics (padded bindings: launch.launch) keep the slow path
+        if fkey is not None and not debug and not timed and not kernel.metadata.get("log_sites") and \
+                not kernel.metadata.get("word_atomics"):
             spec_key = self._key(*self.specialization(values, options), options.get("num_warps", 4))
             if self.cache.get(spec_key) is kernel:
                 self._fast[fkey] = LaunchPlan(spec_key, launcher_for(kernel), self.param_names, self._defaults,

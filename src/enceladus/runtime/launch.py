@@ -174,17 +174,19 @@ class KernelLauncher:
             fast.run(packet)
 
     def debug_launch(self, grid: tuple[int, int, int], arrays: list[Any], scalars: list[Any],
-                     timeout: float | None = None) -> None:
-        """Run synchronously with the access checks plus threadgroup-memory race tracking (nothing is copied)."""
+                     timeout: float | None = None, arg_extents: list[Any] | None = None) -> None:
+        """Run synchronously with the access checks plus threadgroup-memory race tracking (nothing is copied).
+        ``arg_extents``: each array's extent when the caller widened some (16-bit atomics), else from the arrays."""
         wait_all_idle()
         abi = self.kernel.abi
         buffers, extents = {}, {}
         keep = []
         params = sorted(abi.buffer_params, key=lambda p: p.slot)
-        for p, a in zip(params, arrays):
+        for i, (p, a) in enumerate(zip(params, arrays)):
             arr = arguments.as_numpy(a)
             buffers[p.slot] = int(arr.__array_interface__["data"][0])
-            extents[p.slot] = a._extent if type(a) is Tensor else arguments.extent(arr)
+            extents[p.slot] = arg_extents[i] if arg_extents is not None else (
+                a._extent if type(a) is Tensor else arguments.extent(arr))
         if abi.args_slot is not None:
             raw = np.frombuffer(pack_scalars(self.kernel, dict(zip(self.scalar_names, scalars))), np.uint8).copy()
             keep.append(raw)
@@ -263,21 +265,33 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
     kl = launcher_for(kernel)
     arrays = [values[name] for name in kl.buffer_names]
     addresses, extents = [], []
-    for name, a, writes in zip(kl.buffer_names, arrays, kl.buffer_writes):
+    word = kernel.metadata.get("word_atomics") or ()
+    copied_back: list[tuple[np.ndarray, np.ndarray]] = []  # (argument, padded copy) of 16-bit atomics' buffers
+    for i, (name, a, writes) in enumerate(zip(kl.buffer_names, arrays, kl.buffer_writes)):
         arr = arguments.as_numpy(a)
-        extents.append(a._extent if type(a) is Tensor else arguments.extent(arr))
         if writes and not arr.flags.writeable:
             raise ValueError(f"argument '{name}' is a read-only array, but kernel '{kernel.name}' stores through it; "
                              "pass a writeable array (e.g. arr.copy())")
         if not arr.flags.aligned:
             raise ValueError(f"argument '{name}' is not aligned to its element size; pass np.ascontiguousarray(x)")
+        if name in word and type(a) is not Tensor:  # Tensor allocations are padded to whole words already
+            arr, original = arguments.word_padded(arr)
+            if original is not None:
+                arrays[i] = arr
+                copied_back.append((original, arr))
+        ext = a._extent if type(a) is Tensor else arguments.extent(arr)
+        extents.append(arguments.word_extent(ext) if name in word else ext)
         addresses.append(int(arr.__array_interface__["data"][0]))
     scalars = [values[name] for name in kl.scalar_names]
-    if debug or debug_enabled():
-        kl.debug_launch(grid, arrays, scalars, timeout)
-    else:
-        kl.submit(grid, addresses, scalars, arrays, log is None and all(type(a) is Tensor for a in arrays),
-                  extents if kl.checked else None, timeout)
+    try:
+        if debug or debug_enabled():
+            kl.debug_launch(grid, arrays, scalars, timeout, extents)
+        else:
+            kl.submit(grid, addresses, scalars, arrays, log is None and all(type(a) is Tensor for a in arrays),
+                      extents if kl.checked else None, timeout)
+    finally:
+        for original, copy in copied_back:  # a launch on NumPy arrays is synchronous: it has finished
+            original[...] = copy
     if log is not None:
         devicelog.report(kernel, log)
 

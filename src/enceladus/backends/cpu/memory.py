@@ -10,7 +10,9 @@ PAGE_ALIGNMENT = 16 * 1024
 class CpuAllocation:
     """``nbytes`` of host memory at ``address`` (16 KiB aligned); ``handle`` owns it (a NumPy byte array).
 
-    The Metal backend's allocation has the same three attributes (``handle`` is its ``MTLBuffer``),
+    The memory after ``nbytes`` (up to the next 16 KiB) is allocated too, so the 32-bit word holding the last
+    16-bit element lies inside it (16-bit atomics rewrite that word). The Metal backend's allocation has the same
+    three attributes (``handle`` is its ``MTLBuffer``),
     plus ``host_view()``: that is the whole interface enceladus.Tensor relies on.
     """
 
@@ -20,7 +22,7 @@ class CpuAllocation:
         if nbytes < 0:
             raise ValueError(f"cannot allocate {nbytes} bytes")
         # Over-allocate and start at the first aligned byte; the array keeps the memory alive.
-        raw = np.empty(max(nbytes, 1) + PAGE_ALIGNMENT, dtype=np.uint8)
+        raw = np.empty(max(nbytes, 1) + PAGE_ALIGNMENT + 16, dtype=np.uint8)
         start = -raw.ctypes.data % PAGE_ALIGNMENT
         self.handle = raw[start : start + nbytes]
         self.address = raw.ctypes.data + start

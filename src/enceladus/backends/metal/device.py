@@ -167,9 +167,10 @@ class MetalDevice:
         )
 
     def new_buffer(self, nbytes: int) -> int:
-        """An owned shared-storage MTLBuffer of ``nbytes`` (at least 1)."""
+        """An owned shared-storage MTLBuffer of ``nbytes`` rounded up to whole 16-byte units (at least 16): the
+        32-bit word that holds a buffer's last 16-bit element is then inside it (16-bit atomics rewrite it)."""
         with self.bridge.autorelease_pool():
-            buf = self.bridge.send(self.handle, "newBufferWithLength:options:", max(1, int(nbytes)),
+            buf = self.bridge.send(self.handle, "newBufferWithLength:options:", max(16, (int(nbytes) + 15) // 16 * 16),
                                    MTLResourceStorageModeShared | MTLResourceHazardTrackingModeDefault)
         if not buf:
             raise MemoryError(f"Metal could not allocate a {nbytes}-byte buffer")

@@ -50,6 +50,9 @@ class MSLModule:
     uses_tensor_ops: bool = False
     matmul2d_tiles: list[tuple] = field(default_factory=list)  # (M, N, K, A type, B type, simdgroups) per dot
     line_table: dict = field(default_factory=dict)  # {"file": kernel source, "lines": [[msl_line, py_line]]}
+    # buffer params reached by 16-bit atomics (a loop on the containing 32-bit word): the runtime binds them so
+    # that the word of every element lies in memory it owns (runtime/arguments.word_padded)
+    word_atomics: list[str] = field(default_factory=list)
 
 
 # integer types whose wrapping arithmetic is computed in these unsigned types (uint32/uint64 wrap by themselves)
@@ -582,6 +585,11 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.fn_written = {self.roots.get(op.operands[0].id) for op in ir.walk(fn.ops)
                            if op.name in ("store", "atomic")} - {None}
         self._used_values = {o.id for op in ir.walk(fn.ops) for o in op.operands}
+        word_ptrs = [op.operands[0] for op in ir.walk(fn.ops)
+                     if op.name == "atomic" and op.operands[0].type.element.element_ty.itemsize == 2]
+        word_roots = {self.roots.get(p.id) for p in word_ptrs}
+        if None in word_roots:  # a pointer of unknown origin: every 16-bit buffer is bound padded
+            word_roots = {a.name for a in fn.args if a.type.is_ptr and a.type.element.element_ty.itemsize == 2}
         for a in fn.args:
             cname = safe_name(a.name)
             if a.type.is_ptr:
@@ -683,7 +691,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
                          WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
                          list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops,
-                         list(dict.fromkeys(self.matmul2d_tiles)), line_table)
+                         list(dict.fromkeys(self.matmul2d_tiles)), line_table, sorted(word_roots))
 
 
 def pointer_roots(fn: ir.Function) -> dict[int, str]:

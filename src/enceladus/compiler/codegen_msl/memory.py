@@ -119,6 +119,10 @@ class MemoryMixin:
         kind = op.attrs["kind"]
         elem = op.result.type.element
         t = MSL_TYPE[elem.name]
+        if elem.itemsize == 2:  # fp16, bf16 (and int16 compare-and-swap): a loop on the containing 32-bit word
+            self.helpers.add("enc_atomic16")
+            code = {"add": 0, "max": 1, "min": 2, "xchg": 3, "cas": 4}[kind]
+            return f"enc_atomic16<{code}>({ptr}, {t}({val}), {t}({cmp if cmp is not None else val}))"
         self.helpers.add("enc_atomic")
         at = {"int32": "atomic_int", "uint32": "atomic_uint", "fp32": "atomic_float"}[elem.name]
         relaxed = "memory_order_relaxed"

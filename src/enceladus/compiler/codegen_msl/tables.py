@@ -49,6 +49,26 @@ static inline float enc_atomic_fminmax(device float* p, float v, bool is_max) {
                                                   memory_order_relaxed)) return cur;
     }
 }""",
+    "enc_atomic16": """// 16-bit atomics (Metal's atomic types are 32 bits and wider): a compare-and-swap loop on the aligned 32-bit
+// word that holds the element, writing the word's other half back unchanged. The runtime binds every 16-bit
+// buffer of such a kernel so that this word lies inside memory it owns (docs/memory.md, sub-word atomics).
+// OP: 0 add, 1 max, 2 min, 3 exchange, 4 compare-and-swap (compared bit for bit, as Triton's atomic_cas).
+template <int OP, typename T> static inline T enc_atomic16(device T* p, T v, T cmp) {
+    const uint shift = ((ulong)(p) & 2ul) ? 16u : 0u;
+    device atomic_uint* w = (device atomic_uint*)((device uchar*)(p) - (shift >> 3));
+    uint old = atomic_load_explicit(w, memory_order_relaxed);
+    while (true) {
+        const ushort bits = ushort(old >> shift);
+        const T cur = as_type<T>(bits);
+        T next = v;
+        if (OP == 0) next = T(cur + v);
+        if (OP == 1 && !(v > cur)) return cur;
+        if (OP == 2 && !(v < cur)) return cur;
+        if (OP == 4 && bits != as_type<ushort>(cmp)) return cur;
+        const uint word = (old & ~(0xFFFFu << shift)) | (uint(as_type<ushort>(next)) << shift);
+        if (atomic_compare_exchange_weak_explicit(w, &old, word, memory_order_relaxed, memory_order_relaxed)) return cur;
+    }
+}""",
     "enc_div": """// -a wrapping (INT_MIN / -1 == INT_MIN): in the unsigned type, as MSL leaves signed overflow undefined
 template <typename T> static inline T enc_wrapneg(T a) { return T(T(0) - a); }  // char, short: computed in int
 static inline int enc_wrapneg(int a) { return as_type<int>(0u - as_type<uint>(a)); }

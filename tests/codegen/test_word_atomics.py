@@ -1,0 +1,115 @@
+"""16-bit atomics under contention on every path: float16/bfloat16 add, max, min, xchg and cas, int16/uint16
+cas. Metal has no 16-bit atomics; the compiled kernels loop on the aligned 32-bit word holding the element, and
+the runtime binds each 16-bit buffer so that this word lies in memory it owns. The buffers here have an odd
+number of elements (the last element's word reaches past the array: the binding pads it), and neighbouring
+elements share a word, so a lost update of either half shows up in the totals."""
+
+import numpy as np
+import pytest
+
+import enceladus
+from paths import ALL_PATHS, cpu_available, guard, needs_cpu, on_path, path_missing, run_on_all_paths
+
+from . import word_atomic_kernels as wk
+
+RNG = np.random.default_rng(18)
+BF16 = pytest.importorskip("ml_dtypes").bfloat16
+DTYPES = {"float16": np.float16, "bfloat16": BF16, "int16": np.int16, "uint16": np.uint16}
+# the largest per-slot total whose running sums are exact: integers up to 2048 (float16), 256 (bfloat16)
+EXACT = {"float16": 2048, "bfloat16": 256}
+INIT = {"add": 0, "max": -100, "min": 100, "xchg": 0, "cas": 0}
+
+
+def _case(kind: str, dtype: str, nslot: int) -> tuple[np.ndarray, int]:
+    dt = DTYPES[dtype]
+    if kind == "add":
+        n = (EXACT[dtype] // 2 - 1) * nslot  # values 1 or 2: each slot's total stays exact
+        return RNG.integers(1, 3, n).astype(dt), n
+    n = 3000 if dtype != "bfloat16" else 1000
+    if kind == "cas":  # nonzero values, exact in the type
+        return (np.arange(n) % (200 if dtype == "bfloat16" else 2000) + 1).astype(dt), n
+    return RNG.integers(-50, 50, n).astype(dt), n
+
+
+def _check(kind, vals, nslot, mem, old):
+    vals, mem, old = (np.asarray(a).astype(np.float64) for a in (vals, mem, old))
+    init = INIT[kind]
+    for slot in range(nslot):
+        v, o, final = vals[slot::nslot], old[slot::nslot], mem[slot]
+        what = f"slot {slot} of {nslot}"
+        if kind == "add":
+            assert final == v.sum(), what
+            steps = np.diff(np.append(np.sort(o), final))  # running totals of some order of the additions
+            np.testing.assert_array_equal(np.sort(steps), np.sort(v), err_msg=what)
+        elif kind in ("max", "min"):
+            want = max(v.max(), init) if kind == "max" else min(v.min(), init)
+            assert final == want, what
+            assert set(o) <= set(v) | {init}, what  # every old value was in memory at some point
+            assert (o <= final).all() if kind == "max" else (o >= final).all(), what
+        elif kind == "xchg":  # every value went through the slot once: old values plus the last are a permutation
+            np.testing.assert_array_equal(np.sort(np.append(o, final)), np.sort(np.append(v, init)), err_msg=what)
+        else:  # cas from 0: exactly one lane wins; every other lane sees the winner's value
+            winners = np.flatnonzero(o == 0)
+            assert winners.size == 1 and v[winners[0]] == final, (what, winners)
+            assert (np.delete(o, winners) == final).all(), what
+
+
+@pytest.mark.parametrize("nslot", [3, 4])
+@pytest.mark.parametrize("kind,dtype", [(k, d) for k in ("add", "max", "min", "xchg", "cas")
+                                        for d in ("float16", "bfloat16")] + [("cas", "int16"), ("cas", "uint16")])
+def test_word_atomics_under_contention(kind, dtype, nslot):
+    vals, n = _case(kind, dtype, nslot)
+    block = 64
+    grid = (enceladus.cdiv(n, block),)
+
+    def make():
+        return (np.full(nslot, INIT[kind], DTYPES[dtype]), vals.copy(), np.zeros(n, DTYPES[dtype]), n)
+
+    def check(args, expected, path):
+        _check(kind, vals, nslot, args[0], args[2])
+
+    run_on_all_paths(wk.word_atomic_kernel, grid, make, lambda *a: {}, check=check,
+                     constexprs={"NSLOT": nslot, "KIND": kind, "BLOCK": block})
+
+
+@pytest.mark.parametrize("path", ALL_PATHS)
+def test_word_atomics_on_a_view_starting_mid_word(path):
+    """An argument whose element 0 is the upper half of a word (a view at byte offset 2) and whose end is mid-word:
+    both boundary words are padded by the binding; the bytes around the view stay untouched."""
+    if path == "cpu" and not cpu_available():
+        path_missing(path, "no C++ compiler")
+    vals, n = _case("add", "float16", 3)
+    g = guard(np.zeros(3, np.float16), offset_bytes=2)
+    old = np.zeros(n, np.float16)
+    on_path(wk.word_atomic_kernel, path)[(enceladus.cdiv(n, 64),)](g.view, vals, old, n, NSLOT=3, KIND="add",
+                                                                    BLOCK=64)
+    g.check(f"the mid-word view on the {path} path")
+    _check("add", vals, 3, g.view, old)
+
+
+@needs_cpu
+def test_word_atomics_on_tensors_of_odd_length():
+    """enceladus.Tensor arguments (queued launches): their allocation holds the last element's whole word."""
+    vals, n = _case("max", "bfloat16", 5)
+    mem = enceladus.tensor(np.full(5, INIT["max"], BF16))
+    old = enceladus.tensor(np.zeros(n, BF16))
+    wk.word_atomic_kernel[(enceladus.cdiv(n, 64),)](mem, enceladus.tensor(vals), old, n, NSLOT=5, KIND="max",
+                                                     BLOCK=64)
+    enceladus.synchronize()
+    _check("max", vals, 5, mem.numpy(), old.numpy())
+
+
+def test_scalar_word_atomic_gives_each_program_a_ticket():
+    run_on_all_paths(wk.word_atomic_scalar_kernel, (40,), lambda: (np.zeros(1, np.float16), np.full(40, -1, np.float16)),
+                     lambda m, o: {0: np.float16(40)},
+                     check=lambda args, exp, path: (np.testing.assert_array_equal(args[0], [40]),
+                                                    np.testing.assert_array_equal(np.sort(args[1]), np.arange(40))))
+
+
+@pytest.mark.parametrize("path", ALL_PATHS)
+@pytest.mark.parametrize("kind", ["and", "or", "xor"])
+def test_bitwise_atomics_on_halves_are_refused(kind, path):
+    if path == "cpu" and not cpu_available():
+        path_missing(path, "no C++ compiler")
+    with pytest.raises(enceladus.CompilationError, match=f"tl.atomic_{kind} needs an integer pointer, got fp16"):
+        on_path(wk.word_bitwise_kernel, path)[(1,)](np.zeros(4, np.float16), KIND=kind)

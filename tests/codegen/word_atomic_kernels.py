@@ -1,0 +1,40 @@
+"""Kernels for 16-bit atomics (float16, bfloat16; int16 compare-and-swap): a loop on the containing 32-bit word."""
+
+import enceladus
+import enceladus.language as tl
+
+
+@enceladus.jit
+def word_atomic_kernel(mem_ptr, val_ptr, old_ptr, n, NSLOT: tl.constexpr, KIND: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(val_ptr + offs, mask=mask)
+    p = mem_ptr + offs % NSLOT  # every program and lane hits one of NSLOT elements; neighbours share words
+    if KIND == "add":
+        old = tl.atomic_add(p, v, mask=mask)
+    elif KIND == "max":
+        old = tl.atomic_max(p, v, mask=mask)
+    elif KIND == "min":
+        old = tl.atomic_min(p, v, mask=mask)
+    elif KIND == "xchg":
+        old = tl.atomic_xchg(p, v, mask=mask)
+    else:  # cas: lanes past n offer 0 for 0, which changes nothing
+        old = tl.atomic_cas(p, tl.zeros_like(v), v)
+    tl.store(old_ptr + offs, old, mask=mask)
+
+
+@enceladus.jit
+def word_atomic_scalar_kernel(mem_ptr, out_ptr):
+    # a scalar 16-bit atomic: thread 0 of each program adds 1 and every thread sees its ticket
+    ticket = tl.atomic_add(mem_ptr, 1.0)
+    tl.store(out_ptr + tl.program_id(0), ticket)
+
+
+@enceladus.jit
+def word_bitwise_kernel(p, KIND: tl.constexpr):
+    if KIND == "and":
+        tl.atomic_and(p + tl.arange(0, 4), 1)
+    elif KIND == "or":
+        tl.atomic_or(p + tl.arange(0, 4), 1)
+    else:
+        tl.atomic_xor(p + tl.arange(0, 4), 1)
