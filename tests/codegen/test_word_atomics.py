@@ -113,3 +113,51 @@ def test_bitwise_atomics_on_halves_are_refused(kind, path):
         path_missing(path, "no C++ compiler")
     with pytest.raises(enceladus.CompilationError, match=f"tl.atomic_{kind} needs an integer pointer, got fp16"):
         on_path(wk.word_bitwise_kernel, path)[(1,)](np.zeros(4, np.float16), KIND=kind)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint32", "float16", "bfloat16", "int16"])
+def test_atomic_load_and_store(dtype):
+    dt = DTYPES.get(dtype, np.dtype(dtype))
+    n = 301  # odd: the 16-bit arrays' last word is padded
+    x = RNG.integers(-40, 40 if dtype != "uint32" else 80, n).astype(np.float64)
+    x = (np.abs(x) if dtype == "uint32" else x).astype(dt)
+    run_on_all_paths(wk.atomic_copy_kernel, (enceladus.cdiv(n, 128),), lambda: (x.copy(), np.zeros(2 * n, dt), n),
+                     lambda x, y, n: {1: np.concatenate([(x.astype(np.float64) * 2).astype(dt), x])},
+                     constexprs={"BLOCK": 128}, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("flag_dtype", ["int32", "int16", "uint32"])
+def test_chained_sum_with_poll_load_and_store(flag_dtype):
+    programs, block = 24, 64
+    x = RNG.integers(-100, 100, programs * block).astype(np.int32)
+
+    def make():
+        flags = np.zeros(programs + 1, flag_dtype)
+        flags[0] = 1  # program 0 starts at once
+        return x, np.zeros(1, np.int32), flags, np.zeros(programs, np.int32)
+
+    sums = np.cumsum(x.reshape(programs, block).sum(1)).astype(np.int32)
+    run_on_all_paths(wk.chained_sum_kernel, (programs,), make,
+                     lambda x, t, f, o: {1: sums[-1:], 2: np.ones(programs + 1, flag_dtype), 3: sums},
+                     constexprs={"BLOCK": block})
+
+
+@pytest.mark.parametrize("path", ALL_PATHS)
+@pytest.mark.parametrize("kind,dtype,message", [
+    ("load64", np.int64, "tl.atomic_load on int64 is not available on Apple GPUs"),
+    ("timeout", np.int32, "Metal shaders have no clock"),
+    ("poll_float", np.float32, "tl.atomic_poll only supports integer elements"),
+    ("sem", np.int32, "tl.atomic_store only supports release and relaxed semantics"),
+])
+def test_atomic_access_refusals(kind, dtype, message, path):
+    if path == "cpu" and not cpu_available():
+        path_missing(path, "no C++ compiler")
+    with pytest.raises(enceladus.CompilationError, match=message):
+        on_path(wk.atomic_access_refusals, path)[(1,)](np.zeros(4, dtype), KIND=kind)
+
+
+def test_interpreter_reports_a_poll_that_never_ends():
+    flags = np.zeros(25, np.int32)  # no flag set: program 0 would wait forever
+    with pytest.raises(RuntimeError, match="waits for a value that no earlier program stored"):
+        on_path(wk.chained_sum_kernel, "interpreter")[(24,)](np.zeros(24 * 64, np.int32), np.zeros(1, np.int32),
+                                                             flags, np.zeros(24, np.int32), BLOCK=64)

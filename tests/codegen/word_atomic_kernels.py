@@ -38,3 +38,39 @@ def word_bitwise_kernel(p, KIND: tl.constexpr):
         tl.atomic_or(p + tl.arange(0, 4), 1)
     else:
         tl.atomic_xor(p + tl.arange(0, 4), 1)
+
+
+@enceladus.jit
+def atomic_copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    # tl.atomic_load (acquire) and tl.atomic_store (release), masked
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.atomic_load(x_ptr + offs, mask=mask)
+    tl.atomic_store(y_ptr + offs, v * 2, mask=mask, sem="release")
+    w = tl.atomic_load(x_ptr + offs, mask=mask, sem="relaxed")
+    tl.atomic_store(y_ptr + n + offs, w, mask=mask, sem="relaxed")
+
+
+@enceladus.jit
+def chained_sum_kernel(x_ptr, total_ptr, flags_ptr, out_ptr, BLOCK: tl.constexpr):
+    # a chained scan: program i waits for program i-1's flag, adds its block's sum to the running total and
+    # publishes the new total and its own flag (tl.atomic_poll, tl.atomic_load, tl.atomic_store)
+    pid = tl.program_id(0)
+    s = tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), 0)
+    tl.atomic_poll(flags_ptr + pid, 1)
+    total = tl.atomic_load(total_ptr) + s
+    tl.store(out_ptr + pid, total)
+    tl.atomic_store(total_ptr, total, sem="relaxed")
+    tl.atomic_store(flags_ptr + pid + 1, 1)
+
+
+@enceladus.jit
+def atomic_access_refusals(x_ptr, KIND: tl.constexpr):
+    if KIND == "load64":
+        tl.atomic_load(x_ptr)
+    elif KIND == "timeout":
+        tl.atomic_poll(x_ptr, 1, timeout_ns=1000)
+    elif KIND == "poll_float":
+        tl.atomic_poll(x_ptr, 1)
+    else:
+        tl.atomic_store(x_ptr, 1, sem="acquire")

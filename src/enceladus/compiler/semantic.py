@@ -1144,8 +1144,9 @@ ATOMIC_SCOPES = (None, "gpu", "cta", "sys")
 
 
 def _atomic(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any,
-            cmp: Any = None) -> Value:
-    what = f"tl.atomic_{kind}"
+            cmp: Any = None, what: str | None = None) -> Value:
+    store = what == "tl.atomic_store"  # an exchange whose old value is dropped
+    what = what or f"tl.atomic_{kind}"
     if not is_value(pointer) or not pointer.type.is_ptr:
         raise SemanticError(f"{what} expects a pointer or a tile of pointers",
                             "pass a pointer argument plus offsets, e.g. counts_ptr + idx")
@@ -1160,7 +1161,7 @@ def _atomic(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, 
                             "use scope='gpu' (the default) and read the results on the host after the launch "
                             "(synchronize)")
     elem = pointer.type.element.element_ty
-    if elem.name in ("int16", "uint16") and kind != "cas":
+    if elem.name in ("int16", "uint16") and kind != "cas" and not store:
         raise SemanticError(f"{what} on {elem} is not supported (Triton accepts 16-bit integers only in "
                             "tl.atomic_cas)", "use an int32 buffer, or tl.atomic_cas in a loop")
     if elem.name not in ("int32", "uint32", "fp32", "fp16", "bf16", "int16", "uint16"):
@@ -1203,6 +1204,82 @@ for _kind in ("add", "max", "min", "and", "or", "xor", "xchg"):
 @rule("atomic_cas")
 def atomic_cas(b: Builder, pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> Value:
     return _atomic(b, "cas", pointer, val, None, sem, scope, cmp=cmp)
+
+
+def _atomic_access(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any,
+                   default_sem: str) -> Value:
+    """tl.atomic_load / atomic_store / atomic_poll: an atomic op of kind load, xchg (its old value unused) or
+    poll, with Triton's narrower choice of ``sem`` (acquire or release, or relaxed)."""
+    what = {"load": "tl.atomic_load", "xchg": "tl.atomic_store", "poll": "tl.atomic_poll"}[kind]
+    if sem not in (None, "relaxed", default_sem):
+        raise SemanticError(f"{what} only supports {default_sem} and relaxed semantics, got sem={sem!r}",
+                            f"use sem='{default_sem}' (the default) or sem='relaxed'")
+    if not is_value(pointer) or not pointer.type.is_ptr:
+        raise SemanticError(f"{what} expects a pointer or a tile of pointers",
+                            "pass a pointer argument plus offsets, e.g. flags_ptr + idx")
+    elem = pointer.type.element.element_ty
+    if kind == "poll" and not (elem.is_int() and elem.primitive_bitwidth in (16, 32, 64)):
+        raise SemanticError(f"{what} only supports integer elements with width {{16, 32, 64}}, got {elem}",
+                            "poll an int32 flag")
+    if elem.primitive_bitwidth == 64:
+        raise SemanticError(f"{what} on {elem} is not available on Apple GPUs: Metal has no 64-bit atomic load or "
+                            "store (its only 64-bit atomics are max/min on ulong)", "use 32-bit flags and counters")
+    if elem.primitive_bitwidth < 16:
+        raise SemanticError(f"{what} on {elem} is not supported: Enceladus's atomics take 32-bit elements and "
+                            "16-bit ones (a loop on the containing word)", "use an int32 or int16 buffer")
+    if kind == "load":
+        shape = b.broadcast_shapes(pointer.type.shape, shape_of(mask))
+        if shape != pointer.type.shape:
+            raise SemanticError(f"the mask of {what} (shape {list(shape_of(mask))}) does not fit the pointer tile "
+                                f"{list(pointer.type.shape)}", "give the mask the pointer tile's shape")
+        operands = [pointer]
+        mask_v = _mask(b, mask, shape, what)
+        if mask_v is not None:
+            operands.append(mask_v)
+        return b.emit("atomic", operands, Type(elem, shape), kind="load", masked=mask_v is not None,
+                      sem=sem or default_sem, scope=_atomic_scope(scope, what))
+    if kind == "poll":
+        shape = pointer.type.shape
+        if b.broadcast_shapes(shape, shape_of(val)) != shape:
+            raise SemanticError(f"the expected value of {what} (shape {list(shape_of(val))}) does not fit the "
+                                f"pointer tile {list(shape)}", "give it the pointer tile's shape")
+        operands = [pointer, b.broadcast_to(b.to_value(val, elem), shape)]
+        return b.emit("atomic", operands, Type(D.int1, shape), kind="poll", masked=False,
+                      sem=sem or default_sem, scope=_atomic_scope(scope, what))
+    return _atomic(b, "xchg", pointer, val, mask, sem or default_sem, scope, what=what)
+
+
+def _atomic_scope(scope: Any, what: str) -> str:
+    if scope not in ATOMIC_SCOPES:
+        raise SemanticError(f"{what}: unknown scope={scope!r}", "use 'gpu', 'cta' or 'sys'")
+    if scope == "sys":
+        raise SemanticError(f"{what}: scope='sys' (ordering visible to the CPU and other devices while the kernel "
+                            "runs) has no Metal spelling: Metal's fences reach at most every thread of the device "
+                            "(thread_scope_device)",
+                            "use scope='gpu' (the default) and read the results on the host after the launch "
+                            "(synchronize)")
+    return scope or "gpu"
+
+
+@rule("atomic_load")
+def atomic_load(b: Builder, pointer: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Value:
+    return _atomic_access(b, "load", pointer, None, mask, sem, scope, "acquire")
+
+
+@rule("atomic_store")
+def atomic_store(b: Builder, pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> None:
+    _atomic_access(b, "xchg", pointer, val, mask, sem, scope, "release")
+
+
+@rule("atomic_poll")
+def atomic_poll(b: Builder, pointer: Any, expected_value: Any, sem: Any = None, scope: Any = None,
+                timeout_ns: Any = None) -> Value:
+    if timeout_ns is not None:
+        raise SemanticError("tl.atomic_poll(timeout_ns=...) cannot be honoured on Apple GPUs: Metal shaders have no "
+                            "clock to measure the time spent polling",
+                            "drop timeout_ns (the poll then waits until the value arrives), or bound the wait with "
+                            "a loop of tl.atomic_load calls")
+    return _atomic_access(b, "poll", pointer, expected_value, None, sem, scope, "acquire")
 
 
 # --- data movement: gather, histogram, sort ----------------------------------------------------------------

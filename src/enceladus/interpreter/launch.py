@@ -43,7 +43,7 @@ from .tensor import PEAK, Divergence, Tile, block_type, to_tile, unwrap
 BATCH_ELEMENTS = 1 << 22  # program batches hold tiles of at most about this many elements
 SEQUENTIAL_NAMES = frozenset({"print", "breakpoint", "set_trace", "pdb", "device_print", "atomic_add",
                               "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
-                              "atomic_xchg", "atomic_cas"})
+                              "atomic_xchg", "atomic_cas", "atomic_load", "atomic_store", "atomic_poll"})
 
 
 # --- the tl namespace ----------------------------------------------------------------------------------------

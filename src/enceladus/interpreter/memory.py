@@ -248,3 +248,58 @@ def atomic(name: str) -> Callable[..., Tile]:
 def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> Tile:
     """``tl.atomic_cas``: where memory equals ``cmp`` write ``val``; returns the old values."""
     return _atomic("atomic_cas", pointer, val, None, ATOMIC_COMBINE["atomic_xchg"], cmp=cmp)
+
+
+# --- atomic_load / atomic_store / atomic_poll ------------------------------------------------------------------
+
+def _access_checks(name: str, pointer: Any, sem: Any, scope: Any, allowed_sem: str) -> None:
+    if sem not in (None, "relaxed", allowed_sem):
+        raise ValueError(f"tl.{name} only supports {allowed_sem} and relaxed semantics, got sem={sem!r}")
+    if scope not in (None, "gpu", "cta", "sys"):
+        raise ValueError(f"tl.{name}: unknown scope={scope!r}")
+    if scope == "sys":
+        raise ValueError(f"tl.{name}: scope='sys' has no Metal spelling (Metal's fences reach at most the device)")
+    ptr = unwrap(pointer)
+    if not isinstance(ptr, PointerTile):
+        return  # _prepare names the problem
+    elem = ptr.dtype.element_ty
+    bits = elem.primitive_bitwidth
+    if name == "atomic_poll" and not (elem.is_int() and bits in (16, 32, 64)):
+        raise TypeError(f"tl.atomic_poll only supports integer elements with width {{16, 32, 64}}, got {elem}")
+    if bits == 64:
+        raise TypeError(f"tl.{name} on {elem} is not available on Apple GPUs: Metal has no 64-bit atomic load or "
+                        "store")
+    if bits < 16:
+        raise TypeError(f"tl.{name} on {elem} is not supported: Enceladus's atomics take 32-bit elements and 16-bit "
+                        "ones")
+
+
+def atomic_load(pointer: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Tile:
+    """``tl.atomic_load``: a load (programs run one at a time, so every load is atomic); masked-off lanes give 0."""
+    _access_checks("atomic_load", pointer, sem, scope, "acquire")
+    return load(pointer, mask)
+
+
+def atomic_store(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> None:
+    """``tl.atomic_store``: a store where ``mask`` is true."""
+    _access_checks("atomic_store", pointer, sem, scope, "release")
+    store(pointer, val, mask)
+
+
+def atomic_poll(pointer: Any, expected_value: Any, sem: Any = None, scope: Any = None,
+                timeout_ns: Any = None) -> Tile:
+    """``tl.atomic_poll``: every element must already hold ``expected_value``. Programs run one at a time in
+    program-id order, so a value no earlier program stored never arrives: that is reported, not waited for."""
+    if unwrap(timeout_ns) is not None:
+        raise TypeError("tl.atomic_poll(timeout_ns=...) cannot be honoured on Apple GPUs: Metal shaders have no clock")
+    _access_checks("atomic_poll", pointer, sem, scope, "acquire")
+    current_values = load(pointer)
+    want = align(_value_for(unwrap(pointer), expected_value, "atomic_poll"), len(current_values.shape))
+    waiting = current_values.data != want
+    if waiting.any():
+        launch = current()
+        raise RuntimeError(f"tl.atomic_poll in kernel '{launch.kernel}' waits for a value that no earlier program "
+                           f"stored ({int(waiting.sum())} element(s) differ){where_text()}; the interpreter runs "
+                           "programs one at a time in program-id order, so the wait would never end (on a GPU it "
+                           "would wait for a program that may never be scheduled too)")
+    return Tile(np.ones(current_values.shape, bool), D.int1)

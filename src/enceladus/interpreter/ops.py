@@ -172,6 +172,9 @@ OPS["store"] = memory.store
 for _name in memory.ATOMIC_COMBINE:
     OPS[_name] = memory.atomic(_name)
 OPS["atomic_cas"] = memory.atomic_cas
+OPS["atomic_load"] = memory.atomic_load
+OPS["atomic_store"] = memory.atomic_store
+OPS["atomic_poll"] = memory.atomic_poll
 
 
 # --- casts and selection ----------------------------------------------------------------------------------------

@@ -438,6 +438,27 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
 
 
 @builtin
+def atomic_load(pointer, mask=None, sem=None, scope=None):
+    """Atomically load from ``pointer`` where ``mask`` is true (masked-off lanes give 0). ``sem``: ``"acquire"``
+    (default) or ``"relaxed"``. 32-bit and 16-bit elements (16-bit: one atomic load of the containing word); Metal
+    has no 64-bit atomic load. Example: ``flag = tl.atomic_load(flags_ptr + pid)``."""
+
+
+@builtin
+def atomic_store(pointer, val, mask=None, sem=None, scope=None):
+    """Atomically store ``val`` at ``pointer`` where ``mask`` is true. ``sem``: ``"release"`` (default) or
+    ``"relaxed"``. 32-bit and 16-bit elements; Metal has no 64-bit atomic store. Example:
+    ``tl.atomic_store(flags_ptr + pid, 1)``."""
+
+
+@builtin
+def atomic_poll(pointer, expected_value, sem=None, scope=None, timeout_ns=None):
+    """Wait until every element at ``pointer`` equals ``expected_value``; returns a boolean tile (all true).
+    Integer elements of 16 or 32 bits; ``sem``: ``"acquire"`` (default) or ``"relaxed"``. ``timeout_ns`` is refused:
+    Metal shaders have no clock. Example: ``tl.atomic_poll(flags_ptr + pid - 1, 1)``."""
+
+
+@builtin
 def rand(seed, offset, n_rounds=10):
     """Uniform float32 in [0, 1) from Philox, a function of (seed, offset) only: ``tl.rand(seed, offs)``."""
 

@@ -55,6 +55,8 @@ class MSLModule:
     word_atomics: list[str] = field(default_factory=list)
 
 
+# atomics that only read memory (tl.atomic_load, tl.atomic_poll): their buffers are not written
+READ_ONLY_ATOMICS = ("load", "poll")
 # integer types whose wrapping arithmetic is computed in these unsigned types (uint32/uint64 wrap by themselves)
 _WRAP_UNSIGNED = {"int8": "uint", "int16": "uint", "uint8": "uint", "uint16": "uint", "int32": "uint", "int64": "ulong"}
 _SCALAR_SIZE = {"int1": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4,
@@ -583,7 +585,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         slot = 0
         self.roots = pointer_roots(fn)
         self.fn_written = {self.roots.get(op.operands[0].id) for op in ir.walk(fn.ops)
-                           if op.name in ("store", "atomic")} - {None}
+                           if op.name == "store" or (op.name == "atomic" and op.attrs["kind"] not in READ_ONLY_ATOMICS)}
+        self.fn_written -= {None}
         self._used_values = {o.id for op in ir.walk(fn.ops) for o in op.operands}
         word_ptrs = [op.operands[0] for op in ir.walk(fn.ops)
                      if op.name == "atomic" and op.operands[0].type.element.element_ty.itemsize == 2]

@@ -117,15 +117,27 @@ class MemoryMixin:
     def atomic_expr(self, op: ir.Op, ptr: str, val: str, cmp: str | None) -> str:
         """The MSL that performs one atomic op through ``ptr`` and yields the old value."""
         kind = op.attrs["kind"]
-        elem = op.result.type.element
+        elem = op.operands[0].type.element.element_ty  # (atomic_poll's result is a boolean)
         t = MSL_TYPE[elem.name]
+        if kind == "poll":  # atomic_poll: spin until the element holds the expected value
+            self.helpers.add("enc_atomic_poll")
+            if elem.itemsize == 2:
+                self.helpers.add("enc_atomic16")
+                return f"enc_atomic_poll16({ptr}, {t}({val}))"
+            return f"enc_atomic_poll((device {'atomic_int' if elem.is_int_signed() else 'atomic_uint'}*)({ptr}), {t}({val}))"
         if elem.itemsize == 2:  # fp16, bf16 (and int16 compare-and-swap): a loop on the containing 32-bit word
             self.helpers.add("enc_atomic16")
+            if kind == "load":
+                return f"enc_atomic16_load<{t}>({ptr})"
             code = {"add": 0, "max": 1, "min": 2, "xchg": 3, "cas": 4}[kind]
             return f"enc_atomic16<{code}>({ptr}, {t}({val}), {t}({cmp if cmp is not None else val}))"
         self.helpers.add("enc_atomic")
         at = {"int32": "atomic_int", "uint32": "atomic_uint", "fp32": "atomic_float"}[elem.name]
         relaxed = "memory_order_relaxed"
+        if kind == "load":
+            if elem.is_floating():
+                return f"as_type<float>(atomic_load_explicit((device atomic_uint*)({ptr}), {relaxed}))"
+            return f"atomic_load_explicit((device {at}*)({ptr}), {relaxed})"
         if elem.is_floating():
             bits = f"(device atomic_uint*)({ptr})"
             if kind == "add":
@@ -150,7 +162,7 @@ class MemoryMixin:
         operands = list(op.operands)
         ptr_v = operands.pop(0)
         cmp_v = operands.pop(0) if kind == "cas" else None
-        val_v = operands.pop(0)
+        val_v = operands.pop(0) if kind != "load" else None
         mask_v = operands.pop(0) if op.attrs["masked"] else None
         sem, scope = op.attrs.get("sem", "acq_rel"), op.attrs.get("scope", "gpu")
         self.accesses.append(Access("atomic", op.loc.lineno if op.loc else None, str(r.type.element),
@@ -162,7 +174,8 @@ class MemoryMixin:
             buf = self._atomic_share(r, 1)
             cond = "enc_tid == 0" + (f" && {self.ref(mask_v, None)}" if mask_v is not None else "")
             cmp = self.ref(cmp_v, None) if cmp_v is not None else None
-            self.emit(f"if ({cond}) {buf}[0] = {self.atomic_expr(op, self.ref(ptr_v, None), self.ref(val_v, None), cmp)};")
+            val = self.ref(val_v, None) if val_v is not None else ""
+            self.emit(f"if ({cond}) {buf}[0] = {self.atomic_expr(op, self.ref(ptr_v, None), val, cmp)};")
             self.barrier()
             self.atomic_fence(sem, scope, "acquire")  # every thread, after thread 0's atomic (the barrier)
             self.emit(f"const {t} v{r.id} = {buf}[0];")
@@ -176,7 +189,7 @@ class MemoryMixin:
         if own:
             conds.append(own)
         cmp = self.ref(cmp_v, layout) if cmp_v is not None else None
-        expr = self.atomic_expr(op, self.ref(ptr_v, layout), self.ref(val_v, layout), cmp)
+        expr = self.atomic_expr(op, self.ref(ptr_v, layout), self.ref(val_v, layout) if val_v is not None else "", cmp)
         guard = " && ".join(conds)
         self.loop(layout, f"{var}[e] = {expr};" if not guard else f"{var}[e] = ({guard}) ? {expr} : {t}(0);")
         if own and r.id in self._used_values:

@@ -52,7 +52,8 @@ static inline float enc_atomic_fminmax(device float* p, float v, bool is_max) {
     "enc_atomic16": """// 16-bit atomics (Metal's atomic types are 32 bits and wider): a compare-and-swap loop on the aligned 32-bit
 // word that holds the element, writing the word's other half back unchanged. The runtime binds every 16-bit
 // buffer of such a kernel so that this word lies inside memory it owns (docs/memory.md, sub-word atomics).
-// OP: 0 add, 1 max, 2 min, 3 exchange, 4 compare-and-swap (compared bit for bit, as Triton's atomic_cas).
+// OP: 0 add, 1 max, 2 min, 3 exchange (and atomic_store), 4 compare-and-swap (compared bit for bit, as Triton's
+// atomic_cas). enc_atomic16_load: one atomic load of the word (the buffer may be const: only loaded).
 template <int OP, typename T> static inline T enc_atomic16(device T* p, T v, T cmp) {
     const uint shift = ((ulong)(p) & 2ul) ? 16u : 0u;
     device atomic_uint* w = (device atomic_uint*)((device uchar*)(p) - (shift >> 3));
@@ -68,6 +69,21 @@ template <int OP, typename T> static inline T enc_atomic16(device T* p, T v, T c
         const uint word = (old & ~(0xFFFFu << shift)) | (uint(as_type<ushort>(next)) << shift);
         if (atomic_compare_exchange_weak_explicit(w, &old, word, memory_order_relaxed, memory_order_relaxed)) return cur;
     }
+}
+template <typename T, typename P> static inline T enc_atomic16_load(P p) {  // P: (const) device T*
+    const uint shift = ((ulong)(p) & 2ul) ? 16u : 0u;
+    device atomic_uint* w = (device atomic_uint*)((device uchar*)(p) - (shift >> 3));
+    return as_type<T>(ushort(atomic_load_explicit(w, memory_order_relaxed) >> shift));
+}""",
+    "enc_atomic_poll": """// tl.atomic_poll: spin on relaxed atomic loads until the element holds the expected value (Metal shaders
+// have no clock, so there is no timeout; the acquire fence, if any, follows the loop).
+template <typename A, typename T> static inline bool enc_atomic_poll(device A* a, T expected) {
+    while (atomic_load_explicit(a, memory_order_relaxed) != expected) {}
+    return true;
+}
+template <typename T, typename P> static inline bool enc_atomic_poll16(P p, T expected) {
+    while (as_type<ushort>(enc_atomic16_load<T>(p)) != as_type<ushort>(expected)) {}
+    return true;
 }""",
     "enc_div": """// -a wrapping (INT_MIN / -1 == INT_MIN): in the unsigned type, as MSL leaves signed overflow undefined
 template <typename T> static inline T enc_wrapneg(T a) { return T(T(0) - a); }  // char, short: computed in int
