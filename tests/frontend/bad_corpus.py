@@ -117,7 +117,7 @@ def raise_in_kernel(x_ptr):
 
 @enceladus.jit
 def assert_statement(x_ptr, n):
-    assert n > 0  # <- here
+    assert n > 0, n  # <- here
     tl.store(x_ptr, 1.0)
 
 

@@ -99,7 +99,7 @@ def mutable_global(x_ptr):
 @enceladus.jit
 def and_on_tiles(x_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
-    m = (offs < 4) and (offs > 1)  # <- here
+    m = offs and (offs > 1)  # <- here
     tl.store(x_ptr + offs, 1.0, mask=m)
 
 

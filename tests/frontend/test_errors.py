@@ -26,7 +26,7 @@ CASES = {
     "lambda_in_kernel": ("*fp32", {}, "Lambda is not supported", "@enceladus.jit"),
     "list_comprehension": ("*fp32", {}, "ListComp is not supported", "tl.arange"),
     "mutable_global": ("*fp32", {}, "mutable list", "argument"),
-    "and_on_tiles": ("*fp32", {"BLOCK": 16}, "'and' is not defined", "&"),
+    "and_on_tiles": ("*fp32", {"BLOCK": 16}, "'and' needs boolean operands", "&"),
     "slicing_a_tile": ("*fp32", {"BLOCK": 16}, "indexed with None and ':'", "masks"),
     "returns_value": ("*fp32", {}, "cannot return a value", "tl.store"),
     "static_assert_fails": ("*fp32", {"BLOCK": 16}, "BLOCK must be at least 64", None),

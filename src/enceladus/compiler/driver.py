@@ -42,7 +42,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
                    constexprs: dict[str, Any], facts: dict[str, tuple[bool, bool]] | None = None,
                    num_warps: int = 4, origin: str = "", structs: dict[str, Any] | None = None,
                    dot_backend: str = "simdgroup", enable_fp_fusion: bool = True,
-                   device: dict[str, Any] | None = None) -> CompiledKernel:
+                   device: dict[str, Any] | None = None, debug: bool = False) -> CompiledKernel:
     """Compile one specialization of a kernel to MSL.
 
     ``signature`` gives each runtime argument's type; ``constexprs`` each constexpr's value;
@@ -50,7 +50,8 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
     TensorDescriptor parameter to its structure (``language.structs.flatten``), passed by its leaves;
     ``dot_backend`` is how ``tl.dot`` is lowered ("simdgroup" or "matmul2d"); ``enable_fp_fusion``: a multiply
     whose only use is an add or a subtract becomes one fma (``passes/fuse_fma.py``); ``device``: what the backend's
-    run-time probes found on this device (``runtime/probes.py``: e.g. matmul2d tiles it rejects, fragment mapping).
+    run-time probes found on this device (``runtime/probes.py``: e.g. matmul2d tiles it rejects, fragment mapping);
+    ``debug``: ``assert`` statements in the kernel are checked (Triton's debug mode).
     """
     if not isinstance(num_warps, int) or num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
         raise CompilationError(f"num_warps={num_warps!r} is not supported", kernel=name,
@@ -86,7 +87,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
                                               {n: runtime_param(n) for n in leaf_names(pname, structure)})))
             continue
         params.append((pname, runtime_param(pname)))
-    fn, read_globals, global_reads = lower_kernel(source, name, params)
+    fn, read_globals, global_reads = lower_kernel(source, name, params, debug=debug)
     nbuffers = sum(1 for a in fn.args if a.type.is_ptr) + (1 if any(not a.type.is_ptr for a in fn.args) else 0)
     if nbuffers > MAX_BUFFER_SLOTS:
         args = source.tree.args.args

@@ -17,7 +17,8 @@ from ..errors import CompilationError
 from ..language.builtins import range as tl_range
 from ..language.builtins import static_range
 from ..language.core import builtin_name, constexpr
-from ..language.dtypes import dtype, pointer_type
+from ..language.core import tuple as tl_tuple
+from ..language.dtypes import dtype, pointer_type, str_to_ty
 from . import ir, semantic
 from .kernel import GlobalRead
 from .refusals import LIBDEVICE_REFUSED, REFUSED
@@ -75,7 +76,7 @@ _UNARYOPS = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~", ast.Not: "not"}
 
 # Python builtins a kernel may call on constexprs (as in Triton).
 _PY_BUILTINS = {"min": min, "max": max, "int": int, "float": float, "len": len, "isinstance": isinstance,
-                "getattr": getattr, "range": tl_range, "abs": abs, "bool": bool}
+                "getattr": getattr, "range": tl_range, "abs": abs, "bool": bool, "hasattr": hasattr}
 
 _UNSUPPORTED_STMT_FIX = {
     ast.Try: "kernels cannot catch exceptions; check conditions with masks instead",
@@ -88,7 +89,6 @@ _UNSUPPORTED_STMT_FIX = {
     ast.FunctionDef: "define helper functions at module level with @enceladus.jit",
     ast.ClassDef: "define classes outside kernels",
     ast.Raise: "kernels cannot raise; use tl.static_assert for compile-time checks",
-    ast.Assert: "use tl.static_assert(cond, msg) for compile-time checks",
     ast.Break: "break is not supported in kernels; put the exit condition in a while loop's condition",
     ast.Continue: "continue is not supported in kernels; guard the rest of the body with an if",
 }
@@ -130,12 +130,29 @@ class _TensorMethod:
         self.value = value
 
 
+def _block_type(v: ir.Value) -> Any:
+    """``x.type``: the element type of a scalar (a ``pointer_type`` for pointers), a block type for a tile."""
+    from ..language.dtypes import block_type
+
+    return block_type(v.type.element, v.type.shape) if v.type.is_tile else v.type.element
+
+
+# attributes of runtime values (tiles and scalars), as Triton's tensor has them
+_VALUE_PROPERTIES = {
+    "dtype": lambda v: v.type.element,
+    "shape": lambda v: v.type.shape,
+    "numel": lambda v: v.type.numel,
+    "type": _block_type,
+}
+
+
 class Lowering(ast.NodeVisitor):
     """Evaluates one kernel body (and inlined callees) into a ``Builder``."""
 
     def __init__(self, builder: Builder, source: KernelSource, scope: dict[str, Any], kernel_name: str,
-                 call_stack: tuple[Any, ...] = ()):
+                 call_stack: tuple[Any, ...] = (), debug: bool = False):
         self.b = builder
+        self.debug = debug  # `assert` statements are checked (Triton's debug=True / TRITON_DEBUG)
         self.src = source
         self.scope = scope
         self.globals = source.fn.__globals__
@@ -182,6 +199,21 @@ class Lowering(ast.NodeVisitor):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring
         self.eval(node.value)
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        """``assert cond, msg`` is ``tl.device_assert(cond, msg)`` checked only in debug mode, as in Triton."""
+        cond = self.eval(node.test)
+        msg = "" if node.msg is None else self.eval(node.msg)
+        if is_value(msg) or not isinstance(msg, (str, int, float)):
+            raise self.error(node.msg, "the message of an assert must be a constant string",
+                             'write it as a string literal, e.g. assert x >= 0, "x must be non-negative"')
+        if not self.debug:
+            return
+        if not is_value(cond):  # a constexpr: a false one fails every launch, as Triton's does
+            if cond:
+                return
+            cond = self.apply(node, lambda: self.b.const(False, semantic.D.int1))
+        self.apply(node, lambda: semantic.RULES["device_assert"](self.b, cond, str(msg)))
 
     def visit_Pass(self, node: ast.Pass) -> None:
         return None
@@ -532,16 +564,15 @@ class Lowering(ast.NodeVisitor):
         base = self.eval(node.value)
         attr = node.attr
         if is_value(base):
-            if attr == "dtype":
-                return base.type.element
-            if attr == "shape":
-                return base.type.shape
+            if attr in _VALUE_PROPERTIES:
+                return _VALUE_PROPERTIES[attr](base)
             if attr == "T":
                 return self.apply(node, lambda: semantic.RULES["trans"](self.b, base))
             if attr == "to" or attr in semantic.RULES:
                 return _TensorMethod(attr, base)
             raise self.error(node, f"tiles have no attribute '{attr}'",
-                             "supported: x.dtype, x.shape, x.T, x.to(dtype) and tl.* builtins as methods (x.sum(0))")
+                             "supported: x.dtype, x.shape, x.numel, x.type, x.T, x.to(dtype), x.item() and tl.* "
+                             "builtins as methods (x.sum(0))")
         if isinstance(base, pointer_type) and attr == "element_ty":
             return base.element_ty
         if attr == "dtype" and semantic.is_python_scalar(base):
@@ -572,6 +603,11 @@ class Lowering(ast.NodeVisitor):
         if path is not None:  # cfg.BLOCK, mod.helper, Config.ATTR: checked again at launch
             self._record_read(node, path, value)
         return value.value if isinstance(value, constexpr) else value
+
+    @staticmethod
+    def value_has_attribute(v: ir.Value, attr: str) -> bool:
+        """``hasattr(x, name)`` on a runtime value: whether ``x.name`` is defined (as eval_Attribute does)."""
+        return attr in _VALUE_PROPERTIES or attr in ("T", "to") or attr in semantic.RULES
 
     def _global_path(self, node: ast.expr) -> tuple[str, ...] | None:
         """``("cfg", "BLOCK")`` for ``cfg.BLOCK`` when ``cfg`` is a global of this function, else None."""
@@ -663,17 +699,27 @@ class Lowering(ast.NodeVisitor):
         return self.apply(node, lambda: semantic.compare(self.b, sym, lhs, rhs))
 
     def eval_BoolOp(self, node: ast.BoolOp) -> Any:
+        """``and``/``or`` as Triton: Python values short-circuit; runtime booleans combine with ``&``/``|``
+        (every runtime operand is evaluated)."""
         is_and = isinstance(node.op, ast.And)
-        result: Any = None
-        for _i, e in enumerate(node.values):
+        word, sym = ("and", "&") if is_and else ("or", "|")
+        runtime: list[ir.Value] = []
+        v: Any = None
+        for e in node.values:
             v = self.eval(e)
             if is_value(v):
-                raise self.error(e, f"'{'and' if is_and else 'or'}' is not defined on runtime values",
-                                 f"use {'&' if is_and else '|'} on boolean tiles, e.g. (a < n) {'&' if is_and else '|'} (b < m)")
-            result = v
-            if (is_and and not v) or (not is_and and v):
-                return v
-        return result
+                if not v.type.element.is_bool():
+                    raise self.error(e, f"'{word}' needs boolean operands, got {v.type}",
+                                     f"compare it first, e.g. (x != 0) {word} ...; or use {sym} for bitwise {word}")
+                runtime.append(v)
+            elif (is_and and not v) or (not is_and and v):
+                return v  # a constexpr decides the whole expression
+        if not runtime:
+            return v  # every operand was a constexpr that did not decide: the last one, as in Python
+        out = runtime[0]
+        for rhs in runtime[1:]:
+            out = self.apply(node, lambda o=out, r=rhs: semantic.binary(self.b, sym, o, r))
+        return out
 
     def eval_IfExp(self, node: ast.IfExp) -> Any:
         cond = self.eval(node.test)
@@ -701,25 +747,39 @@ class Lowering(ast.NodeVisitor):
         x = base
         dim = 0
         for sub in idx_nodes:
-            if isinstance(sub, ast.Constant) and sub.value is None:
-                x = self.apply(node, lambda x=x, dim=dim: self.b.emit(
-                    "expand_dims", [x], x.type.with_shape(x.type.shape[:dim] + (1,) + x.type.shape[dim:]), axis=dim))
+            if self._is_full_slice(sub):
                 dim += 1
-            elif isinstance(sub, ast.Slice) and sub.lower is None and sub.upper is None and sub.step is None:
-                dim += 1
-            else:
+                continue
+            idx = None if isinstance(sub, ast.Constant) and sub.value is None else \
+                (self.eval(sub) if not isinstance(sub, ast.Slice) else sub)
+            if idx is not None:
                 raise self.error(sub, "tiles can only be indexed with None and ':' (e.g. x[:, None])",
                                  "slicing and element access are not supported; use masks or tl.where")
-        if dim != len(x.type.shape) and dim > len(x.type.shape):
+            x = self.apply(node, lambda x=x, dim=dim: self.b.emit(
+                "expand_dims", [x], x.type.with_shape(x.type.shape[:dim] + (1,) + x.type.shape[dim:]), axis=dim))
+            dim += 1
+        if dim > len(x.type.shape):
             raise self.error(node, f"too many indices for a tile of rank {len(base.type.shape)}",
                              "use one index (or None / :) per dimension of the tile")
         return x
+
+    def _is_full_slice(self, sub: ast.expr) -> bool:
+        """``:`` with every part absent or None (``x[None, None:]`` is ``x[None, :]``, as in Triton)."""
+        if not isinstance(sub, ast.Slice):
+            return False
+        for part in (sub.lower, sub.upper, sub.step):
+            if part is not None and self.eval(part) is not None:
+                raise self.error(sub, "tiles can only be indexed with None and ':' (e.g. x[:, None])",
+                                 "slicing and element access are not supported; use masks or tl.where")
+        return True
 
     def eval_Call(self, node: ast.Call) -> Any:
         fn = self.eval(node.func)
         args = []
         for a in node.args:
-            if isinstance(a, ast.Starred):
+            if fn is tl_tuple and isinstance(a, ast.List):  # tl.tuple([x, y]): a list of tiles only here
+                args.append(self.eval_Tuple(a))
+            elif isinstance(a, ast.Starred):
                 v = self.eval(a.value)
                 if not isinstance(v, tuple):
                              raise self.error(a, "only tuples can be unpacked with * in kernels",
@@ -766,6 +826,20 @@ class Lowering(ast.NodeVisitor):
             return self.apply(node, lambda: semantic.RULES["cast"](self.b, args[0], fn))
         if is_jit_function(fn):
             return self.inline(node, fn, args, kwargs)
+        if fn is constexpr:  # tl.constexpr(32): the value itself
+            if len(args) != 1 or kwargs or is_value(args[0]):
+                raise self.error(node, "tl.constexpr(...) takes one compile-time value",
+                                 "pass a Python value or a constexpr (e.g. tl.constexpr(32)); runtime values cannot "
+                                 "become constexprs")
+            return args[0]
+        if fn is tl_tuple:  # tl.tuple([a, b]) is the tuple (a, b)
+            if len(args) != 1 or not isinstance(args[0], (tuple, list)):
+                raise self.error(node, "tl.tuple(...) takes one list or tuple of values", "e.g. tl.tuple([a, b])")
+            return tuple(args[0])
+        if fn is hasattr and len(args) == 2 and not kwargs and is_value(args[0]) and isinstance(args[1], str):
+            return self.value_has_attribute(args[0], args[1])
+        if fn is str_to_ty:
+            return self.apply(node, lambda: str_to_ty(*args, **kwargs))
         if fn in (static_range, tl_range):
             return fn(*args, **kwargs)
         if fn in (min, max) and args and not kwargs and any(is_value(a) for a in args):
@@ -828,7 +902,7 @@ class Lowering(ast.NodeVisitor):
         scope = {}
         for name, value in bound.arguments.items():
             scope[name] = value.value if isinstance(value, constexpr) else value
-        callee = Lowering(self.b, fn.source, scope, self.kernel_name, self.call_stack)
+        callee = Lowering(self.b, fn.source, scope, self.kernel_name, self.call_stack, self.debug)
         for attr in ("__defaults__", "__kwdefaults__"):  # defaults are compiled in: changing them makes it stale
             if getattr(fn.fn, attr, None):
                 self._record_read(node, (attr,), getattr(fn.fn, attr), owner=fn.fn)
@@ -885,7 +959,7 @@ class Lowering(ast.NodeVisitor):
 
 
 def lower_kernel(source: KernelSource, name: str,
-                 params: list[tuple[str, Any]]) -> tuple[ir.Function, dict[str, Any], tuple[GlobalRead, ...]]:
+                 params: list[tuple[str, Any]], debug: bool = False) -> tuple[ir.Function, dict[str, Any], tuple[GlobalRead, ...]]:
     """Build the tile IR of a kernel.
 
     ``params`` lists, in order, each parameter's name and either an ``ir.Type`` (a runtime argument)
@@ -904,7 +978,7 @@ def lower_kernel(source: KernelSource, name: str,
             scope[pname] = builder.const(spec.value, spec.dtype)
         else:
             scope[pname] = spec
-    lowering = Lowering(builder, source, scope, name)
+    lowering = Lowering(builder, source, scope, name, debug=debug)
     try:
         lowering.run_body(source.tree.body)
     except _Return as r:

@@ -256,9 +256,12 @@ def unary(b: Builder, op: str, x: Value) -> Value:
             raise SemanticError(f"operator ~ needs an integer operand, got {ty}", "use -x for floats")
         return b.emit("not", [x], x.type)
     if op == "not":
-        if x.type.is_tile:
-            raise SemanticError("'not' is not defined on tiles", "use x == 0 (or ~x for the bitwise complement)")
-        return b.emit("eq", [x, b.const(0, ty)], Type(D.int1))
+        if x.type.is_tile and not ty.is_bool():  # Triton: `not` is logical, on booleans (and scalars)
+            raise SemanticError(f"'not' needs a boolean tile, got {x.type}",
+                                "use x == 0 (or ~x for the bitwise complement)")
+        if ty.is_ptr():
+            raise SemanticError("'not' is not defined on pointers", "compare the offsets instead")
+        return compare(b, "==", x, 0)
     raise SemanticError(f"unary operator {op} is not supported",
                         "use -x, ~x (integers), `not` on scalars, or tl.abs")
 
@@ -786,6 +789,16 @@ def reduce_or(b: Builder, input: Any, axis: Any, keep_dims: Any = False) -> Any:
         raise SemanticError(f"tl.reduce_or needs an integer tile, got {x.type.element}",
                             "cast it first, e.g. x.to(tl.int32), or reduce with tl.max for floats")
     return build_reduce(b, x, axis, _binary_combine("or"), keep_dims, "tl.reduce_or")
+
+
+@rule("item")
+def item(b: Builder, input: Any) -> Value:
+    if not is_value(input) or not input.type.is_tile:
+        return input  # a scalar is its own item (Triton's _unsplat)
+    if input.type.numel != 1:
+        raise SemanticError(f"x.item() needs a single-element tile, got shape {list(input.type.shape)}",
+                            "reduce the tile first (tl.max, tl.sum...), or load a scalar through a pointer")
+    return build_reduce(b, input, None, lambda b, lhs, rhs: [lhs[0]], False, "x.item()")
 
 
 def _arg_combine(better: str, tie_break_left: bool) -> Combine:

@@ -48,6 +48,7 @@ class Launch:
     max_tile_elems: int = 1
     static_printed: set[tuple[str, int]] = field(default_factory=set)
     rebinder: Any = None  # turns @jit callees into interpreted functions
+    debug: bool = False  # debug mode: `assert` statements are checked (Triton's debug=True)
 
     def set_programs(self, lins: np.ndarray) -> None:
         """Run the programs with these linear ids (x fastest) as one batch."""

@@ -24,7 +24,7 @@ from ..language import structs
 from ..language.builtins import range as tl_range_cls
 from ..language.builtins import static_range as tl_static_range_cls
 from ..language.core import builtin_name, constexpr
-from . import descriptors, extra, ops, random, shape_ops  # noqa: F401  (registration)
+from . import descriptors, extra, ops, random, shape_ops, syntax  # noqa: F401  (registration)
 from .context import (
     InterpreterError,
     InterpreterTypeError,
@@ -134,6 +134,12 @@ def namespace() -> types.ModuleType:
                  "sigmoid", "abs", "fma", "maximum", "minimum", "fdiv", "div_rn", "umulhi", "cdiv"):
         setattr(math, name, OPS[name])
     tl.math = math
+    rnd = types.ModuleType("enceladus.interpreter.tl.random")
+    for name in dir(language.random):
+        value = getattr(language.random, name)
+        if not name.startswith("_"):
+            setattr(rnd, name, OPS.get(builtin_name(value), value) if builtin_name(value) else value)
+    tl.random = rnd
     tl.__getattr__ = refuse  # Triton builtins Apple GPUs cannot run: a refusal that says why (refusals.py)
     tl.constexpr = interp_constexpr
     tl.tensor = Tile
@@ -192,6 +198,8 @@ class Rebinder:
             return _extra_namespace(v)
         if v is tl_math:
             return tl.math
+        if v is language.random:
+            return tl.random
         if v is tl_range_cls:
             return range
         if v is tl_static_range_cls:
@@ -220,14 +228,20 @@ class Rebinder:
                     g[k] = self.convert(v)
             g["range"] = range
             g["print"] = kernel_print
-        closure = None
-        if fn.__closure__:
-            closure = tuple(types.CellType(self.convert(c.cell_contents)) if _cell_full(c) else c
-                            for c in fn.__closure__)
-        new = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, closure)
+        def cell(c: Any) -> Any:
+            return types.CellType(self.convert(c.cell_contents)) if _cell_full(c) else c
+
+        code = syntax.rewrite(fn)  # assert, and/or/not, literal .dtype with kernel semantics (syntax.py)
+        if code is None:
+            code = fn.__code__
+            closure = tuple(cell(c) for c in fn.__closure__) if fn.__closure__ else None
+        else:
+            closure = syntax.closure_for(code, fn, cell)
+            g.update(syntax.HELPERS)
+        new = types.FunctionType(code, g, fn.__name__, fn.__defaults__, closure)
         new.__kwdefaults__ = fn.__kwdefaults__
         self.functions[key] = new
-        self._codes(fn.__code__)
+        self._codes(code)
         return new
 
     def _codes(self, code: CodeType) -> None:
@@ -340,7 +354,8 @@ def interpret_launch(jitfn: Any, grid: tuple[int, int, int], values: dict[str, A
         return
     rebinder = Rebinder()
     kernel = rebinder.function(jitfn.fn)
-    launch = Launch(kernel=jitfn.__name__, grid=grid, codes=rebinder.codes, rebinder=rebinder)
+    launch = Launch(kernel=jitfn.__name__, grid=grid, codes=rebinder.codes, rebinder=rebinder,
+                    debug=bool(options.get("debug") or getattr(jitfn, "debug", False) or env_flag("ENCELADUS_DEBUG")))
     sequential = needs_sequential(jitfn.fn) or env_flag("ENCELADUS_INTERPRET_SEQUENTIAL")
     previous = activate(launch)
     try:

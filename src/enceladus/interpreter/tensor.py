@@ -181,6 +181,10 @@ class block_type:
         self.element_ty = element_ty
         self.scalar = element_ty
         self.shape = list(shape)
+        self.numel = int(np.prod(shape, dtype=np.int64))
+
+    def get_block_shapes(self) -> list[int]:
+        return self.shape
 
     def is_block(self) -> bool:
         return True
@@ -229,6 +233,13 @@ class Tile:
         from .ops import OPS
 
         return OPS["trans"](self)
+
+    def item(self) -> Tile:
+        """``x.item()``: the scalar of a single-element tile (a scalar is its own item)."""
+        if self.numel != 1:
+            raise ValueError(f"x.item() needs a single-element tile, got shape {self.shape}; reduce it first "
+                             "(tl.max, tl.sum...)")
+        return self.like(self.data.reshape(self.data.shape[0]))
 
     def program_value(self, i: int = 0) -> np.ndarray:
         """This tile's value in the batch's ``i``-th program."""

@@ -6,7 +6,7 @@ import. Builtins run only inside ``@enceladus.jit`` kernels.
 
 from __future__ import annotations
 
-from . import extra, math
+from . import extra, math, random
 from .builtins import (  # ops the interpreter implements ahead of the compiler
     PropagateNan,
     abs,
@@ -102,9 +102,10 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     zeros,
     zeros_like,
 )
-from .core import constexpr
+from .core import constexpr, tuple
 from .dtypes import (
     bfloat16,
+    block_type,
     dtype,
     float8e4b8,
     float8e4b15,
@@ -120,11 +121,13 @@ from .dtypes import (
     int32,
     int64,
     pointer_type,
+    str_to_ty,
     uint8,
     uint16,
     uint32,
     uint64,
 )
+from .math import div_rn, sqrt_rn
 
 tensor = object  # Triton exposes tl.tensor for annotations; kernels never construct one directly.
 
@@ -138,3 +141,4 @@ __all__ = [
 ]
 __all__ += ["float8e4b8", "float8e4b15", "float8e4nv", "float8e5", "float8e5b16"]
 __all__ += ["extra", "advance", "make_block_ptr", "make_tensor_descriptor", "PropagateNan", "argmax", "argmin", "associative_scan", "assume", "atomic_add", "atomic_and", "atomic_cas", "atomic_load", "atomic_max", "atomic_min", "atomic_or", "atomic_poll", "atomic_store", "atomic_xchg", "atomic_xor", "broadcast", "broadcast_to", "cat", "cumprod", "cumsum", "debug_barrier", "device_assert", "device_print", "dot", "expand_dims", "flip", "gather", "histogram", "interleave", "join", "max", "max_constancy", "min", "permute", "philox", "rand", "randint", "randint4x", "randn", "ravel", "reduce", "reduce_or", "reshape", "sort", "split", "squeeze", "sum", "swizzle2d", "topk", "trans", "unsqueeze", "view", "xor_sum"]
+__all__ += ["block_type", "div_rn", "random", "sqrt_rn", "str_to_ty", "tuple"]

@@ -7,6 +7,7 @@ builtin's name). The interpreter binds the same names to NumPy implementations.
 
 from __future__ import annotations
 
+import builtins
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -68,3 +69,16 @@ def named_builtin(signature: Callable, name: str, doc: str) -> Callable:
 def builtin_name(obj: Any) -> str | None:
     """The builtin's name if ``obj`` is a tile-language builtin, else None."""
     return getattr(obj, "__enceladus_builtin__", None)
+
+
+class _TupleMeta(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, builtins.tuple)  # every tuple in a kernel is a tl.tuple, as in Triton
+
+
+class tuple(builtins.tuple, metaclass=_TupleMeta):  # noqa: A001 - Triton's name
+    """Triton's ``tl.tuple``: a tuple of tiles, scalars and constexprs. ``tl.tuple([a, b])`` builds one (the same
+    as ``(a, b)``) and ``isinstance(x, tl.tuple)`` holds for every tuple in a kernel."""
+
+    def __new__(cls, args: Any = (), type: Any = None) -> builtins.tuple:  # noqa: A002 - Triton's signature
+        return builtins.tuple(args)

@@ -6,6 +6,7 @@ These rules are part of the language definition, so the compiler and the interpr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -309,3 +310,61 @@ def math_dtype_refusal(name: str, ty: dtype) -> tuple[str, str]:
     """(message, fix) for ``tl.<name>`` of a ``ty`` tile that Triton refuses."""
     return (f"Expected dtype ['fp32', 'fp64'] but got {ty} in tl.{name}",
             f"convert first, as Triton requires: tl.{name}(x.to(tl.float32)) (and .to(...) the result back)")
+
+
+# --- Triton's type strings ---------------------------------------------------------------------------------
+
+_FP8_BY_NAME = {"fp8e4nv": float8e4nv, "fp8e5": float8e5, "fp8e4b15": float8e4b15, "fp8e4b8": float8e4b8,
+                "fp8e5b16": float8e5b16}
+
+
+def str_to_ty(name: Any, c: Any = None) -> Any:
+    """The type a Triton signature string names: ``tl.str_to_ty("fp32") is tl.float32``, ``"*i8"`` a pointer to
+    int8 (``"*k..."``: a pointer to constant data), a tuple of strings a tuple of types. ``c`` is accepted for
+    Triton's signature (its constexpr value) and unused."""
+    if isinstance(name, tuple):
+        return tuple(str_to_ty(x, c) for x in name)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"tl.str_to_ty needs a type string such as 'fp32', 'i32' or '*fp16', got {name!r}")
+    if name.startswith("*"):
+        inner = name[1:]
+        if inner.startswith("k"):  # Triton's constant pointers: the same type here
+            inner = inner[1:]
+        return pointer_type(str_to_ty(inner, c))
+    ty = BY_NAME.get(name) or _FP8_BY_NAME.get(name) or {"B": int1}.get(name)
+    if ty is None:
+        raise ValueError(f"tl.str_to_ty: unknown type string {name!r}; use a Triton signature spelling such as "
+                         "'fp32', 'bf16', 'i32', 'u8', 'i1' or '*fp16' (tensor descriptors and constexprs are "
+                         "passed as arguments, not named by strings)")
+    return ty
+
+
+@dataclass(frozen=True)
+class block_type:
+    """The type of a tile (``x.type`` of a tile): ``element_ty`` and ``shape``, as Triton's ``tl.block_type``."""
+
+    element_ty: Any
+    shape: tuple
+
+    @property
+    def scalar(self) -> Any:
+        return self.element_ty
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def is_block(self) -> bool:
+        return True
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def get_block_shapes(self) -> tuple:
+        return self.shape
+
+    def __str__(self) -> str:
+        return f"<{list(self.shape)}, {self.element_ty}>"

@@ -32,6 +32,7 @@ STRUCT_PREFIX = "__struct__"  # specialization entries that record the structure
 DOT_BACKEND_KEY = "__dot_backend__"  # the specialization entry of the dot lowering (a launch option)
 FP_FUSION_KEY = "__fp_fusion__"  # the specialization entry of enable_fp_fusion (a launch option)
 DEVICE_KEY = "__device__"  # the specialization entry of what the device probes found (runtime/probes.py)
+DEBUG_KEY = "__debug__"  # present in debug launches: `assert` statements are compiled in (as in Triton)
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "dot_backend",
                   "extern_libs", "timeout")
 DOT_BACKENDS = ("auto", "simdgroup", "matmul2d")
@@ -235,6 +236,8 @@ class JITFunction:
         signature, constexprs, facts = self.specialize(values)
         constexprs[DOT_BACKEND_KEY] = resolve_dot_backend(options.get("dot_backend"))
         constexprs[FP_FUSION_KEY] = resolve_fp_fusion(options.get("enable_fp_fusion"))
+        if options.get("debug") or self.debug or debug_enabled():
+            constexprs[DEBUG_KEY] = True
         backend = get_backend()
         if getattr(backend, "probe_on_compile", False):  # what the device probes found (runtime/probes.py)
             from . import probes
@@ -336,7 +339,7 @@ class JITFunction:
             return None
         debug = bool(options.pop("debug", False) or self.debug or debug_enabled())
         timeout = options.pop("timeout", None)  # seconds (cpu backend): the launch is stopped after that long
-        kernel = self.compile_for(values, options)
+        kernel = self.compile_for(values, {**options, "debug": debug})
         check_globals(kernel)
         launch_values = values
         if any(structs.is_struct(values[p.name]) for p in self.params if not p.is_constexpr):
@@ -502,12 +505,13 @@ def compile_kernel(source: Any, name: str, param_names: list[str], signature: di
     from ..compiler import driver
 
     plain = {k: v for k, v in constexprs.items()
-             if not k.startswith(STRUCT_PREFIX) and k not in (DOT_BACKEND_KEY, FP_FUSION_KEY, DEVICE_KEY)}
+             if not k.startswith(STRUCT_PREFIX) and k not in (DOT_BACKEND_KEY, FP_FUSION_KEY, DEVICE_KEY, DEBUG_KEY)}
     struct_args = {k[len(STRUCT_PREFIX):]: v for k, v in constexprs.items() if k.startswith(STRUCT_PREFIX)}
     return driver.compile_kernel(source, name, param_names, signature, plain, *args, structs=struct_args,
                                  dot_backend=constexprs.get(DOT_BACKEND_KEY, "simdgroup"),
                                  enable_fp_fusion=constexprs.get(FP_FUSION_KEY, True),
-                                 device=dict(constexprs.get(DEVICE_KEY, ())), **kwargs)
+                                 device=dict(constexprs.get(DEVICE_KEY, ())),
+                                 debug=bool(constexprs.get(DEBUG_KEY, False)), **kwargs)
 
 
 def resolve_dot_backend(choice: Any) -> str:

@@ -1,0 +1,217 @@
+"""Python in kernels as Triton 3.9 accepts it (issue #18): ``and``/``or``/``not`` on runtime values, while
+conditions with ``and``, ``None`` and ``None:`` slices, ``tl.constexpr(...)`` calls, ``hasattr``, ``tl.tuple``,
+tile ``.item()``/``.numel``/``.type``, ``ptr.dtype.element_ty``, ``tl.str_to_ty``, the ``tl.random`` module and
+``tl.div_rn``/``tl.sqrt_rn`` at top level; each kernel on every path against NumPy."""
+
+import numpy as np
+import pytest
+
+import enceladus
+import enceladus.language as tl
+from enceladus import CompilationError
+from paths import on_path, run_on_all_paths
+
+RNG = np.random.default_rng(18)
+
+
+@enceladus.jit
+def bool_ops(x_ptr, out_ptr, n, B: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    if pid % 2 == 0 and n > 3:  # scalar runtime booleans: logical and
+        x = x + 1.0
+    if not (pid > 1) or pid == 3:  # not, or
+        x = x * 2.0
+    if True and pid >= 2:  # a constexpr operand that does not decide drops out
+        x = x - 0.5
+    keep = (offs % 3 == 0) or (x > 10.0)  # boolean tiles: elementwise, as Triton
+    keep = keep and not (offs == 4)  # noqa: SIM201 - `not` on a boolean tile is what is tested
+    tl.store(out_ptr + offs, tl.where(keep, x, 0.0))
+
+
+def _bool_ops_ref(x, n, B):
+    out = np.zeros_like(x)
+    for pid in range(x.size // B):
+        offs = pid * B + np.arange(B)
+        v = x[offs].copy()
+        if pid % 2 == 0 and n > 3:
+            v = v + 1
+        if not pid > 1 or pid == 3:
+            v = v * 2
+        if pid >= 2:
+            v = v - 0.5
+        keep = ((offs % 3 == 0) | (v > 10)) & ~(offs == 4)
+        out[offs] = np.where(keep, v, 0)
+    return out
+
+
+def test_and_or_not_on_runtime_values():
+    B = 8
+    x = RNG.uniform(0, 12, 4 * B).astype(np.float32)
+    run_on_all_paths(bool_ops, (4,), lambda: (x.copy(), np.zeros_like(x), 5),
+                     lambda x, out, n: {1: _bool_ops_ref(x, n, B)}, constexprs={"B": B})
+
+
+@enceladus.jit
+def while_and(out_ptr, n, cap):
+    i = 0
+    total = 0
+    pid = tl.program_id(0)
+    while i < n + pid and total < cap:  # tutorial 08's style of condition
+        total += i
+        i += 1
+    tl.store(out_ptr + pid, total * 1000 + i)
+
+
+def test_while_condition_with_and():
+    def ref(out, n, cap):
+        res = np.zeros_like(out)
+        for pid in range(out.size):
+            i = total = 0
+            while i < n + pid and total < cap:
+                total += i
+                i += 1
+            res[pid] = total * 1000 + i
+        return {0: res}
+
+    run_on_all_paths(while_and, (6,), lambda: (np.zeros(6, np.int32), 7, 20), ref)
+
+
+@enceladus.jit
+def none_slices(x_ptr, out_ptr, B: tl.constexpr):
+    BB = tl.constexpr(B)  # tl.constexpr(...) called in a kernel is the value itself
+    offs = tl.arange(0, BB)
+    x = tl.load(x_ptr + offs)
+    rows = x[:, None]
+    cols = x[None, None:]  # a slice whose parts are None is ':'
+    tl.store(out_ptr + offs[:, None] * B + offs[None, :], rows * 10.0 + cols)
+
+
+def test_none_and_none_slice_indexing_and_constexpr_call():
+    B = 8
+    x = RNG.standard_normal(B).astype(np.float32)
+    run_on_all_paths(none_slices, (1,), lambda: (x.copy(), np.zeros(B * B, np.float32)),
+                     lambda x, out: {1: (x[:, None] * 10 + x[None, :]).ravel()}, constexprs={"B": B})
+
+
+@enceladus.jit
+def introspect(x_ptr, out_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    first = tl.load(x_ptr + tl.arange(0, 1)).item()  # a scalar: usable as a runtime if's condition
+    if first > 0:
+        x = x + 100
+    pair = tl.tuple([x, offs])
+    tl.static_assert(isinstance(pair, tl.tuple) and len(pair) == 2)
+    tl.static_assert(x.numel == B and x.type.numel == B and len(x.type.shape) == 1 and x.type.shape[0] == B and x.type.element_ty == x.dtype)
+    tl.static_assert(x_ptr.dtype.element_ty == tl.int32 and x_ptr.type.element_ty == tl.int32)
+    tl.static_assert(tl.str_to_ty("*i32") == x_ptr.dtype and tl.str_to_ty("i32") == tl.int32)
+    if hasattr(x, "dtype") and not hasattr(x, "no_such_attribute"):
+        x = pair[0] + pair[1] * 0 + x.numel
+    tl.store(out_ptr + offs, x.to(x_ptr.dtype.element_ty))
+
+
+@pytest.mark.parametrize("first", [5, -5])
+def test_item_numel_type_element_ty_tuple_hasattr_str_to_ty(first):
+    B = 16
+    x = RNG.integers(-50, 50, B, dtype=np.int32)
+    x[0] = first
+
+    def ref(x, out):
+        return {1: (x + (100 if x[0] > 0 else 0) + B).astype(np.int32)}
+
+    run_on_all_paths(introspect, (1,), lambda: (x.copy(), np.zeros(B, np.int32)), ref, constexprs={"B": B})
+
+
+@enceladus.jit
+def random_module_and_rn(out_ptr, q_ptr, a_ptr, b_ptr, seed, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    r1 = tl.random.rand(seed, offs)
+    r2 = tl.rand(seed, offs)
+    tl.store(out_ptr + offs, r1 - r2 + tl.random.randint(seed, offs).to(tl.float32) * 0.0 + r1)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    tl.store(q_ptr + offs, tl.div_rn(a, b) + tl.sqrt_rn(b))
+
+
+def test_random_module_and_top_level_div_rn_sqrt_rn():
+    B = 64
+    a = RNG.uniform(-3, 3, B).astype(np.float32)
+    b = RNG.uniform(0.5, 4, B).astype(np.float32)
+
+    def check(args, expected, path):
+        out, q = args[0], args[1]
+        assert ((out >= 0) & (out < 1)).all() and np.unique(out).size > B // 2, path  # uniform values in [0, 1)
+        np.testing.assert_array_equal(q, (a / b + np.sqrt(b)).astype(np.float32), err_msg=path)
+
+    res = run_on_all_paths(random_module_and_rn, (1,),
+                           lambda: (np.zeros(B, np.float32), np.zeros(B, np.float32), a.copy(), b.copy(), 7),
+                           lambda *args: {}, check=check, constexprs={"B": B})
+    if "cpu" in res:
+        np.testing.assert_array_equal(res["cpu"][0], res["interpreter"][0])  # same Philox values on both paths
+
+
+@enceladus.jit
+def and_on_ints(x_ptr, n):
+    if n and tl.program_id(0):
+        tl.store(x_ptr, 1)
+
+
+@enceladus.jit
+def slice_with_bound(x_ptr, B: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, B))
+    tl.store(x_ptr + tl.arange(0, B), x[None, 1:])
+
+
+@enceladus.jit
+def not_on_float_tile(x_ptr, B: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, B))
+    tl.store(x_ptr + tl.arange(0, B), tl.where(not x, 1.0, 2.0))
+
+
+@pytest.mark.parametrize("kernel,sig,consts,text", [
+    (and_on_ints, "*i32,i32", {}, "'and' needs boolean operands"),
+    (slice_with_bound, "*fp32", {"B": 8}, "tiles can only be indexed with None and ':'"),
+    (not_on_float_tile, "*fp32", {"B": 8}, "'not' needs a boolean tile"),
+])
+def test_refusals_are_located(kernel, sig, consts, text):
+    with pytest.raises(CompilationError) as info:
+        enceladus.compile(kernel, signature=sig, constexprs=consts)
+    assert text in info.value.message and info.value.lineno is not None and info.value.fix
+
+
+@enceladus.jit
+def assert_stmt(x_ptr, n, B: tl.constexpr, CHECK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    assert (x < 100) | (offs >= n), "x must stay below 100"
+    assert pid < 3 and n > 0, "at most three programs"
+    assert CHECK, "CHECK is false"  # a constexpr: checked at run time in debug mode, as in Triton
+    tl.store(x_ptr + offs, x + 1, mask=offs < n)
+
+
+def test_assert_is_a_device_assert_checked_only_in_debug_mode():
+    B, n = 16, 40
+    good = np.arange(48, dtype=np.int32)
+    ref = lambda x, n: {0: np.where(np.arange(x.size) < n, x + 1, x).astype(np.int32)}  # noqa: E731
+    for debug in (False, True):  # nothing fails: the same results with and without the checks
+        run_on_all_paths(assert_stmt, (3,), lambda: (good.copy(), n), ref, constexprs={"B": B, "CHECK": True},
+                         debug=debug)
+    bad = good.copy()
+    bad[37] = 500
+    # without debug mode asserts are not checked (Triton's default): the kernel runs on
+    run_on_all_paths(assert_stmt, (3,), lambda: (bad.copy(), n), ref, constexprs={"B": B, "CHECK": False})
+    run_on_all_paths(assert_stmt, (4,), lambda: (good.copy(), n), ref, constexprs={"B": B, "CHECK": True})
+    line = assert_stmt.fn.__code__.co_firstlineno
+    for path in ("interpreter", "cpu"):
+        k = on_path(assert_stmt, path)
+        cases = [((3,), bad, True, "x must stay below 100", line + 5, "program (2, 0, 0)"),
+                 ((4,), good, True, "at most three programs", line + 6, "program (3, 0, 0)"),
+                 ((1,), good, False, "CHECK is false", line + 7, "program (0, 0, 0)")]
+        for grid, data, check, msg, lineno, program in cases:
+            with pytest.raises(AssertionError, match=msg) as info:
+                k[grid](data.copy(), n, B=B, CHECK=check, debug=True)
+            text = str(info.value)
+            assert program in text and str(lineno) in text, (path, text)
