@@ -235,3 +235,20 @@ def scan2d_kernel(x_ptr, out_ptr, idx_ptr, OP: tl.constexpr, AXIS: tl.constexpr,
         y, i = tl.associative_scan((x, idx), AXIS, pair_first, reverse=REVERSE)
         tl.store(idx_ptr + rm[:, None] * BN + rn[None, :], i)
     tl.store(out_ptr + rm[:, None] * BN + rn[None, :], y)
+
+
+@enceladus.jit
+def narrow_max_min(x_ptr, out_ptr, N: tl.constexpr, WANT: tl.constexpr, INDICES: tl.constexpr):
+    """max/min of a narrow tile: Triton 3.9 reduces types narrower than 32 bits in int32/fp32 (without indices;
+    with indices only bf16 widens), so the sum of the two results does not wrap in the narrow type."""
+    x = tl.load(x_ptr + tl.arange(0, N))
+    if INDICES:
+        hi, i = tl.max(x, axis=0, return_indices=True)
+        lo, j = tl.min(x, axis=0, return_indices=True)
+    else:
+        hi = tl.max(x, axis=0)
+        lo = tl.min(x, axis=0)
+    tl.static_assert(hi.dtype == WANT)
+    tl.static_assert(lo.dtype == WANT)
+    tl.store(out_ptr, hi + hi)
+    tl.store(out_ptr + 1, lo + lo)

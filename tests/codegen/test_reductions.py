@@ -223,3 +223,42 @@ def test_associative_scan_non_commutative_tuple(reverse):
 
     run_on_all_paths(rk.scan2d_kernel, (1,), lambda: (x, np.zeros_like(x), np.zeros_like(x)), reference,
                      constexprs={"OP": "pair", "AXIS": 1, "REVERSE": reverse, "BM": BM, "BN": BN}, num_warps=4)
+
+
+NARROW = [("int1", "int32", "int1"), ("int8", "int32", "int8"), ("uint8", "int32", "uint8"),
+          ("int16", "int32", "int16"), ("uint16", "int32", "uint16"), ("float16", "float32", "float16"),
+          ("bfloat16", "float32", "float32"), ("int32", "int32", "int32"), ("float32", "float32", "float32")]
+
+
+@pytest.mark.parametrize("indices", [False, True], ids=["values", "with_indices"])
+@pytest.mark.parametrize("src,want,want_indexed", NARROW, ids=[n[0] for n in NARROW])
+def test_max_min_result_types_follow_triton(src, want, want_indexed, indices):
+    """Found by the long fuzz campaign: tl.max/tl.min of int1/int8/int16/fp16 tiles keep the input type in neither
+    Triton path (standard.py: types narrower than 32 bits reduce in int32/fp32 unless indices are asked for)."""
+    import enceladus.language as tl
+    from enceladus.language.dtypes import bfloat16_numpy
+
+    def to_numpy_dtype(name):
+        return bfloat16_numpy() if name == "bfloat16" else np.dtype("bool" if name == "int1" else name)
+
+    N = 32
+    npt = to_numpy_dtype(src)
+    if src == "int1":
+        x = np.arange(N) % 3 == 0
+    elif src in ("float16", "bfloat16", "float32"):
+        x = (np.linspace(-1, 1, N) * 60000 if src != "float32" else np.linspace(-3e38, 3e38, N)).astype(npt)
+    else:
+        info = np.iinfo(npt)
+        x = np.linspace(info.min, info.max, N).astype(npt)
+    result = want_indexed if indices else want
+    out_t = to_numpy_dtype(result)
+
+    def reference(x, out):
+        hi, lo = x.astype(out_t).max(), x.astype(out_t).min()
+        if result == "int1":  # int1 arithmetic wraps (Triton 3.9: True + True == False)
+            return {1: np.array([(int(hi) * 2) & 1, (int(lo) * 2) & 1], bool)}
+        with np.errstate(over="ignore"):
+            return {1: np.array([hi + hi, lo + lo], out_t)}
+
+    run_on_all_paths(rk.narrow_max_min, (1,), lambda: (x.copy(), np.zeros(2, out_t)), reference,
+                     constexprs={"N": N, "WANT": getattr(tl, result), "INDICES": indices}, rtol=0, atol=0)

@@ -295,9 +295,10 @@ class Builder:
             if "int1" in (ta, tb):
                 return
             self.p.features.add("div")
-            if not b.name.startswith("x"):
+            if not b.name.startswith("x") or a.inexact:
                 # a computed denominator near 0 turns its last-bit differences (scan order, an ulp of exp)
-                # into unbounded quotient differences; loaded denominators are exact on both paths
+                # into unbounded quotient differences; loaded denominators are exact on both paths. An inexact
+                # numerator over a loaded 0 is inf on one path and NaN (0/0) on the other when it cancels to 0
                 eb = f"(tl.abs({eb}) + 1)"
             self.new(f"{ea} / {eb}", "float32" if not (is_float(ta) or is_float(tb)) else promote(ta, tb, True),
                      shape)
@@ -339,11 +340,13 @@ class Builder:
         else:
             fn = self.draw(st.sampled_from(sorted(MATH)))
             x = a.name if a.dtype == "float32" or fn == "abs" else f"{a.name}.to(tl.float32)"
-            t = a.dtype if is_float(a.dtype) else "float32"
+            t = a.dtype if is_float(a.dtype) or fn == "abs" else "float32"  # tl.abs keeps an integer type
             if fn in ("floor", "ceil") and a.inexact:
                 return
             if fn in TRANSCENDENTAL:
                 self.p.features.add("transcendental")
+            if fn in ("sin", "cos") and a.inexact:  # an ulp of a large inexact argument is any value of sin/cos
+                x = f"tl.minimum(tl.maximum({x}, -8.0), 8.0)"
             expr = MATH[fn].format(x=x)
             if t != "float32" and fn != "abs":  # Triton's math takes fp32 only: half precision converts back
                 expr = f"{expr}.to(tl.{t})"
@@ -367,6 +370,8 @@ class Builder:
         x = a.name
         if is_float(a.dtype) and is_int(to):
             lo, hi = CAST_BOUNDS[to]
+            if a.dtype == "float16":  # the bounds are typed like the tile: beyond fp16's range they would be inf
+                lo, hi = max(lo, -65504.0), min(hi, 65504.0)
             x = f"tl.minimum(tl.maximum(tl.where({x} == {x}, {x}, 0.0), {float(lo)!r}), {float(hi)!r})"
         self.new(f"{x}.to(tl.{to})", to, a.shape)
 
@@ -409,8 +414,8 @@ class Builder:
             if t == "int1" or a.inexact:
                 return
             t = "int32"
-        elif t == "int1":
-            t = "int32"
+        elif bits(t) < 32:  # Triton 3.9's max/min reduce narrower types as fp32 / int32 (and return that)
+            t = "float32" if is_float(t) else "int32"
         x = no_nan(a, a.name) if fn in ("max", "min", "argmax", "argmin") else a.name
         self.new(f"tl.{fn}({x}, axis={axis})", t, shape, inexact=fn == "sum" and is_float(t))
 
@@ -428,6 +433,10 @@ class Builder:
             self.p.features.add("float_reduction")
         rev = ", reverse=True" if reverse else ""
         x = a.name
+        if fn == "cumprod" and a.inexact:
+            # an inexact factor is only known to within ulps of its operands' scale (a cancelled sum, a dot
+            # product): a product of 32 such factors is not known at all
+            return
         if fn == "cumprod" and is_float(t):
             # bounded factors: a product that overflows to inf and then meets a 0 is NaN or 0 depending on
             # the (unspecified) association order of the scan

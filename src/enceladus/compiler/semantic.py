@@ -841,10 +841,16 @@ def _indices(b: Builder, x: Value, axis: int) -> Value:
 def _minmax_reduce(name: str, b: Builder, input: Any, axis: Any, return_indices: Any, tie_break_left: Any,
                    keep_dims: Any) -> Any:
     (x,) = _tiles(input, f"tl.{name}")
-    if x.type.element.is_bool():
-        x = b.cast(x, D.int32)
+    # Triton 3.9 (standard.py max/min): bf16 is reduced in fp32; without indices, every type narrower than 32 bits
+    # too (floats in fp32, integers and bool in int32), so tl.max of an int8 tile is an int32 value
+    element = x.type.element
+    if element.name == "bf16" or (not return_indices and element.primitive_bitwidth < 32):
+        x = b.cast(x, D.float32 if element.is_floating() else D.int32)
     if not return_indices:
         return build_reduce(b, x, axis, _binary_combine(name), keep_dims, f"tl.{name}")
+    if x.type.element.is_bool():  # compared as integers; the value comes back as bool (Triton keeps int1)
+        value, index = _minmax_reduce(name, b, b.cast(x, D.int32), axis, True, tie_break_left, keep_dims)
+        return b.cast(value, D.int1), index
     if axis is None:
         raise SemanticError(f"tl.{name}(..., return_indices=True) needs an axis",
                             "pass axis=<dimension>")

@@ -232,8 +232,13 @@ def _extreme(name: str, fn: Callable, arg: Callable) -> None:
     def run(input: Any, axis: Any = None, return_indices: bool = False, return_indices_tie_break_left: bool = True,
             keep_dims: bool = False) -> Any:
         t = to_tile(input)
+        # Triton 3.9: bf16 is reduced in fp32; without indices every type narrower than 32 bits too (floats in
+        # fp32, integers and bool in int32)
+        if t.dtype.name == "bf16" or (not unwrap(return_indices) and t.dtype.primitive_bitwidth < 32):
+            ty = D.float32 if t.dtype.is_floating() else D.int32
+            t = Tile(cast_array(t.data, t.dtype, ty), ty)
         data, a = _reduced(t, axis, name)
-        wide = data.astype(np.float32) if t.dtype.name in ("fp16", "bf16") else data
+        wide = data.astype(np.float32) if t.dtype.name == "fp16" else data
         value = _finish(t, fn.reduce(wide, axis=-1).astype(data.dtype), a, keep_dims, t.dtype)
         if not unwrap(return_indices):
             return value
