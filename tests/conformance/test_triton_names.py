@@ -170,17 +170,27 @@ EXERCISED: dict[str, list[str]] = {
 
 # Names that are neither implemented nor refused today (work in progress of issue #18: h18a Python constructs
 # and the small surface, h18b fp8/dot_scaled, h18c atomics/inline asm, h18d libdevice/descriptors).
+PY_CONSTRUCTS = "tests/codegen/test_python_constructs.py::"
+EXERCISED.update({
+    "tl.block_type": [PY_CONSTRUCTS + "test_item_numel_type_element_ty_tuple_hasattr_str_to_ty"],
+    "tl.str_to_ty": [PY_CONSTRUCTS + "test_item_numel_type_element_ty_tuple_hasattr_str_to_ty"],
+    "tl.tuple": [PY_CONSTRUCTS + "test_item_numel_type_element_ty_tuple_hasattr_str_to_ty"],
+    "tl.div_rn": [PY_CONSTRUCTS + "test_random_module_and_top_level_div_rn_sqrt_rn"],
+    "tl.random": [PY_CONSTRUCTS + "test_random_module_and_top_level_div_rn_sqrt_rn"],
+    "tl.sqrt_rn": [PY_CONSTRUCTS + "test_random_module_and_top_level_div_rn_sqrt_rn"],
+})
+
 KNOWN_MISSING: set[str] = {
     # exposed with rules on both paths, but no test runs them in a kernel on every path yet
     "tl.assume", "tl.atomic_and", "tl.atomic_or", "tl.atomic_xor", "tl.broadcast", "tl.cast", "tl.core",
     "tl.debug_barrier", "tl.extra", "tl.math", "tl.max_constancy", "tl.max_contiguous", "tl.multiple_of",
     "tl.pointer_type", "tl.static_print", "tl.swizzle2d", "tl.tensor", "tl.unsqueeze", "tl.zeros_like",
     # not exposed yet (issue #18: Python constructs and the small surface, atomics, descriptors)
-    "tl.TRITON_MAX_TENSOR_NUMEL", "tl.add", "tl.aggregate_replace", "tl.bitonic_merge", "tl.block_type", "tl.condition", "tl.const", "tl.constexpr_type",
-    "tl.div_rn", "tl.expect_zero", "tl.load_tensor_descriptor", "tl.map_elementwise", "tl.mul",
-    "tl.pair_uniform_to_normal", "tl.philox_impl", "tl.pi32_t", "tl.rand4x", "tl.randn4x", "tl.random", "tl.slice",
-    "tl.softmax", "tl.sqrt_rn", "tl.standard", "tl.store_tensor_descriptor", "tl.str_to_ty", "tl.sub",
-    "tl.target_info", "tl.tensor_descriptor", "tl.tensor_descriptor_type", "tl.to_tensor", "tl.tuple",
+    "tl.TRITON_MAX_TENSOR_NUMEL", "tl.add", "tl.aggregate_replace", "tl.bitonic_merge", "tl.condition", "tl.const", "tl.constexpr_type",
+    "tl.expect_zero", "tl.load_tensor_descriptor", "tl.map_elementwise", "tl.mul",
+    "tl.pair_uniform_to_normal", "tl.philox_impl", "tl.pi32_t", "tl.rand4x", "tl.randn4x", "tl.slice",
+    "tl.softmax", "tl.standard", "tl.store_tensor_descriptor", "tl.sub",
+    "tl.target_info", "tl.tensor_descriptor", "tl.tensor_descriptor_type", "tl.to_tensor",
     "tl.tuple_type", "tl.uint_to_uniform_float", "tl.void",
     # libdevice functions not implemented yet
     "libdevice.add_rd", "libdevice.add_rn", "libdevice.add_ru", "libdevice.add_rz", "libdevice.brev",
