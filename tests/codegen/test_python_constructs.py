@@ -217,3 +217,84 @@ def test_assert_is_a_device_assert_checked_only_in_debug_mode():
                 k[grid](data.copy(), n, B=B, CHECK=check, debug=True)
             text = str(info.value)
             assert program in text and str(lineno) in text, (path, text)
+
+
+@enceladus.jit
+def pick(x, n, pid):
+    if pid < n:
+        if pid % 2 == 0:
+            return x * 2
+        return x + 1
+    elif pid == n:
+        return x - x
+    return x - 1
+
+
+@enceladus.jit
+def nested_returns(x_ptr, out_ptr, n, B: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    if pid > 0:
+        if pid == 3:
+            tl.store(out_ptr + offs, x * 0 - 3)
+            return  # nested in two runtime ifs, code after the outer if
+        x = x + 10
+    y = pick(x, n, pid)  # an inlined function that returns from nested runtime ifs
+    if pid == 5:
+        return
+    tl.store(out_ptr + offs, y)
+
+
+def test_return_inside_nested_runtime_ifs():
+    B, grid, n = 4, 7, 4
+    x = RNG.integers(-20, 20, B * grid, dtype=np.int32)
+
+    def ref(x, out, n):
+        out = out.copy()
+        for pid in range(grid):
+            s = slice(pid * B, (pid + 1) * B)
+            v = x[s].copy()
+            if pid > 0:
+                if pid == 3:
+                    out[s] = -3
+                    continue
+                v = v + 10
+            y = (v * 2 if pid % 2 == 0 else v + 1) if pid < n else (v - v if pid == n else v - 1)
+            if pid == 5:
+                continue
+            out[s] = y
+        return {1: out}
+
+    run_on_all_paths(nested_returns, (grid,), lambda: (x.copy(), np.full(B * grid, 99, np.int32), n), ref,
+                     constexprs={"B": B})
+
+
+@enceladus.jit
+def half_return(x, pid):
+    if pid > 1:
+        return x
+    x = x + 1
+
+
+@enceladus.jit
+def returns_on_one_path(x_ptr):
+    tl.store(x_ptr, half_return(tl.load(x_ptr), tl.program_id(0)))
+
+
+@enceladus.jit
+def return_in_loop(x_ptr, n):
+    for i in range(n):
+        if i == 3:
+            return
+        tl.store(x_ptr + i, i)
+
+
+@pytest.mark.parametrize("kernel,sig,text", [
+    (returns_on_one_path, "*i32", "returns a value on one path and nothing on another"),
+    (return_in_loop, "*i32,i32", "'return' inside a loop is not supported"),
+])
+def test_return_refusals(kernel, sig, text):
+    with pytest.raises(CompilationError) as info:
+        enceladus.compile(kernel, signature=sig)
+    assert text in info.value.message and info.value.lineno is not None and info.value.fix

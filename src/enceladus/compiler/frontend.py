@@ -34,10 +34,6 @@ def _library() -> dict[str, Any]:
     return LIBRARY
 
 
-def _ends_with_return(body: list[ast.stmt]) -> bool:
-    return bool(body) and isinstance(body[-1], ast.Return) and body[-1].value is None
-
-
 def _assigned_names(body: list[ast.stmt]) -> list[str]:
     """Names a block of statements (re)binds, in order of first appearance."""
     names: dict[str, None] = {}
@@ -161,6 +157,7 @@ class Lowering(ast.NodeVisitor):
         self.read_globals: dict[str, Any] = {}
         # what the compilation read outside the arguments, checked again on every launch (GlobalRead)
         self.global_reads: dict[tuple[int, tuple[str, ...]], GlobalRead] = {}
+        self.rest: list[ast.stmt] | None = None  # what follows the statement being lowered (see run_body)
 
     # --- errors ------------------------------------------------------------------------------------
     def error(self, node: ast.AST, message: str, fix: str | None = None) -> CompilationError:
@@ -173,17 +170,17 @@ class Lowering(ast.NodeVisitor):
         self.b.loc = ir.Loc(self.src.filename, lineno, col)
 
     # --- statements --------------------------------------------------------------------------------
-    def run_body(self, stmts: list[ast.stmt]) -> None:
+    def run_body(self, stmts: list[ast.stmt], after: list[ast.stmt] | None = None) -> None:
+        """Lower ``stmts``. ``after`` is what follows them up to the end of the function (None inside a loop):
+        a runtime ``if`` that contains a ``return`` lowers it into its branches (see ``returning_if``)."""
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, ast.Return):
                 rest = list(stmts[i + 1:])
                 if rest:
                     raise self.error(rest[0], "code after 'return' is unreachable", "remove it")
-            if isinstance(stmt, ast.If) and _ends_with_return(stmt.body) and not _ends_with_return(stmt.orelse) \
-                    and i + 1 < len(stmts):
-                # `if cond: ...; return` followed by more code: the rest runs only when cond is false
-                self.visit_If(stmt, rest=list(stmts[i + 1:]))
-                return
+            tail = list(stmts[i + 1:])
+            ends = bool(tail) and isinstance(tail[-1], ast.Return)  # the block returns: nothing after it runs
+            self.rest = None if after is None else tail if ends else tail + list(after)
             try:
                 self.visit(stmt)
             except RecursionError:
@@ -256,23 +253,72 @@ class Lowering(ast.NodeVisitor):
     def visit_Return(self, node: ast.Return) -> None:
         raise _Return(None if node.value is None else self.eval(node.value), node)
 
-    def visit_If(self, node: ast.If, rest: list[ast.stmt] | None = None) -> None:
+    def visit_If(self, node: ast.If) -> None:
+        rest = self.rest
         cond = self.eval(node.test)
-        then_body = node.body
-        else_body = list(node.orelse) + list(rest or [])
         if is_value(cond):
             if cond.type.is_tile:
                 raise self.error(node.test, "the condition of an 'if' must be a scalar, not a tile",
                                  "use tl.where(cond, x, y) to select between tiles elementwise")
             folded = self.fold(cond)
             if folded is None:
-                self.runtime_if(node, cond, then_body, else_body, returns=rest is not None)
+                if any(isinstance(n, ast.Return) for b in (node.body, node.orelse) for s in b for n in ast.walk(s)):
+                    self.returning_if(node, cond, rest)
+                else:
+                    self.runtime_if(node, cond, node.body, node.orelse)
                 return
             cond = folded
-        self.run_body(then_body if cond else else_body)
+        self.run_body(node.body if cond else node.orelse, rest)
 
-    def runtime_if(self, node: ast.If, cond: ir.Value, then_body: list[ast.stmt], else_body: list[ast.stmt],
-                   returns: bool) -> None:
+    def returning_if(self, node: ast.If, cond: ir.Value, rest: list[ast.stmt] | None) -> None:
+        """A runtime ``if`` with a ``return`` somewhere in its branches (as Triton accepts, outside loops): each
+        branch is lowered followed by the rest of the function, so the function ends inside the ``if``; the
+        values returned on the two paths become its result."""
+        if rest is None:
+            raise self.error(node, "'return' inside a loop is not supported", "return after the loop")
+        if not cond.type.element.is_bool():
+            cond = self.apply(node.test, lambda: semantic.compare(self.b, "!=", cond, 0))
+        before = dict(self.scope)
+        fell_off = object()  # a path that reaches the end of the function without a return
+        outcomes = []
+        for body in (node.body, node.orelse):
+            block = ir.Block()
+            self.b.fn.push_block(block)
+            self.scope = dict(before)
+            value: Any = fell_off
+            try:
+                self.run_body(body, rest)
+                self.run_body(rest, [])
+            except _Return as r:
+                value = r.value
+            finally:
+                self.b.fn.pop_block()
+            outcomes.append((block, value))
+        self.scope = before
+        (then_block, a), (else_block, b) = outcomes
+        if (a is fell_off or a is None) and (b is fell_off or b is None):
+            yields: tuple[list, list] = ([], [])
+            result = None
+        elif a is fell_off or b is fell_off or a is None or b is None:
+            raise self.error(node, "this function returns a value on one path and nothing on another",
+                             "return a value on every path (after the 'if' too)")
+        elif isinstance(a, tuple) or isinstance(b, tuple):
+            raise self.error(node, "returning a tuple from inside a runtime 'if' is not supported",
+                             "assign the tuple's values in both branches and return it after the 'if'")
+        else:
+            if not is_value(a) and not is_value(b) and a == b and type(a) is type(b):
+                raise _Return(a, node)  # the same constexpr on both paths
+            a, b = self.unify(node, "the returned value", a, b, then_block, else_block)
+            yields = ([a], [b])
+            result = True
+        for block, ys in zip((then_block, else_block), yields):
+            block.ops.append(ir.Op("yield", ys, loc=self.b.loc))
+        self._set_loc(node)
+        op = self.b.fn.append_op("if", [cond], [v.type for v in yields[0]], loc=self.b.loc)
+        op.regions = [then_block, else_block]
+        raise _Return(op.results[0] if result else None, node)
+
+    def runtime_if(self, node: ast.If, cond: ir.Value, then_body: list[ast.stmt], else_body: list[ast.stmt]) -> None:
         """An ``if`` on a runtime scalar: both branches become regions; names they assign become results."""
         if not cond.type.element.is_bool():
             cond = self.apply(node.test, lambda: semantic.compare(self.b, "!=", cond, 0))
@@ -283,12 +329,7 @@ class Lowering(ast.NodeVisitor):
             self.b.fn.push_block(block)
             self.scope = dict(before)
             try:
-                if returns and body is then_body:
-                    body = body[:-1]  # the return itself: nothing after the if runs in this branch
                 self.run_body(body)
-            except _Return as r:
-                raise self.error(r.node, "'return' inside a runtime 'if' is only supported as the last statement "
-                                 "of the 'if' branch", "restructure the kernel so that it returns at the end") from None
             finally:
                 self.b.fn.pop_block()
             branches.append((block, self.scope))
@@ -907,7 +948,7 @@ class Lowering(ast.NodeVisitor):
             if getattr(fn.fn, attr, None):
                 self._record_read(node, (attr,), getattr(fn.fn, attr), owner=fn.fn)
         try:
-            callee.run_body(callee.src.tree.body)
+            callee.run_body(callee.src.tree.body, [])
         except _Return as r:
             self._merge(callee)
             return r.value
@@ -980,7 +1021,7 @@ def lower_kernel(source: KernelSource, name: str,
             scope[pname] = spec
     lowering = Lowering(builder, source, scope, name, debug=debug)
     try:
-        lowering.run_body(source.tree.body)
+        lowering.run_body(source.tree.body, [])
     except _Return as r:
         if r.value is not None:
             raise lowering.error(r.node, "a kernel cannot return a value",
