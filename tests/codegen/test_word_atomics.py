@@ -161,3 +161,34 @@ def test_interpreter_reports_a_poll_that_never_ends():
     with pytest.raises(RuntimeError, match="waits for a value that no earlier program stored"):
         on_path(wk.chained_sum_kernel, "interpreter")[(24,)](np.zeros(24 * 64, np.int32), np.zeros(1, np.int32),
                                                              flags, np.zeros(24, np.int32), BLOCK=64)
+
+
+def test_uint64_atomic_max_and_min():
+    n, nslot = 2000, 5
+    v = RNG.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
+    v[7] = 2**64 - 1  # the largest value: an unsigned comparison
+    mx, mn = np.zeros(nslot + 1, np.uint64), np.full(nslot, 2**64 - 1, np.uint64)
+    want_mx = np.append([v[s::nslot].max() for s in range(nslot)], v.max())
+    want_mn = np.array([v[s::nslot].min() for s in range(nslot)], np.uint64)
+    run_on_all_paths(wk.u64_minmax_kernel, (enceladus.cdiv(n, 128),), lambda: (mx.copy(), mn.copy(), v, n),
+                     lambda *a: {0: want_mx, 1: want_mn}, constexprs={"NSLOT": nslot, "BLOCK": 128})
+
+
+@needs_cpu
+def test_uint64_atomic_old_value_is_refused():
+    with pytest.raises(enceladus.CompilationError, match="cannot return the old values on Apple GPUs") as e:
+        on_path(wk.u64_old_value_kernel, "cpu")[(1,)](np.zeros(4, np.uint64), np.zeros(4, np.uint64))
+    assert e.value.lineno is not None
+
+
+def test_uint64_atomics_need_the_gpu_family():
+    """The metal backend reports devices outside Apple9 / Apple8+Mac2 as device={"atomic_u64_minmax": False}."""
+    from enceladus.compiler.driver import compile_kernel
+
+    k = wk.u64_minmax_kernel
+    sig = {"mx_ptr": "*u64", "mn_ptr": "*u64", "val_ptr": "*u64", "n": "i32"}
+    args = (k.source, k.__name__, k.param_names, sig, {"NSLOT": 5, "BLOCK": 128})
+    assert "atomic_max_explicit((device atomic_ulong*)" in compile_kernel(*args, device={}).asm["msl"]
+    with pytest.raises(enceladus.CompilationError, match="Apple9 family") as e:
+        compile_kernel(*args, device={"atomic_u64_minmax": False})
+    assert e.value.lineno is not None

@@ -74,3 +74,20 @@ def atomic_access_refusals(x_ptr, KIND: tl.constexpr):
         tl.atomic_poll(x_ptr, 1)
     else:
         tl.atomic_store(x_ptr, 1, sem="acquire")
+
+
+@enceladus.jit
+def u64_minmax_kernel(mx_ptr, mn_ptr, val_ptr, n, NSLOT: tl.constexpr, BLOCK: tl.constexpr):
+    # Metal's only 64-bit atomics: max/min on unsigned 64-bit integers, old values not used
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(val_ptr + offs, mask=mask)
+    tl.atomic_max(mx_ptr + offs % NSLOT, v, mask=mask)
+    tl.atomic_min(mn_ptr + offs % NSLOT, v, mask=mask, sem="relaxed")
+    tl.atomic_max(mx_ptr + NSLOT, tl.max(tl.where(mask, v, 0), 0))  # a scalar one
+
+
+@enceladus.jit
+def u64_old_value_kernel(p, out_ptr):
+    old = tl.atomic_max(p + tl.arange(0, 4), tl.full([4], 1, tl.uint64))
+    tl.store(out_ptr + tl.arange(0, 4), old)

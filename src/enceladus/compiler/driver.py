@@ -109,6 +109,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
     def emitter(pooled: bool) -> MSLEmitter:
         e = MSLEmitter(fn, num_warps, info, plan, header, pooled=pooled)
         e.fragments_via_store = device.get("fragments") == "store"
+        e.atomic_u64_minmax = device.get("atomic_u64_minmax", True)
         return e
 
     try:

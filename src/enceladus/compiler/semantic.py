@@ -1183,11 +1183,13 @@ def _atomic(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, 
     if elem.name in ("int16", "uint16") and kind != "cas" and not store:
         raise SemanticError(f"{what} on {elem} is not supported (Triton accepts 16-bit integers only in "
                             "tl.atomic_cas)", "use an int32 buffer, or tl.atomic_cas in a loop")
-    if elem.name not in ("int32", "uint32", "fp32", "fp16", "bf16", "int16", "uint16"):
+    u64_minmax = elem.name == "uint64" and kind in ("max", "min") and not store
+    if elem.name not in ("int32", "uint32", "fp32", "fp16", "bf16", "int16", "uint16") and not u64_minmax:
         if elem.primitive_bitwidth == 64:
             raise SemanticError(f"{what} on {elem} is not available on Apple GPUs: Metal has 64-bit atomics only for "
-                                "max/min without returning the old value",
-                                "use 32-bit counters (int32/uint32/float32)")
+                                "max/min of unsigned 64-bit integers (uint64), without returning the old value",
+                                "use 32-bit counters (int32/uint32/float32), or tl.atomic_max/min on a uint64 "
+                                "buffer without using the result")
         raise SemanticError(f"{what} on {elem} is not supported (Metal has 32-bit integer and float32 atomics only)",
                             "accumulate in a float32 or int32 buffer and convert afterwards")
     if elem.is_floating() and kind in ("and", "or", "xor"):

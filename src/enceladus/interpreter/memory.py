@@ -186,8 +186,12 @@ def _atomic(name: str, pointer: Any, val: Any, mask: Any, combine: Callable[[Any
                         "tl.atomic_cas); use an int32 buffer")
     if elem.name in ("fp16", "bf16") and name in ("atomic_and", "atomic_or", "atomic_xor"):
         raise TypeError(f"tl.{name} needs an integer pointer, got {elem}")
-    # what the compiled kernels take: 32-bit atomics, and 16-bit ones through a loop on the containing word
-    if elem.name not in ("int32", "uint32", "fp32", "fp16", "bf16", "int16", "uint16"):
+    if elem.primitive_bitwidth == 64 and not (elem.name == "uint64" and name in ("atomic_max", "atomic_min")):
+        raise TypeError(f"tl.{name} on {elem} is not available on Apple GPUs: Metal has 64-bit atomics only for "
+                        "max/min of unsigned 64-bit integers (uint64), without returning the old value")
+    # what the compiled kernels take: 32-bit atomics, 16-bit ones through a loop on the containing word, and
+    # uint64 max/min (the compiler refuses a use of their old values, which the interpreter cannot see)
+    if elem.name not in ("int32", "uint32", "fp32", "fp16", "bf16", "int16", "uint16", "uint64"):
         raise TypeError(f"tl.{name} on {elem} is not supported (Metal has 32-bit integer and float32 atomics; "
                         "Enceladus adds float16/bfloat16 ones)")
     v = _value_for(ptr, val, name)

@@ -279,6 +279,9 @@ class DeviceProbes:
         rejects = self.matmul2d_rejects()
         if rejects:
             out.append(("matmul2d_rejects", rejects))
+        device = getattr(self.backend, "device", None)
+        if device is not None and not getattr(device, "atomic_u64_minmax", True):  # a GPU family fact, no probe
+            out.append(("atomic_u64_minmax", False))
         return tuple(out)
 
     def shuffle_xor_floats(self) -> ProbeResult:

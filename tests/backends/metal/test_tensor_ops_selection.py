@@ -67,3 +67,22 @@ def test_jit_auto_picks_matmul2d_on_an_m5_class_device(cpu):
         ck = enceladus.jit(dk.matmul_kernel.fn).warmup(a, a, np.zeros((64, 64), np.float32), 64, 64, 64, 64, 1, 64,
                                                        1, 64, 1, BM=64, BN=64, BK=32, EPILOGUE="none")
     assert ck.metadata["dot_backend"] == "matmul2d" and ck.metadata["uses_tensor_ops"]
+
+
+def test_uint64_atomics_follow_the_gpu_family(cpu):
+    """Metal's 64-bit atomic_max/min: Apple9 (M3 and later) or Apple8 with Mac2 (M2); an M1-class device gets a
+    located refusal, an M3-class one the kernel (checked with the recording stand-in: our reading of the family)."""
+    from codegen import word_atomic_kernels as wk
+
+    def attempt(families):
+        metal = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=cpu, families=families), macos=15)
+        with use_backend(metal):
+            v = np.zeros(8, np.uint64)
+            return metal.device.atomic_u64_minmax, enceladus.jit(wk.u64_minmax_kernel.fn).warmup(
+                v, v, v, 8, NSLOT=2, BLOCK=128)
+
+    ok, ck = attempt((1007, 1008, 1009, 5002))
+    assert ok and "atomic_max_explicit((device atomic_ulong*)" in ck.asm["msl"]
+    assert attempt((1007, 1008, 2002, 5002))[0]  # M2: Apple8 + Mac2
+    with pytest.raises(enceladus.CompilationError, match="Apple9 family"):
+        attempt((1007, 5002))

@@ -20,6 +20,9 @@ MTLMathFloatingPointFunctionsPrecise = 1
 MTLResourceStorageModeShared = 0
 MTLResourceHazardTrackingModeDefault = 0
 MTLGPUFamilyApple7 = 1007  # M1
+MTLGPUFamilyApple8 = 1008  # M2
+MTLGPUFamilyApple9 = 1009  # M3
+MTLGPUFamilyMac2 = 2002
 MTLGPUFamilyMetal4 = 5002
 MTLGPUFamilyApple10 = 1010  # taken as the M5 class (neural accelerators): unverified, docs/verification.md
 
@@ -77,6 +80,11 @@ class MetalDevice:
         self.apple7 = bool(bridge.send(self.handle, "supportsFamily:", MTLGPUFamilyApple7))
         self.metal4 = bool(bridge.send(self.handle, "supportsFamily:", MTLGPUFamilyMetal4))
         self.apple10 = bool(bridge.send(self.handle, "supportsFamily:", MTLGPUFamilyApple10))
+        # 64-bit atomic_max/min_explicit on atomic_ulong: Apple9, or Apple8 with Mac2 (MSL specification, 64-bit
+        # atomics; unverified on hardware)
+        family = [bool(bridge.send(self.handle, "supportsFamily:", f))
+                  for f in (MTLGPUFamilyApple9, MTLGPUFamilyApple8, MTLGPUFamilyMac2)]
+        self.atomic_u64_minmax = family[0] or (family[1] and family[2])
         self.macos = macos_major() if macos is None else macos  # reported only: the MSL version is probed
         self.language_version = self._confirm_language_version()
 

@@ -99,6 +99,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.smem_uses = 0
         self.matmul2d_tiles: list[tuple] = []
         self.fragments_via_store = False  # set from the device probes (see driver.py and matmul.py)
+        self.atomic_u64_minmax = True  # the device has 64-bit atomic_max/min (driver: device probes)
         self.device_fences = False  # a non-relaxed gpu-scope atomic: written buffers are coherent(device)
 
     # --- text -----------------------------------------------------------------------------------------

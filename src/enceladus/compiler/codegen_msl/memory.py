@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ... import errors
 from .. import ir
 from ..kernel import Access
 from ..layout import TileLayout
@@ -169,6 +170,28 @@ class MemoryMixin:
                                     r.type.shape, 1, r.type.element.itemsize,
                                     f"atomic_{kind}, {sem} at {scope} scope" + (
                                         " (relaxed atomic between device-scope fences)" if sem != "relaxed" else "")))
+        if r.type.element.itemsize == 8:  # uint64 max/min: Metal's only 64-bit atomics, without an old value
+            self._check_u64_atomic(op)
+            self.atomic_fence(sem, scope, "release")
+            fn = f"atomic_{kind}_explicit"
+            if layout is None:
+                cond = "enc_tid == 0" + (f" && {self.ref(mask_v, None)}" if mask_v is not None else "")
+                self.emit(f"if ({cond}) {fn}((device atomic_ulong*)({self.ref(ptr_v, None)}), "
+                          f"{self.ref(val_v, None)}, memory_order_relaxed);")
+                self.barrier()
+                self.emit(f"const ulong v{r.id} = 0;  // never read (refused above)")
+                self.refs[(r.id, None)] = f"v{r.id}"
+            else:
+                conds = [self.ref(mask_v, layout)] if mask_v is not None else []
+                own = self.owner(layout, "e", r.type.shape)
+                conds += [own] if own else []
+                guard = f"if ({' && '.join(conds)}) " if conds else ""
+                self.loop(layout, f"{guard}{fn}((device atomic_ulong*)({self.ref(ptr_v, layout)}), "
+                                  f"{self.ref(val_v, layout)}, memory_order_relaxed);")
+                var = self.declare_tile(r, layout)  # never read (refused above), but the layout plan may move it
+                self.loop(layout, f"{var}[e] = 0;")
+            self.atomic_fence(sem, scope, "acquire")
+            return
         self.atomic_fence(sem, scope, "release")
         if layout is None:  # a scalar atomic: thread 0 performs it and shares the old value
             buf = self._atomic_share(r, 1)
@@ -200,6 +223,20 @@ class MemoryMixin:
             self.barrier()
             self.loop(layout, f"{var}[e] = {buf}[{idx}];")
         self.atomic_fence(sem, scope, "acquire")
+
+    def _check_u64_atomic(self, op: ir.Op) -> None:
+        """Metal's 64-bit atomic_max/min_explicit return nothing and exist on some GPU families only."""
+        what = f"tl.atomic_{op.attrs['kind']} on uint64"
+        if op.result.id in self._used_values:
+            raise errors.CompilationError(
+                f"{what} cannot return the old values on Apple GPUs: Metal's 64-bit atomic_{op.attrs['kind']}_explicit "
+                "returns nothing", fix="call it as a statement (drop the result), or use a 32-bit buffer",
+                **self.where())
+        if not self.atomic_u64_minmax:
+            raise errors.CompilationError(
+                f"{what} needs 64-bit atomics, which this GPU lacks: Metal provides them on the Apple9 family "
+                "(M3 and later) and on Apple8 GPUs of the Mac2 family (M2)", fix="use a uint32 buffer",
+                **self.where())
 
     def atomic_fence(self, sem: str, scope: str, side: str) -> None:
         """Metal's atomics are relaxed only (MSL spec 4 §6.15.1): Triton's ``acquire``/``release``/``acq_rel``
