@@ -91,8 +91,37 @@ def render() -> str:
         lines.append("")
     math_names = sorted(n for n in dir(tl.math) if not n.startswith("_") and callable(getattr(tl.math, n)))
     lines += ["`tl.math` holds the same math functions under their Triton names: "
-              + ", ".join(f"`{n}`" for n in math_names) + ".", "", END]
+              + ", ".join(f"`{n}`" for n in math_names) + ".", ""]
+    lines += libdevice_lines()
+    lines += [END]
     return "\n".join(lines)
+
+
+def libdevice_lines() -> list[str]:
+    """The table of ``enceladus.language.extra.libdevice``, and the functions refused (float64 only)."""
+    from enceladus.compiler import semantic
+    from enceladus.compiler.refusals import LIBDEVICE_REFUSED
+    from enceladus.interpreter.ops import OPS
+    from enceladus.language.core import builtin_name
+    from enceladus.language.extra import libdevice
+
+    lines = ["### libdevice", "",
+             "`from enceladus.language.extra import libdevice` (Triton's `triton.language.extra.libdevice`).", "",
+             "| function | compiler | interpreter | summary |", "|---|:-:|:-:|---|"]
+    for n in sorted(x for x in dir(libdevice) if not x.startswith("_")):
+        name = builtin_name(getattr(libdevice, n))
+        if name is None:
+            continue
+        comp, interp = name in semantic.RULES, name in OPS
+        lines.append(f"| `libdevice.{n}` | {'✔' if comp else '—'} | {'✔' if interp else '—'} | "
+                     f"{summary(getattr(libdevice, n))} |")
+    by_reason: dict[str, list[str]] = {}
+    for n, refusal in sorted(LIBDEVICE_REFUSED.items()):
+        by_reason.setdefault(refusal.reason, []).append(n)
+    for reason, names in by_reason.items():
+        lines += ["", f"Refused ({reason}): " + ", ".join(f"`{n}`" for n in names)
+                  + ". The error names the float32 function to use instead."]
+    return lines + [""]
 
 
 def rewrite(text: str) -> str:

@@ -1428,3 +1428,5 @@ def device_assert(b: Builder, cond: Any, msg: Any = "", mask: Any = None) -> Non
         operands.append(_mask(b, mask, c.type.shape, "tl.device_assert"))
     b.emit("assert", operands, None, msg=str(msg))
     return None
+
+from . import semantic_libdevice  # noqa: E402,F401  (libdevice typing rules register themselves in RULES)

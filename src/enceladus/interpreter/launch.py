@@ -24,7 +24,7 @@ from ..language import structs
 from ..language.builtins import range as tl_range_cls
 from ..language.builtins import static_range as tl_static_range_cls
 from ..language.core import builtin_name, constexpr
-from . import descriptors, extra, ops, random, shape_ops, syntax  # noqa: F401  (registration)
+from . import descriptors, extra, libdevice, ops, random, shape_ops, syntax  # noqa: F401  (registration)
 from .context import (
     InterpreterError,
     InterpreterTypeError,

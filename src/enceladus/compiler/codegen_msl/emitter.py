@@ -22,6 +22,8 @@ from ..op_traits import OPS, VIEW, ops_where
 from ..passes.axis_info import AxisInfo
 from ..passes.layouts import LayoutPlan
 from .debug import DebugMixin
+from .libdevice import CALLS as LIBDEVICE_CALLS
+from .libdevice import EXTRA_HELPERS as LIBDEVICE_EXTRA_HELPERS
 from .matmul import DotMixin
 from .memory import Access, MemoryMixin
 from .movement import MovementMixin
@@ -419,6 +421,12 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             return f"static_cast<{t}>({other}({a[0]}) >> {a[1]})"
         if rt.is_bool() and src.is_bool() and name in _WRAPPING:  # int1 is a 1-bit integer: True + True == False
             return f"(((int({a[0]}) {BINARY_INFIX[name]} int({a[1]})) & 1) != 0)"
+        if name == "libdevice":  # one MSL helper per function (codegen_msl/libdevice.py)
+            fn = op.attrs["fn"]
+            self.helpers.add("enc_libdevice")
+            if fn in LIBDEVICE_EXTRA_HELPERS:
+                self.helpers.add(LIBDEVICE_EXTRA_HELPERS[fn])
+            return LIBDEVICE_CALLS[fn].format(*a)
         if name == "umulhi":  # the high word of the unsigned product, whatever the signedness
             t = MSL_TYPE[rt.name]
             u = t if rt.is_int_unsigned() else "u" + t

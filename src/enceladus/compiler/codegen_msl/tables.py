@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .libdevice import LIBDEVICE_MSL
+
 BINARY_INFIX = {"add": "+", "sub": "-", "mul": "*", "fdiv": "/", "and": "&", "or": "|", "xor": "^",
                 "shl": "<<", "shr": ">>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 FLOAT_CALL = {"exp": "precise::exp({0})", "exp2": "precise::exp2({0})", "log": "precise::log({0})",
@@ -23,6 +25,7 @@ NEEDS = {"erf": "enc_erf", "erfc": "enc_erf", "log1p": "enc_extra", "expm1": "en
          "hypot": "enc_extra"}
 
 HELPERS = {
+    "enc_libdevice": LIBDEVICE_MSL,
     "enc_umulhi64": """// The high 64 bits of a 64x64-bit unsigned product, from 32-bit halves.
 static inline ulong enc_umulhi64(ulong a, ulong b) {
     const ulong al = a & 0xFFFFFFFFul, ah = a >> 32, bl = b & 0xFFFFFFFFul, bh = b >> 32;
@@ -146,6 +149,7 @@ static inline float enc_cbrt(float x) {
 static inline float enc_hypot(float x, float y) {
     const float a = fabs(x), b = fabs(y);
     if (isinf(a) || isinf(b)) return INFINITY;
+    if (isnan(a) || isnan(b)) return a + b;  // fmax/fmin below would drop the NaN
     const float m = fmax(a, b), n = fmin(a, b);
     if (m == 0.0f) return 0.0f;
     const float r = n / m;

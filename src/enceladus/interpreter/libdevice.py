@@ -1,0 +1,353 @@
+"""``libdevice`` functions with rounding modes, conversions and bit functions, on NumPy.
+
+Written independently of the compiler's MSL (which works on integer significands): a directed rounding here is
+the float32 result rounded to nearest, moved one step when the exact result lies on the other side of it.
+Which side is decided exactly in float64: the sum's error by the TwoSum transformation, the product exactly,
+the quotient and root from the sign of an exact residual (``a - q*b``, ``a - q*q``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..language import dtypes as D
+from .ops import OPS, op
+from .tensor import Tile, to_tile
+
+F32, I32, U32, I64, U64 = "fp32", "int32", "uint32", "int64", "uint64"
+_INF = np.float32(np.inf)
+
+
+def _args(name: str, args: tuple, forms: list[tuple[tuple[str, ...], str]]) -> tuple[list[np.ndarray], str]:
+    tiles = []
+    for a in args:
+        t = to_tile(a, D.float32 if isinstance(a, float) else None)
+        tiles.append(t)
+    have = tuple(t.dtype.name for t in tiles)
+    for want, result in forms:  # noqa: B007 (result: the match)
+        if have == want:
+            break
+    else:
+        expected = " or ".join("(" + ", ".join(w) + ")" for w, _ in forms)
+        raise TypeError(f"libdevice.{name} expects {expected}, got ({', '.join(have)})")
+    arrays = np.broadcast_arrays(*(t.data for t in tiles))
+    return [np.array(a) for a in arrays], result
+
+
+def _register(name: str, forms: list[tuple[tuple[str, ...], str]], fn: Any) -> None:
+    def run(*args: Any) -> Tile:
+        arrays, result = _args(name, args, forms)
+        ty = D.dtype(result)
+        with np.errstate(all="ignore"):
+            return Tile(np.asarray(fn(*arrays)).astype(ty.to_numpy()), ty)
+
+    run.__name__ = name
+    op(name)(run)
+
+
+# --- directed rounding ------------------------------------------------------------------------------------------
+
+def _directed(c: np.ndarray, side: np.ndarray, mode: str) -> np.ndarray:
+    """The float32 result in ``mode`` from ``c`` (the result rounded to nearest) and ``side``: the sign of
+    (exact result - c) in float64 (0 when c is exact)."""
+    c = c.astype(np.float32)
+    if mode == "rn":
+        return c
+    down = np.where(side < 0, np.nextafter(c, -_INF), c)
+    up = np.where(side > 0, np.nextafter(c, _INF), c)
+    if mode == "rd":
+        return down
+    if mode == "ru":
+        return up
+    positive = (c > 0) | ((c == 0) & (side > 0))
+    return np.where(positive, down, up)
+
+
+def _finite(*xs: np.ndarray) -> np.ndarray:
+    return np.logical_and.reduce([np.isfinite(x) for x in xs])
+
+
+def _sum(a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    s = a64 + b64  # TwoSum: s + e == a + b exactly
+    bb = s - a64
+    e = (a64 - (s - bb)) + (b64 - bb)
+    c = (a + b).astype(np.float32)  # IEEE float32 addition: rounded to nearest even
+    side = (s - c.astype(np.float64)) + e
+    r = _directed(c, np.where(_finite(a, b), side, 0.0), mode)  # c = inf on overflow: side = -inf
+    if mode == "rd":  # an exact zero sum of opposite signs is -0 when rounding down
+        r = np.where((r == 0) & (side == 0) & ~(np.signbit(a) & np.signbit(b)) & ((a != 0) | (b != 0) |
+                     (np.signbit(a) != np.signbit(b))), np.float32(-0.0), r)
+    return r
+
+
+def _mul(a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
+    p = a.astype(np.float64) * b.astype(np.float64)  # exact: 24 + 24 bits
+    c = (a * b).astype(np.float32)
+    return _directed(c, np.where(_finite(a, b), p - c.astype(np.float64), 0.0), mode)
+
+
+def _div(a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
+    c = (a.astype(np.float64) / b.astype(np.float64)).astype(np.float32)  # 53 >= 2*24 + 2: rounded once
+    residual = (a.astype(np.float64) - c.astype(np.float64) * b.astype(np.float64)) * np.sign(b)
+    ok = _finite(a, b) & (b != 0) & (a != 0)
+    return _directed(c, np.where(ok, residual, 0.0), mode)
+
+
+def _sqrt(a: np.ndarray, mode: str) -> np.ndarray:
+    c = np.sqrt(a.astype(np.float64)).astype(np.float32)
+    residual = a.astype(np.float64) - c.astype(np.float64) * c.astype(np.float64)
+    return _directed(c, np.where(_finite(a) & (a > 0) & np.isfinite(c), residual, 0.0), mode)
+
+
+def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str) -> np.ndarray:
+    p = a.astype(np.float64) * b.astype(np.float64)  # exact
+    c64 = c.astype(np.float64)
+    s = p + c64
+    bb = s - p
+    e = (p - (s - bb)) + (c64 - bb)  # s + e == a*b + c exactly
+    r = s.astype(np.float32)
+    # float64 -> float32 can round twice: a tie of s broken by e goes e's way
+    r64 = r.astype(np.float64)
+    gap = s - r64
+    ulp = np.abs(np.nextafter(r, _INF).astype(np.float64) - r64)
+    tie = (np.abs(gap) * 2 == ulp) & (e != 0)
+    r = np.where(tie & (np.sign(gap) == np.sign(e)), np.nextafter(r, np.where(gap > 0, _INF, -_INF)), r)
+    r = r.astype(np.float32)
+    side = (s - r.astype(np.float64)) + e
+    ok = _finite(a, b, c)
+    out = _directed(r, np.where(ok, side, 0.0), mode)
+    special = ~_finite(a, b, c)
+    if special.any():
+        out = np.where(special, (p + c64).astype(np.float32), out)
+    zero = ok & (out == 0) & (side == 0)
+    if mode == "rd":
+        out = np.where(zero & ~(np.signbit(p) & np.signbit(c64)), np.float32(-0.0), out)
+    else:
+        out = np.where(zero & (np.signbit(p) != np.signbit(c64)), np.float32(0.0), out)
+    return out
+
+
+for _m in ("rn", "rz", "rd", "ru"):
+    _register(f"add_{_m}", [((F32, F32), F32)], lambda a, b, m=_m: _sum(a, b, m))
+    _register(f"sub_{_m}", [((F32, F32), F32)], lambda a, b, m=_m: _sum(a, -b, m))
+    _register(f"mul_{_m}", [((F32, F32), F32)], lambda a, b, m=_m: _mul(a, b, m))
+    _register(f"div_{_m}", [((F32, F32), F32)], lambda a, b, m=_m: _div(a, b, m))
+    _register(f"rcp_{_m}", [((F32,), F32)], lambda a, m=_m: _div(np.ones_like(a), a, m))
+    _register(f"sqrt_{_m}", [((F32,), F32)], lambda a, m=_m: _sqrt(a, m))
+    _register(f"fma_{_m}", [((F32, F32, F32), F32)], lambda a, b, c, m=_m: _fma(a, b, c, m))
+
+
+# --- conversions -----------------------------------------------------------------------------------------------
+
+_ROUND = {"rn": np.rint, "rz": np.trunc, "rd": np.floor, "ru": np.ceil}
+
+
+def _to_int(x: np.ndarray, mode: str, lo: float, hi: float, np_type: Any, out_type: Any) -> np.ndarray:
+    """Round with ``mode``, saturate to [lo, hi], NaN to 0 (as CUDA's conversions); reinterpret as ``out_type``."""
+    r = _ROUND[mode](x.astype(np.float64))
+    r = np.where(np.isnan(r), 0.0, np.clip(r, lo, hi))
+    if np_type in (np.int64, np.uint64):  # float64 cannot hold 2^63 - 1: saturate in integers
+        big = r >= hi
+        v = np.where(big, 0, r).astype(np_type)
+        v = np.where(big, np.iinfo(np_type).max, v).astype(np_type)
+    else:
+        v = r.astype(np_type)
+    return v.view(out_type) if np.dtype(np_type).itemsize == np.dtype(out_type).itemsize else v.astype(out_type)
+
+
+def _from_int(v: np.ndarray, mode: str) -> np.ndarray:
+    """An integer rounded to float32 with ``mode``, decided with Python integers (exact for 64 bits)."""
+    flat = v.reshape(-1)
+    out = np.empty(flat.shape, np.float32)
+    for i, n in enumerate(flat.tolist()):
+        c = np.float32(float(n))  # float(n) rounds once to 53 bits; then to 24 bits: can round twice
+        c = _nearest_f32(n, c)
+        side = n - int(c) if math.isfinite(c) else (-1 if n > 0 else 1)
+        out[i] = _directed(np.array([c], np.float32), np.array([float(np.sign(side))]), mode)[0]
+    return out.reshape(v.shape)
+
+
+def _nearest_f32(n: int, c: np.float32) -> np.float32:
+    """The float32 nearest to the integer n (ties to even), from a candidate within one step."""
+    best = c
+    for cand in (np.nextafter(c, -_INF), np.nextafter(c, _INF)):
+        if not math.isfinite(cand):
+            continue
+        d_best, d_cand = abs(n - int(best)), abs(n - int(cand))
+        if d_cand < d_best or (d_cand == d_best and int(cand.view(np.uint32)) % 2 == 0):
+            best = cand
+    return np.float32(best)
+
+
+for _m in ("rn", "rz", "rd", "ru"):
+    _register(f"float2int_{_m}", [((F32,), I32)], lambda x, m=_m: _to_int(x, m, -2.0**31, 2.0**31 - 1, np.int32, np.int32))
+    _register(f"float2uint_{_m}", [((F32,), I32)], lambda x, m=_m: _to_int(x, m, 0.0, 2.0**32 - 1, np.uint32, np.int32))
+    _register(f"float2ll_{_m}", [((F32,), I64)], lambda x, m=_m: _to_int(x, m, -2.0**63, 2.0**63, np.int64, np.int64))
+    _register(f"float2ull_{_m}", [((F32,), I64)], lambda x, m=_m: _to_int(x, m, 0.0, 2.0**64, np.uint64, np.int64))
+    for _t, _a in (("int", I32), ("uint", U32), ("ll", I64), ("ull", U64)):
+        _register(f"{_t}2float_{_m}", [((_a,), F32)], lambda v, m=_m: _from_int(v, m))
+_register("llrint", [((F32,), I64)], lambda x: _to_int(x, "rn", -2.0**63, 2.0**63, np.int64, np.int64))
+_register("llround", [((F32,), I64)], lambda x: _to_int(np.copysign(np.floor(np.abs(x.astype(np.float64)) + 0.5), x),
+                                                         "rz", -2.0**63, 2.0**63, np.int64, np.int64))
+
+# --- bits ------------------------------------------------------------------------------------------------------
+
+
+def _bits(v: np.ndarray) -> tuple[np.ndarray, int]:
+    width = v.dtype.itemsize * 8
+    return v.view(np.uint32 if width == 32 else np.uint64), width
+
+
+def _clz(v: np.ndarray) -> np.ndarray:
+    u, width = _bits(v)
+    return np.array([width - int(x).bit_length() for x in u.reshape(-1).tolist()], np.int32).reshape(v.shape)
+
+
+def _popc(v: np.ndarray) -> np.ndarray:
+    u, _ = _bits(v)
+    return np.array([bin(int(x)).count("1") for x in u.reshape(-1).tolist()], np.int32).reshape(v.shape)
+
+
+def _ffs(v: np.ndarray) -> np.ndarray:
+    u, _ = _bits(v)
+    return np.array([(int(x) & -int(x)).bit_length() for x in u.reshape(-1).tolist()], np.int32).reshape(v.shape)
+
+
+def _brev(v: np.ndarray) -> np.ndarray:
+    u, width = _bits(v)
+    out = [int(format(int(x), f"0{width}b")[::-1], 2) for x in u.reshape(-1).tolist()]
+    return np.array(out, u.dtype).reshape(v.shape).view(v.dtype)
+
+
+def _mulhi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    width = a.dtype.itemsize * 8
+    out = [(int(x) * int(y)) >> width for x, y in zip(a.reshape(-1).tolist(), b.reshape(-1).tolist())]
+    mask = (1 << width) - 1
+    return np.array([o & mask for o in out], np.uint64 if width == 64 else np.uint32).view(
+        np.dtype(f"u{width // 8}")).astype(np.dtype(f"u{width // 8}")).view(a.dtype).reshape(a.shape)
+
+
+def _mul24(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def low24(x: int) -> int:
+        x &= 0xFFFFFF
+        return x - (1 << 24) if a.dtype == np.int32 and x & 0x800000 else x
+
+    out = [(low24(int(x)) * low24(int(y))) & 0xFFFFFFFF for x, y in zip(a.reshape(-1).tolist(), b.reshape(-1).tolist())]
+    return np.array(out, np.uint32).view(a.dtype).reshape(a.shape)
+
+
+def _sad(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    d = np.abs(a.astype(np.int64) - b.astype(np.int64))
+    return ((d + c.astype(np.int64)) & 0xFFFFFFFF).astype(np.uint32).view(a.dtype)
+
+
+def _byte_perm(x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
+    out = []
+    for xv, yv, sv in zip(x.reshape(-1).tolist(), y.reshape(-1).tolist(), s.reshape(-1).tolist()):
+        src = ((yv & 0xFFFFFFFF) << 32) | (xv & 0xFFFFFFFF)
+        r = 0
+        for i in range(4):
+            sel = (sv >> (4 * i)) & 7
+            r |= ((src >> (8 * sel)) & 0xFF) << (8 * i)
+        out.append(r)
+    return np.array(out, np.uint32).view(np.int32).reshape(x.shape)
+
+
+_INTS2 = [((I32, I32), I32), ((U32, U32), U32)]
+_register("clz", [((I32,), I32), ((I64,), I32)], _clz)
+_register("popc", [((I32,), I32), ((I64,), I32)], _popc)
+_register("ffs", [((I32,), I32), ((I64,), I32)], _ffs)
+_register("brev", [((I32,), I32), ((I64,), I64)], _brev)
+_register("mulhi", _INTS2 + [((I64, I64), I64), ((U64, U64), U64)], _mulhi)
+_register("mul24", _INTS2, _mul24)
+_register("hadd", _INTS2, lambda a, b: (a.astype(np.int64) + b.astype(np.int64)) >> 1)
+_register("rhadd", _INTS2, lambda a, b: (a.astype(np.int64) + b.astype(np.int64) + 1) >> 1)
+_register("sad", [((I32, I32, U32), I32), ((U32, U32, U32), U32)], _sad)
+_register("byte_perm", [((I32, I32, I32), I32)], _byte_perm)
+for _n, (_s, _d) in {"float_as_int": (np.float32, np.int32), "float_as_uint": (np.float32, np.int32),
+                     "int_as_float": (np.int32, np.float32), "uint_as_float": (np.uint32, np.float32)}.items():
+    _register(_n, [(({np.float32: F32, np.int32: I32, np.uint32: U32}[_s],),
+                    {np.float32: F32, np.int32: I32}[_d])], lambda v, d=_d: v.view(d))
+
+# --- float functions -------------------------------------------------------------------------------------------
+
+
+def _remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    out = []
+    for a, b in zip(x.astype(np.float64).reshape(-1).tolist(), y.astype(np.float64).reshape(-1).tolist()):
+        try:
+            out.append(math.remainder(a, b))
+        except ValueError:
+            out.append(math.nan)
+    return np.array(out, np.float32).reshape(x.shape)
+
+
+def _ldexp(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    # float64 holds x * 2^n exactly for float32 x and |n| <= 300; the conversion rounds once
+    return np.ldexp(x.astype(np.float64), np.clip(n, -400, 400).astype(np.int32)).astype(np.float32)
+
+
+def _ilogb(x: np.ndarray) -> np.ndarray:
+    _, e = np.frexp(x.astype(np.float64))
+    out = (e - 1).astype(np.int64)
+    out = np.where((x == 0) | np.isnan(x), -(2**31), out)
+    return np.where(np.isinf(x), 2**31 - 1, out).astype(np.int32)
+
+
+def _logb(x: np.ndarray) -> np.ndarray:
+    _, e = np.frexp(x.astype(np.float64))
+    out = (e - 1).astype(np.float32)
+    out = np.where(x == 0, -_INF, out)
+    return np.where(np.isinf(x), _INF, np.where(np.isnan(x), x, out)).astype(np.float32)
+
+
+def _sinpi(x: np.ndarray) -> np.ndarray:
+    r = np.fmod(x.astype(np.float64), 2.0)
+    return np.where(r == 0, x * np.float32(0), np.sin(np.pi * r)).astype(np.float32)
+
+
+def _cospi(x: np.ndarray) -> np.ndarray:
+    r = np.abs(np.fmod(x.astype(np.float64), 2.0))
+    return np.where(r == 0.5, 0.0, np.where(r == 1.5, 0.0, np.cos(np.pi * r))).astype(np.float32)
+
+
+def _norm(*xs: np.ndarray) -> np.ndarray:
+    return np.sqrt(sum(x.astype(np.float64) ** 2 for x in xs)).astype(np.float32)
+
+
+_F1 = [((F32,), F32)]
+_F2 = [((F32, F32), F32)]
+_register("nextafter", _F2, np.nextafter)
+_register("remainder", _F2, _remainder)
+_register("fdim", _F2, lambda x, y: np.where(np.isnan(x) | np.isnan(y), x + y, np.where(x > y, x - y, np.float32(0))))
+_register("ldexp", [((F32, I32), F32)], _ldexp)
+_register("scalbn", [((F32, I32), F32)], _ldexp)
+_register("ilogb", [((F32,), I32)], _ilogb)
+_register("logb", _F1, _logb)
+_register("saturatef", _F1, lambda x: np.where(np.isnan(x), np.float32(0), np.clip(x, 0, 1)))
+_register("finitef", [((F32,), I32)], lambda x: np.isfinite(x).astype(np.int32))
+_register("sinpi", _F1, _sinpi)
+_register("cospi", _F1, _cospi)
+_register("rcbrt", _F1, lambda x: (1.0 / np.cbrt(x.astype(np.float64))))
+_register("rhypot", _F2, lambda x, y: (1.0 / np.hypot(x.astype(np.float64), y.astype(np.float64))))
+_register("norm3d", [((F32,) * 3, F32)], _norm)
+_register("norm4d", [((F32,) * 4, F32)], _norm)
+_register("rnorm3d", [((F32,) * 3, F32)], lambda *xs: 1.0 / _norm(*xs).astype(np.float64))
+_register("rnorm4d", [((F32,) * 4, F32)], lambda *xs: 1.0 / _norm(*xs).astype(np.float64))
+
+# fast_* compute the precise functions (as the compiled path does)
+for _fast, _precise in {"fast_sinf": "sin", "fast_cosf": "cos", "fast_tanf": "tan", "fast_expf": "exp",
+                        "fast_exp10f": "exp10", "fast_logf": "log", "fast_log2f": "log2", "fast_log10f": "log10",
+                        "fast_tanhf": "tanh", "fast_powf": "pow", "fast_dividef": "fdiv"}.items():
+    def _fast_op(*args: Any, _p: str = _precise, _n: str = _fast) -> Any:
+        for a in args:
+            if isinstance(a, Tile) and not a.dtype.is_fp32():
+                raise TypeError(f"libdevice.{_n} expects fp32 arguments, got {a.dtype}")
+        return OPS[_p](*args)
+
+    _fast_op.__name__ = _fast
+    op(_fast)(_fast_op)
