@@ -29,8 +29,8 @@ uint32 uint64 uint8 uint_to_uniform_float umulhi unsqueeze view void where xor_s
 
 NOT_YET = set("""
 TRITON_MAX_TENSOR_NUMEL add bitonic_merge block_type condition const
-constexpr_type div_rn expect_zero load_tensor_descriptor map_elementwise mul pair_uniform_to_normal philox_impl
-pi32_t rand4x randn4x slice softmax sqrt_rn store_tensor_descriptor sub target_info tensor_descriptor to_tensor
+constexpr_type div_rn expect_zero map_elementwise mul pair_uniform_to_normal philox_impl
+pi32_t rand4x randn4x slice softmax sqrt_rn sub target_info tensor_descriptor to_tensor
 tuple uint_to_uniform_float void
 """.split())  # noqa: SIM905
 

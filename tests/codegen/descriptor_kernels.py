@@ -43,3 +43,25 @@ def host_descriptor_kernel(src_desc, dst_desc, pair, BM: tl.constexpr, BN: tl.co
     tile = src_desc.load([pid_m * BM, pid_n * BN])
     dst_desc.store([pid_m * BM, pid_n * BN], tile * scale)
     tl.store(out_ptr + pid_m * tl.num_programs(1) + pid_n, tl.sum(tl.sum(tile, 1), 0))
+
+
+@enceladus.jit
+def descriptor_functions_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    # the top-level forms of desc.load / desc.store
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    i = tl.program_id(0) * BM
+    j = tl.program_id(1) * BN
+    tl.store_tensor_descriptor(dst, [i, j], tl.load_tensor_descriptor(src, [i, j]) + 1)
+
+
+@enceladus.jit
+def descriptor_gather_scatter_kernel(x_ptr, rows_ptr, out_ptr, dst_rows_ptr, M, N, col0, R: tl.constexpr,
+                                     BN: tl.constexpr):
+    # rows[k] of x, columns col0 .. col0 + BN, written to rows dst_rows[k] of out (same columns)
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[1, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[1, BN])
+    rows = tl.load(rows_ptr + tl.arange(0, R))
+    dst_rows = tl.load(dst_rows_ptr + tl.arange(0, R))
+    block = src.gather(rows, col0)
+    dst.scatter(block * 10, dst_rows, col0)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import enceladus
+import enceladus.language as tl
 from paths import run_on_all_paths
 
 from . import descriptor_kernels as dk
@@ -56,3 +57,52 @@ def test_bad_descriptors_are_refused():
         enceladus.TensorDescriptor(np.zeros(4), (4,), (1,), (3,))
     with pytest.raises(ValueError, match="same, nonzero length"):
         enceladus.TensorDescriptor(np.zeros(4), (4,), (1, 1), (4,))
+
+
+@pytest.mark.parametrize("M,N", [(64, 64), (50, 70)])
+def test_load_and_store_tensor_descriptor_functions(M, N):
+    x = RNG.standard_normal((M, N)).astype(np.float32)
+    grid = (enceladus.cdiv(M, 16), enceladus.cdiv(N, 32))
+    run_on_all_paths(dk.descriptor_functions_kernel, grid, lambda: (x, np.zeros_like(x), M, N),
+                     lambda x, o, M, N: {1: x + 1}, constexprs={"BM": 16, "BN": 32})
+
+
+@pytest.mark.parametrize("col0", [0, 24, -8])
+def test_descriptor_gather_and_scatter(col0):
+    M, N, R, BN = 20, 40, 8, 32
+    x = RNG.standard_normal((M, N)).astype(np.float32)
+    rows = np.array([3, 0, 19, 7, 25, -1, 7, 12], np.int32)  # 25 and -1 lie outside: gathered as zeros
+    dst_rows = np.array([0, 1, 2, 3, 4, 30, 6, 7], np.int32)  # row 30 lies outside: not written
+
+    def reference(x, rows, out, dst_rows, M, N, col0):
+        want = np.full_like(out, -5.0)
+        for r, d in zip(rows, dst_rows):
+            for c in range(col0, col0 + BN):
+                if 0 <= d < M and 0 <= c < N:
+                    want[d, c] = 10 * x[r, c] if 0 <= r < M else 0.0
+        return {2: want}
+
+    run_on_all_paths(dk.descriptor_gather_scatter_kernel, (1,),
+                     lambda: (x, rows, np.full_like(x, -5.0), dst_rows, M, N, col0), reference,
+                     constexprs={"R": R, "BN": BN})
+
+
+def test_descriptor_gather_needs_one_row_blocks_and_int_row_offsets():
+    from enceladus import CompilationError
+
+    @enceladus.jit
+    def two_row_blocks(x_ptr, BN: tl.constexpr):
+        desc = tl.make_tensor_descriptor(x_ptr, shape=[8, 8], strides=[8, 1], block_shape=[2, BN])
+        tl.store(x_ptr + tl.arange(0, BN), tl.sum(desc.gather(tl.arange(0, 8), 0), 0))
+
+    with pytest.raises(CompilationError, match="blocks have 1 row") as info:
+        enceladus.compile(two_row_blocks, signature="*fp32", constexprs={"BN": 8})
+    assert "block_shape=[1, N]" in info.value.fix
+
+    @enceladus.jit
+    def float_rows(x_ptr, BN: tl.constexpr):
+        desc = tl.make_tensor_descriptor(x_ptr, shape=[8, 8], strides=[8, 1], block_shape=[1, BN])
+        tl.store(x_ptr + tl.arange(0, BN), tl.sum(desc.gather(tl.arange(0, 8).to(tl.float32), 0), 0))
+
+    with pytest.raises(CompilationError, match="1-D int16 or int32 tile"):
+        enceladus.compile(float_rows, signature="*fp32", constexprs={"BN": 8})

@@ -37,6 +37,8 @@ FRONTEND_BUILTINS = {"static_assert", "static_print", "reduce", "associative_sca
 # name -> tests that run it in a kernel on every path with a NumPy reference (libdevice names that are the
 # same builtin as a tl name, e.g. libdevice.abs, are exercised by the tl name's test)
 EXERCISED: dict[str, list[str]] = {
+    "tl.store_tensor_descriptor": ["tests/codegen/test_descriptors.py::test_load_and_store_tensor_descriptor_functions"],
+    "tl.load_tensor_descriptor": ["tests/codegen/test_descriptors.py::test_load_and_store_tensor_descriptor_functions"],
     "tl.PropagateNan": ["tests/conformance/test_triton_values.py::test_clamp_propagate_nan"],
     "tl.abs": ["tests/interpreter/test_elementwise.py::test_math"],
     "tl.arange": ["tests/codegen/test_atomics.py::test_gather"],
@@ -295,9 +297,9 @@ KNOWN_MISSING: set[str] = {
     "tl.pointer_type", "tl.static_print", "tl.swizzle2d", "tl.tensor", "tl.unsqueeze", "tl.zeros_like",
     # not exposed yet (issue #18: Python constructs and the small surface, atomics, descriptors)
     "tl.TRITON_MAX_TENSOR_NUMEL", "tl.add", "tl.aggregate_replace", "tl.bitonic_merge", "tl.condition", "tl.const", "tl.constexpr_type",
-    "tl.expect_zero", "tl.load_tensor_descriptor", "tl.map_elementwise", "tl.mul",
+    "tl.expect_zero", "tl.map_elementwise", "tl.mul",
     "tl.pair_uniform_to_normal", "tl.philox_impl", "tl.pi32_t", "tl.rand4x", "tl.randn4x", "tl.slice",
-    "tl.softmax", "tl.standard", "tl.store_tensor_descriptor", "tl.sub",
+    "tl.softmax", "tl.standard", "tl.sub",
     "tl.target_info", "tl.tensor_descriptor", "tl.tensor_descriptor_type", "tl.to_tensor",
     "tl.tuple_type", "tl.uint_to_uniform_float", "tl.void",
     # libdevice functions not implemented yet

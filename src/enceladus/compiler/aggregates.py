@@ -130,6 +130,46 @@ class TensorDescriptor(Aggregate):
                                 "store a tile of exactly the descriptor's block shape")
         return RULES["store"](b, ptr, value, mask=mask)
 
+    def _rows(self, b: Builder, x_offsets: Any, y_offset: Any, what: str) -> tuple[Value, Value]:
+        """Pointer tile and in-bounds mask of rows ``x_offsets`` (a 1-D tile), columns ``y_offset + [0, N)``."""
+        from .semantic import RULES
+
+        if len(self.block_shape) != 2 or self.block_shape[0] != 1:
+            raise SemanticError(f"descriptor {what} needs a 2-D descriptor whose blocks have 1 row, got blocks of "
+                                f"{list(self.block_shape)}", "make the descriptor with block_shape=[1, N]")
+        if not is_value(x_offsets) or len(x_offsets.type.shape) != 1 or \
+                x_offsets.type.element.name not in ("int16", "int32"):
+            got = x_offsets.type if is_value(x_offsets) else repr(x_offsets)
+            raise SemanticError(f"the row offsets of a descriptor {what} must be a 1-D int16 or int32 tile, got {got}",
+                                "pass a tile of row indices, e.g. tl.arange(0, 8) + row0")
+        (y_offset,) = _ints(b, (y_offset,), f"the column offset of a descriptor {what}")
+        n = self.block_shape[1]
+        rows = RULES["expand_dims"](b, x_offsets, 1)
+        cols = RULES["expand_dims"](b, binary(b, "+", RULES["arange"](b, 0, n), y_offset), 0)
+        ptr = binary(b, "+", binary(b, "+", self.base, binary(b, "*", rows, self.strides[0])),
+                     binary(b, "*", cols, self.strides[1]))
+        inside = binary(b, "&", binary(b, "&", compare(b, ">=", rows, 0), compare(b, "<", rows, self.shape[0])),
+                        binary(b, "&", compare(b, ">=", cols, 0), compare(b, "<", cols, self.shape[1])))
+        shape = (x_offsets.type.shape[0], n)
+        return b.broadcast_to(ptr, shape), b.broadcast_to(inside, shape)
+
+    def gather(self, b: Builder, x_offsets: Any, y_offset: Any) -> Value:
+        """Rows ``x_offsets`` of the tensor, columns ``[y_offset, y_offset + N)``; zero outside the tensor."""
+        from .semantic import RULES
+
+        ptr, mask = self._rows(b, x_offsets, y_offset, "gather")
+        return RULES["load"](b, ptr, mask=mask, other=0)
+
+    def scatter(self, b: Builder, value: Any, x_offsets: Any, y_offset: Any) -> None:
+        """Write ``value`` to rows ``x_offsets``, columns ``[y_offset, y_offset + N)``, only inside the tensor."""
+        from .semantic import RULES
+
+        ptr, mask = self._rows(b, x_offsets, y_offset, "scatter")
+        if shape_of(value) not in ((), tuple(ptr.type.shape)):
+            raise SemanticError(f"scattering a tile of shape {list(shape_of(value))} to {list(ptr.type.shape)} "
+                                "elements (rows x block columns)", "scatter a tile of shape [len(x_offsets), N]")
+        return RULES["store"](b, ptr, value, mask=mask)
+
 
 def make_block_ptr(b: Builder, base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any,
                    order: Any) -> BlockPointer:

@@ -622,12 +622,13 @@ class Lowering(ast.NodeVisitor):
 
         if isinstance(base, Aggregate):
             method = getattr(base, attr, None)
-            if attr in ("load", "store") and method is not None:
+            if attr in ("load", "store", "gather", "scatter") and method is not None:
                 return _AggregateMethod(method)
             if attr in ("block_shape", "shape", "strides", "dtype"):
                 return getattr(base, attr) if attr != "dtype" else base.base.type.element.element_ty
             raise self.error(node, f"{type(base).__name__} has no attribute '{attr}'",
-                             "descriptors support .load(offsets) and .store(offsets, value)")
+                             "descriptors support .load(offsets), .store(offsets, value), .gather(x_offsets, "
+                             "y_offset) and .scatter(value, x_offsets, y_offset)")
         try:
             value = getattr(base, attr)
         except AttributeError:

@@ -1398,6 +1398,25 @@ def make_tensor_descriptor(b: Builder, base: Any, shape: Any, strides: Any, bloc
     return aggregates.make_tensor_descriptor(b, base, shape, strides, block_shape)
 
 
+def _descriptor_arg(desc: Any, name: str) -> Any:
+    from .aggregates import TensorDescriptor
+
+    if not isinstance(desc, TensorDescriptor):
+        raise SemanticError(f"tl.{name} expects a tensor descriptor first, got {type(desc).__name__}",
+                            "make one with tl.make_tensor_descriptor(...) or pass a TensorDescriptor argument")
+    return desc
+
+
+@rule("load_tensor_descriptor")
+def load_tensor_descriptor(b: Builder, desc: Any, offsets: Any) -> Any:
+    return _descriptor_arg(desc, "load_tensor_descriptor").load(b, offsets)
+
+
+@rule("store_tensor_descriptor")
+def store_tensor_descriptor(b: Builder, desc: Any, offsets: Any, value: Any) -> Any:
+    return _descriptor_arg(desc, "store_tensor_descriptor").store(b, offsets, value)
+
+
 # --- device_print / device_assert ------------------------------------------------------------------------------
 
 @rule("device_print")

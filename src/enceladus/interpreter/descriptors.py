@@ -72,6 +72,45 @@ class TensorDescriptor:
         ptr, mask = _block(self.base, self.shape, self.strides, offs, self.block_shape, range(len(offs)))
         return memory.store(ptr, value, mask=mask)
 
+    def _rows(self, x_offsets: Any, y_offset: Any, what: str) -> tuple[Any, Any]:
+        if len(self.block_shape) != 2 or self.block_shape[0] != 1:
+            raise TypeError(f"descriptor {what} needs a 2-D descriptor whose blocks have 1 row, got blocks of "
+                            f"{self.block_shape}")
+        x = unwrap(x_offsets)
+        if len(getattr(x, "shape", ())) != 1 or str(getattr(x, "dtype", "")) not in ("int16", "int32"):
+            raise TypeError(f"the row offsets of a descriptor {what} must be a 1-D int16 or int32 tile, got {x!r}")
+        y = unwrap(y_offset)
+        rows = OPS["expand_dims"](x, 1)
+        cols = OPS["expand_dims"](OPS["arange"](0, self.block_shape[1]) + y, 0)
+        ptr = self.base + rows * self.strides[0] + cols * self.strides[1]
+        mask = (rows >= 0) & (rows < self.shape[0]) & (cols >= 0) & (cols < self.shape[1])
+        shape = [x.shape[0], self.block_shape[1]]
+        return OPS["broadcast_to"](ptr, shape), OPS["broadcast_to"](mask, shape)
+
+    def gather(self, x_offsets: Any, y_offset: Any) -> Any:
+        ptr, mask = self._rows(x_offsets, y_offset, "gather")
+        return memory.load(ptr, mask=mask, other=0)
+
+    def scatter(self, value: Any, x_offsets: Any, y_offset: Any) -> None:
+        ptr, mask = self._rows(x_offsets, y_offset, "scatter")
+        return memory.store(ptr, value, mask=mask)
+
+
+def _descriptor(desc: Any, name: str) -> TensorDescriptor:
+    if not isinstance(desc, TensorDescriptor):
+        raise TypeError(f"tl.{name} expects a tensor descriptor first, got {type(desc).__name__}")
+    return desc
+
+
+@op("load_tensor_descriptor")
+def load_tensor_descriptor(desc: Any, offsets: Any) -> Any:
+    return _descriptor(desc, "load_tensor_descriptor").load(offsets)
+
+
+@op("store_tensor_descriptor")
+def store_tensor_descriptor(desc: Any, offsets: Any, value: Any) -> None:
+    return _descriptor(desc, "store_tensor_descriptor").store(offsets, value)
+
 
 @op("make_block_ptr")
 def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any, order: Any) -> BlockPointer:

@@ -87,6 +87,18 @@ def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="ze
 
 
 @builtin
+def load_tensor_descriptor(desc, offsets):
+    """``desc.load(offsets)``: the block of a tensor descriptor at ``offsets``, zero outside the tensor.
+    Descriptors also gather rows: ``desc.gather(x_offsets, y_offset)`` (blocks of one row)."""
+
+
+@builtin
+def store_tensor_descriptor(desc, offsets, value):
+    """``desc.store(offsets, value)``: write a block through a tensor descriptor, only inside the tensor.
+    Descriptors also scatter rows: ``desc.scatter(value, x_offsets, y_offset)`` (blocks of one row)."""
+
+
+@builtin
 def store(pointer, value, mask=None, *, cache_modifier="", eviction_policy="", boundary_check=None):
     """Store ``value`` (converted to the pointee type) through ``pointer`` where ``mask`` is true."""
 
