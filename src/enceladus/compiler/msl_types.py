@@ -13,6 +13,8 @@ MSL_TYPE = {
     "int1": "bool", "int8": "char", "int16": "short", "int32": "int", "int64": "long",
     "uint8": "uchar", "uint16": "ushort", "uint32": "uint", "uint64": "ulong",
     "fp16": "half", "bf16": "bfloat", "fp32": "float",
+    # fp8: their codes (Metal has no 8-bit float type; codegen_msl/fp8.py converts them)
+    "fp8e4nv": "uchar", "fp8e5": "uchar", "fp8e4b15": "uchar", "fp8e4b8": "uchar", "fp8e5b16": "uchar",
 }
 
 # Words of MSL (and C++) that user names must not collide with.

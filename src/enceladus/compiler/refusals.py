@@ -17,9 +17,6 @@ class Refusal(NamedTuple):
     fix: str
 
 
-_FP8 = Refusal("Apple GPUs have no 8-bit floating-point types (Metal has half, bfloat and float)",
-               "store fp8 data as uint8 and decode it with bit operations into tl.float16 or tl.float32")
-
 REFUSED: dict[str, Refusal] = {
     "inline_asm_elementwise": Refusal(
         "Metal Shading Language has no inline assembly (Apple GPUs take no PTX or AIR text from kernels)",
@@ -27,11 +24,6 @@ REFUSED: dict[str, Refusal] = {
     "dot_scaled": Refusal(
         "tl.dot_scaled multiplies microscaled fp8/fp4 operands, which Apple GPUs have no types or units for",
         "dequantize the operands into tl.float16 or tl.float32 and use tl.dot"),
-    "float8e4b15": _FP8,
-    "float8e4b8": _FP8,
-    "float8e4nv": _FP8,
-    "float8e5": _FP8,
-    "float8e5b16": _FP8,
 }
 
 

@@ -15,7 +15,6 @@ from ..language import dtypes as D
 from ..language.dtypes import dtype, pointer_type
 from . import ir
 from .ir import Type, Value
-from .refusals import REFUSED
 
 MAX_TILE_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
 
@@ -50,10 +49,17 @@ class Builder:
         self.loc: ir.Loc | None = None
 
     def emit(self, name: str, operands: list[Value], type: Type | None, **attrs: Any) -> Value:
+        if name not in FP8_MOVES:
+            for v in operands:
+                elem = getattr(v.type, "element", None)
+                if isinstance(elem, dtype) and elem.is_fp8():
+                    refuse_fp8_compute(elem, name)
         return self.fn.append(name, operands, type, attrs, self.loc)
 
     # --- constants and shapes --------------------------------------------------------------
     def const(self, value: Any, ty: dtype) -> Value:
+        if isinstance(ty, dtype) and ty.is_fp8() and isinstance(value, (bool, int, float)):
+            return self.cast(self.const(float(value), D.float32), ty)  # encoded by the conversion's rules
         if not isinstance(value, (bool, int, float)):
             what = f"the string {value!r}" if isinstance(value, str) else f"{type(value).__name__} {value!r}"
             raise SemanticError(f"expected a number of type {ty}, got {what}", "pass a number or a tile",
@@ -109,11 +115,10 @@ class Builder:
             out.append(dims.pop() if dims else 1)
         return tuple(out)
 
-    def cast(self, x: Value, ty: dtype | pointer_type, bitcast: bool = False) -> Value:
+    def cast(self, x: Value, ty: dtype | pointer_type, bitcast: bool = False, rounding: str | None = None) -> Value:
         src = x.type.element
         if src == ty:
             return x
-        refuse_unsupported_dtype(ty)
         if bitcast:
             if src.is_ptr() or ty.is_ptr():
                 raise SemanticError("bitcast of pointers is not supported", "bitcast the loaded values instead")
@@ -127,6 +132,8 @@ class Builder:
             raise SemanticError(f"cannot convert {src} to {ty}", "pointer casts are not supported yet")
         if ty.is_fp64():
             raise SemanticError("Apple GPUs have no float64", "use tl.float32")
+        if rounding == "rtz":
+            return self.emit("cast", [x], x.type.with_element(ty), rounding="rtz")
         return self.emit("cast", [x], x.type.with_element(ty))
 
     def to_value(self, x: Any, ty: dtype) -> Value:
@@ -268,11 +275,17 @@ def unary(b: Builder, op: str, x: Value) -> Value:
 
 # --- builtins ---------------------------------------------------------------------------------------
 
-def refuse_unsupported_dtype(ty: Any) -> None:
-    """Refuse the dtypes Triton names that Apple GPUs do not have (fp8), with the refusal table's reason."""
-    if isinstance(ty, dtype) and ty.name in D.FP8_NAMES:
-        refusal = REFUSED[repr(ty).removeprefix("tl.")]
-        raise SemanticError(f"{ty!r} cannot run on Apple GPUs: {refusal.reason}", refusal.fix)
+# IR ops that move or convert fp8 codes without computing on them (fp8 is a storage type: Apple GPUs have no fp8
+# arithmetic); the others refuse fp8 operands
+FP8_MOVES = frozenset({"cast", "bitcast", "select", "load", "store", "splat", "broadcast", "expand_dims", "squeeze",
+                       "permute", "join", "reshape", "cat", "flip", "split", "gather", "multiple_of",
+                       "max_contiguous", "for", "while", "if", "yield"})
+
+
+def refuse_fp8_compute(ty: dtype, op: str) -> None:
+    raise SemanticError(f"'{op}' on {ty!r} values: Apple GPUs have no fp8 arithmetic, so fp8 is a storage type "
+                        "(loads, stores, casts, tl.dot)",
+                        f"convert first: x.to(tl.float16) or x.to(tl.float32), and .to({ty!r}) the result back")
 
 
 RULES: dict[str, Callable[..., Any]] = {}
@@ -352,7 +365,6 @@ def _dtype_arg(ty: Any) -> dtype:
     if not isinstance(ty, dtype):
         raise SemanticError(f"expected a dtype such as tl.float32, got {ty!r}",
                             "pass a tl dtype (tl.float32, tl.int32, ...)")
-    refuse_unsupported_dtype(ty)
     if ty.is_fp64():
         raise SemanticError("Apple GPUs have no float64", "use tl.float32")
     return ty
@@ -483,6 +495,15 @@ def cast(b: Builder, input: Any, dtype: Any, fp_downcast_rounding: Any = None, b
     ty = _dtype_arg(dtype) if not isinstance(dtype, pointer_type) else dtype
     if not is_value(input):
         input = b.const(input, D.literal_dtype(input))
+    if fp_downcast_rounding == "rtz" and isinstance(ty, D.dtype) and ty.name in ("fp8e5", "fp8e4b15"):
+        if not input.type.element.is_floating():
+            raise SemanticError("fp_downcast_rounding should be set only for truncating fp conversions",
+                                "drop fp_downcast_rounding, or convert a floating-point tile")
+        # float8e5: Triton's GPU conversion toward zero; float8e4b15: Triton ignores the mode (same conversion)
+        return b.cast(input, ty, bool(bitcast), rounding="rtz" if ty.name == "fp8e5" else None)
+    if fp_downcast_rounding == "rtz" and isinstance(ty, D.dtype) and ty.is_fp8():
+        raise SemanticError(f"fp_downcast_rounding='rtz' to {ty!r} does not exist in Triton (its GPU backends convert "
+                            "to float8e5 toward zero and ignore the mode for float8e4b15)", "use 'rtne' (the default)")
     if fp_downcast_rounding not in (None, "rtne"):
         raise SemanticError(f"fp_downcast_rounding={fp_downcast_rounding!r} is not supported",
                             "Apple GPUs round to nearest even ('rtne'); drop the argument")
@@ -1128,6 +1149,9 @@ def dot(b: Builder, input: Any, other: Any, acc: Any = None, input_precision: An
                             f"(the first tile's last dimension must equal the second tile's dimension -2)",
                             "transpose an operand with tl.trans(x) or fix the block sizes")
     ta, tb = a.type.element, bt.type.element
+    if ta.is_fp8() and tb.is_fp8():  # any two fp8 formats, as in Triton: exact upcast to fp16 (no fp8 units)
+        a, bt = b.cast(a, D.float16), b.cast(bt, D.float16)
+        ta = tb = D.float16
     if ta != tb:
         raise SemanticError(f"tl.dot operands must have the same dtype, got {ta} and {tb}",
                             "convert one operand, e.g. b.to(a.dtype)")

@@ -24,7 +24,7 @@ from ..language import structs
 from ..language.builtins import range as tl_range_cls
 from ..language.builtins import static_range as tl_static_range_cls
 from ..language.core import builtin_name, constexpr
-from . import descriptors, extra, libdevice, ops, random, shape_ops, syntax  # noqa: F401  (registration)
+from . import descriptors, extra, fp8, libdevice, ops, random, shape_ops, syntax  # noqa: F401  (registration)
 from .context import (
     InterpreterError,
     InterpreterTypeError,
@@ -122,17 +122,17 @@ def namespace() -> types.ModuleType:
     for name in dir(language):
         value = getattr(language, name)
         if builtin_name(value) is not None:
-            value = OPS.get(name, _not_implemented(name))
+            value = _bound(name)
         setattr(tl, name, value)
     for name in dir(tl_math):
         if builtin_name(getattr(tl_math, name)) is not None:
-            setattr(math, name, OPS.get(name, _not_implemented(name)))
-    for name, fn in OPS.items():
+            setattr(math, name, _bound(name))
+    for name in OPS:
         if not hasattr(tl, name):
-            setattr(tl, name, fn)
+            setattr(tl, name, _bound(name))
     for name in ("exp", "exp2", "log", "log2", "sqrt", "sqrt_rn", "rsqrt", "sin", "cos", "floor", "ceil", "erf",
                  "sigmoid", "abs", "fma", "maximum", "minimum", "fdiv", "div_rn", "umulhi", "cdiv"):
-        setattr(math, name, OPS[name])
+        setattr(math, name, _bound(name))
     tl.math = math
     rnd = types.ModuleType("enceladus.interpreter.tl.random")
     for name in dir(language.random):
@@ -161,12 +161,17 @@ def _extra_namespace(module: types.ModuleType) -> types.ModuleType:
             if isinstance(value, types.ModuleType) and value.__name__.startswith("enceladus.language.extra"):
                 value = _extra_namespace(value)
             elif builtin_name(value) is not None:
-                value = OPS.get(builtin_name(value), _not_implemented(builtin_name(value)))
+                value = _bound(builtin_name(value))
             setattr(ns, name, value)
         if module.__name__.endswith(".libdevice"):
             ns.__getattr__ = refuse_libdevice  # float64-only functions: a refusal that says why (refusals.py)
         _NAMESPACE[key] = ns
     return _NAMESPACE[key]
+
+
+def _bound(name: str) -> Callable[..., Any]:
+    """The interpreter's tl.<name> as kernels see it (refusing fp8 tiles where it would compute on them)."""
+    return fp8.guard(name, OPS[name]) if name in OPS else _not_implemented(name)
 
 
 def _not_implemented(name: str) -> Callable[..., Any]:
@@ -208,7 +213,7 @@ class Rebinder:
             return v.value
         name = builtin_name(v)
         if name is not None:
-            return OPS.get(name, _not_implemented(name))
+            return _bound(name)
         if _is_jit(v):
             return self.function(v.fn)
         return v

@@ -45,6 +45,8 @@ class Buffer:
         self.writeable = bool(arr.flags.writeable)
         self.size = int(arr.size)
         self._keep = (value, arr)
+        if elem.is_fp8():  # the codes, whatever array type holds them (ml_dtypes float8, tagged uint8)
+            arr = arr.view(elem.to_numpy())
         itemsize = arr.dtype.itemsize
         lo, hi = _allocation(value, arr)
         start = arr.__array_interface__["data"][0]

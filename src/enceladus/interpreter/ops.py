@@ -199,7 +199,7 @@ def where(condition: Any, x: Any, y: Any) -> Tile:
     x, y = unwrap(x), unwrap(y)
     if isinstance(x, Tile) and x.dtype.is_ptr() or isinstance(y, Tile) and y.dtype.is_ptr():
         return _where_pointers(c, x, y)
-    a, b, ty, shape = operands(x, y)
+    a, b, ty, shape = operands(x, y, what=" in tl.where")
     shape = broadcast_shapes(c.shape, shape)
     cd = align(c.data, len(shape))
     return Tile(np.where(cd, align(a, len(shape)), align(b, len(shape))).astype(ty.to_numpy(), copy=False), ty)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-_FP8 = ("Apple GPUs have no 8-bit floating-point types (Metal has half, bfloat and float)",
-        "store fp8 data as uint8 and decode it with bit operations into tl.float16 or tl.float32")
 
 # name -> (the Apple GPU limit, the fix offered)
 REFUSED: dict[str, tuple[str, str]] = {
@@ -19,11 +17,6 @@ REFUSED: dict[str, tuple[str, str]] = {
                                "write the computation with tl.* builtins (tl.cast(..., bitcast=True) for bit tricks)"),
     "dot_scaled": ("Apple GPUs have no types or units for microscaled fp8/fp4 operands",
                    "dequantize the operands into tl.float16 or tl.float32 and use tl.dot"),
-    "float8e4b15": _FP8,
-    "float8e4b8": _FP8,
-    "float8e4nv": _FP8,
-    "float8e5": _FP8,
-    "float8e5b16": _FP8,
 }
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..language import dtypes as D
 from ..language.dtypes import dtype
+from . import fp8
 from .ops import OPS, const_int, dtype_arg, op, shape_arg
 from .tensor import Tile, binary, broadcast_shapes, cast_array, to_tile, unwrap
 
@@ -457,6 +458,8 @@ def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None, al
         max_num_imprecise_acc: Any = None, out_dtype: Any = None) -> Tile:
     """Matrix product with Triton's accumulator rules; fp32 inputs are multiplied exactly in fp32."""
     a, b = to_tile(input), to_tile(other)
+    if fp8.is_fp8(a.dtype) and fp8.is_fp8(b.dtype):  # any two fp8 formats: exact upcast to fp16, as Triton allows
+        a, b = (Tile(cast_array(t.data, t.dtype, D.float16), D.float16) for t in (a, b))
     for t in (a, b):
         if t.dtype.name not in _DOT_INPUTS:
             raise TypeError(f"tl.dot operands must be int8, fp16, bf16, fp32 or fp64, got {t.dtype}")

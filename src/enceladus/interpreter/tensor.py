@@ -17,6 +17,7 @@ import numpy as np
 from ..language import dtypes as D
 from ..language.core import constexpr
 from ..language.dtypes import dtype, pointer_type
+from . import fp8
 
 
 class Divergence(Exception):
@@ -111,6 +112,10 @@ def computation_type(a: dtype, a_lit: bool, b: dtype, b_lit: bool, div_or_mod: b
         return D.bfloat16
     if a.is_bf16() or b.is_bf16():
         return D.float32
+    if fp8.is_fp8(a) or fp8.is_fp8(b):  # two fp8 tiles: the same type stays, different ones meet in fp16
+        if not (fp8.is_fp8(a) and fp8.is_fp8(b)):
+            raise TypeError(f"unexpected type {a} and {b}: convert the fp8 tile with .to(tl.float16) first")
+        return a if a == b else D.float16
     if div_or_mod and a.is_int_signed() != b.is_int_signed():
         raise TypeError(f"Cannot use /, //, or % with {a!r} and {b!r} because they have different signedness; "
                         "cast them to the same signedness with .to(...)")
@@ -128,6 +133,8 @@ def literal_array(value: Any, ty: dtype) -> np.ndarray:
             value = int(value)
         elif not lo <= value <= hi:
             raise ValueError(f"Scalar {value} is out of range for type {ty}")
+    if fp8.is_fp8(ty):
+        return fp8.from_float32(np.array([value], np.float32), ty)
     return np.array([value], dtype=ty.to_numpy())
 
 
@@ -153,6 +160,15 @@ def cast_array(arr: np.ndarray, src: dtype, dst: dtype, bitcast: bool = False,
             raise ValueError(f"Cannot bitcast data-type of size {src.primitive_bitwidth} to data-type of size "
                              f"{dst.primitive_bitwidth}")
         return np.ascontiguousarray(arr).view(dst.to_numpy())
+    if fp8.is_fp8(src):  # exact to float32, then on as from float32
+        return cast_array(fp8.to_float32(arr, src), D.float32, dst, rounding=rounding)
+    if fp8.is_fp8(dst):
+        if rounding == "rtz" and dst.name not in ("fp8e5", "fp8e4b15"):
+            raise ValueError(f"fp_downcast_rounding='rtz' to {dst!r} does not exist in Triton (its GPU backends "
+                             "convert to float8e5 toward zero, and ignore the mode for float8e4b15); use 'rtne'")
+        with np.errstate(all="ignore"):
+            wide = arr if src.is_floating() and not src.is_fp64() else arr.astype(np.float64)
+            return fp8.from_float32(wide.astype(np.float32), dst, rounding)
     target = dst.to_numpy()
     with np.errstate(all="ignore"):
         if dst.is_bool():
@@ -257,7 +273,7 @@ class Tile:
         from .ops import MEMBERS, OPS
 
         if name in MEMBERS:
-            fn = OPS[name]
+            fn = fp8.guard(name, OPS[name])
             return lambda *a, **k: fn(self, *a, **k)
         raise AttributeError(f"tile has no attribute '{name}'")
 
@@ -389,6 +405,7 @@ class Tile:
         return binary("!=", self, o)
 
     def __neg__(self) -> Tile:
+        fp8.refuse_compute(self.dtype, "-x")
         if self.dtype.is_ptr():
             raise TypeError("cannot negate a pointer")
         if self.dtype.is_bool():  # -x of a 1-bit integer is x (mod 2)
@@ -487,6 +504,8 @@ def operands(x: Any, y: Any, div_or_mod: bool = False, what: str = "") -> tuple[
     xt = literal_dtype(x) if xl else x.dtype
     yt = literal_dtype(y) if yl else y.dtype
     ty = computation_type(xt, xl, yt, yl, div_or_mod)
+    if what != " in tl.where":
+        fp8.refuse_compute(ty, f"arithmetic{what}")
     shape = broadcast_shapes([] if xl else x.shape, [] if yl else y.shape)
     xa = literal_array(x, ty) if xl else cast_array(x.data, xt, ty)
     ya = literal_array(y, ty) if yl else cast_array(y.data, yt, ty)

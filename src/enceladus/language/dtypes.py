@@ -76,8 +76,11 @@ class dtype:
         if self.name == "bf16":
             return bfloat16_numpy()
         if self.name in FP8_NAMES:
-            return fp8_numpy(self)
+            return fp8_storage(self)
         return np.dtype(_INFO[self.name][2])
+
+    def is_fp8(self) -> bool:
+        return self.name in FP8_NAMES
 
     def __str__(self) -> str:
         return self.name
@@ -101,6 +104,9 @@ class pointer_type:
 
     def is_ptr(self) -> bool:
         return True
+
+    def is_fp8(self) -> bool:
+        return False
 
     def is_floating(self) -> bool:
         return False
@@ -127,10 +133,10 @@ _INFO: dict[str, tuple[str, int, str]] = {
     "bf16": ("float", 16, "bfloat16"),
     "fp32": ("float", 32, "float32"),
     "fp64": ("float", 64, "float64"),
-    # Triton's fp8 formats: named so that programs mentioning them load; not supported by kernels yet
+    # Triton's fp8 formats: storage types (their codes travel as uint8; the name is the ml_dtypes/torch type)
     "fp8e4nv": ("float", 8, "float8_e4m3fn"),
     "fp8e5": ("float", 8, "float8_e5m2"),
-    "fp8e4b15": ("float", 8, "float8_e4m3b11fnuz"),
+    "fp8e4b15": ("float", 8, ""),  # bias 15: no NumPy, ml_dtypes or torch type has it
     "fp8e4b8": ("float", 8, "float8_e4m3fnuz"),
     "fp8e5b16": ("float", 8, "float8_e5m2fnuz"),
 }
@@ -156,8 +162,7 @@ float16 = dtype("fp16")
 bfloat16 = dtype("bf16")
 float32 = dtype("fp32")
 float64 = dtype("fp64")
-# fp8: not in ALL_DTYPES (no kernel takes or computes them yet); tl.float8e5 etc. exist so that Triton programs
-# that mention them load, and arrays of them are refused at launch.
+# fp8: storage types (loads, stores, casts, tl.dot by upcast); not in ALL_DTYPES, the dtypes kernels compute in.
 float8e4nv = dtype("fp8e4nv")
 float8e5 = dtype("fp8e5")
 float8e4b15 = dtype("fp8e4b15")
@@ -171,6 +176,9 @@ BY_NAME.update({"i1": int1, "i8": int8, "i16": int16, "i32": int32, "i64": int64
                 "u8": uint8, "u16": uint16, "u32": uint32, "u64": uint64, "f16": float16,
                 "f32": float32, "f64": float64, "bfloat16": bfloat16, "float16": float16,
                 "float32": float32, "float64": float64, "bool": int1})
+FP8_DTYPES = (float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16)
+BY_NAME.update({d.name: d for d in FP8_DTYPES})
+_FP8_BY_NUMPY_NAME = {_INFO[d.name][2]: d for d in FP8_DTYPES if _INFO[d.name][2]}
 
 
 def bfloat16_numpy() -> np.dtype:
@@ -183,20 +191,25 @@ def bfloat16_numpy() -> np.dtype:
     return np.dtype(ml_dtypes.bfloat16)
 
 
-def fp8_numpy(ty: dtype) -> np.dtype:
-    """The ``ml_dtypes`` NumPy dtype of an fp8 type (for reinterpreted host data)."""
-    try:
-        import ml_dtypes
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise TypeError(f"{ty!r} data needs the optional 'ml_dtypes' package: pip install ml_dtypes") from exc
-    return np.dtype(getattr(ml_dtypes, _INFO[ty.name][2]))
+def fp8_storage(ty: dtype) -> np.dtype:
+    """The NumPy dtype of arrays of ``ty`` codes: uint8 tagged with the fp8 type (``dtype.metadata``), so that a
+    kernel argument of it is typed ``*fp8...``. ``arr.view(tl.float8e5.to_numpy())`` tags a uint8 array."""
+    return np.dtype(np.uint8, metadata={"enceladus_dtype": ty.name})
 
 
 def from_numpy(np_dtype: np.dtype) -> dtype | None:
-    """The tile-language dtype for a NumPy dtype, or None if there is none."""
+    """The tile-language dtype for a NumPy dtype, or None if there is none.
+
+    fp8: ml_dtypes' float8_e4m3fn, float8_e5m2, float8_e4m3fnuz and float8_e5m2fnuz arrays, and uint8 arrays
+    tagged by ``fp8_storage`` (the only way to hold float8e4b15, which no library has a type for)."""
     np_dtype = np.dtype(np_dtype)
+    tagged = (np_dtype.metadata or {}).get("enceladus_dtype")
+    if tagged in FP8_NAMES:
+        return BY_NAME[tagged]
     if np_dtype.name == "bfloat16":
         return bfloat16
+    if np_dtype.name in _FP8_BY_NUMPY_NAME:
+        return _FP8_BY_NUMPY_NAME[np_dtype.name]
     for d in ALL_DTYPES:
         if d.name != "bf16" and np.dtype(_INFO[d.name][2]) == np_dtype:
             return d
@@ -254,6 +267,10 @@ def computation_type(a: dtype, a_is_literal: bool, b: dtype, b_is_literal: bool,
         return float32 if div_or_mod else float16
     if a.is_bf16() or b.is_bf16():
         return bfloat16 if (a.is_bf16() and b.is_bf16() and not div_or_mod) else float32
+    if a.is_fp8() or b.is_fp8():  # two fp8 tiles: the same type stays, different formats meet in fp16
+        if not (a.is_fp8() and b.is_fp8()):
+            raise TypeError(f"unexpected type {a} and {b}: convert the fp8 tile with .to(tl.float16) first")
+        return a if a == b else float16
     if div_or_mod and a.is_int_signed() != b.is_int_signed():  # bool counts as unsigned (Triton 3.9)
         raise TypeError(
             f"Cannot use /, //, or % with {a!r} and {b!r} because they have different signedness; cast one side "

@@ -41,6 +41,8 @@ _FROM_NUMPY: dict[np.dtype, dtypes.dtype | None] = {}
 
 def _from_numpy(dt: np.dtype) -> dtypes.dtype | None:
     # dtypes.from_numpy scans every dtype; launches look the same few up again and again.
+    if dt.metadata:  # uint8 tagged as an fp8 type: equal (and hashed) like plain uint8, so not cached
+        return dtypes.from_numpy(dt)
     ty = _FROM_NUMPY.get(dt, _FROM_NUMPY)
     if ty is _FROM_NUMPY:
         ty = _FROM_NUMPY[dt] = dtypes.from_numpy(dt)
@@ -52,7 +54,9 @@ def array_spec(arr: np.ndarray, name: str, specialize: bool) -> ArgSpec:
     ty = _from_numpy(arr.dtype)
     if ty is None or ty.is_fp64():
         hint = (" Apple GPUs have no float64: pass arr.astype(np.float32)." if arr.dtype == np.float64
-                else " Supported: bool, int8-64, uint8-64, float16, bfloat16 (ml_dtypes), float32.")
+                else " Supported: bool, int8-64, uint8-64, float16, bfloat16 (ml_dtypes), float32, and the fp8 "
+                "types (ml_dtypes float8_e4m3fn/e5m2/e4m3fnuz/e5m2fnuz, or uint8 codes viewed as "
+                "tl.float8....to_numpy())")
         raise TypeError(f"argument '{name}': arrays of dtype {arr.dtype} cannot be passed to a kernel.{hint}")
     if any(s < 0 for s in arr.strides):
         raise ValueError(
@@ -116,7 +120,8 @@ def _torch_mps_spec(value: Any, name: str, specialize: bool) -> ArgSpec:
     """The ArgSpec of an mps tensor, from its metadata (its memory is not host-addressable)."""
     dtype_name = str(value.dtype).removeprefix("torch.")
     try:
-        np_dtype = dtypes.bfloat16_numpy() if dtype_name == "bfloat16" else np.dtype(dtype_name)
+        np_dtype = (dtypes.bfloat16_numpy() if dtype_name == "bfloat16" else
+                    _TORCH_FP8[dtype_name].to_numpy() if dtype_name in _TORCH_FP8 else np.dtype(dtype_name))
     except TypeError:
         raise TypeError(f"argument '{name}': torch dtype {value.dtype} cannot be passed to a kernel") from None
     ty = _from_numpy(np_dtype)
@@ -146,6 +151,11 @@ def _torch_cpu_array(value: object, name: str) -> np.ndarray | None:
                         "strided tensor (x.to_dense().contiguous())") from None
 
 
+# torch's float8 dtypes and the Triton types with the same format (float8e4b15 has no torch type)
+_TORCH_FP8 = {"float8_e4m3fn": dtypes.float8e4nv, "float8_e5m2": dtypes.float8e5,
+              "float8_e4m3fnuz": dtypes.float8e4b8, "float8_e5m2fnuz": dtypes.float8e5b16}
+
+
 def as_numpy(value: object) -> np.ndarray:
     """The NumPy array (a view, never a copy) behind an array-like kernel argument."""
     if isinstance(value, np.ndarray):
@@ -161,6 +171,9 @@ def as_numpy(value: object) -> np.ndarray:
 
         if value.dtype == torch.bfloat16:
             return value.view(torch.int16).numpy().view(dtypes.bfloat16_numpy())
+        fp8 = _TORCH_FP8.get(str(value.dtype).removeprefix("torch."))
+        if fp8 is not None:  # torch has no NumPy view of float8: the codes, tagged with Triton's type
+            return value.detach().view(torch.uint8).numpy().view(fp8.to_numpy())
         return value.detach().numpy()
     raise TypeError(f"{type(value).__name__} is not an array")
 

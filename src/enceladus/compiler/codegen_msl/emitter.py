@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...language import dtypes as D
 from ...language.dtypes import dtype
 from .. import ir
 from ..kernel import Param
@@ -21,6 +22,7 @@ from ..msl_types import MSL_TYPE, const_literal, msl_type, safe_name
 from ..op_traits import OPS, VIEW, ops_where
 from ..passes.axis_info import AxisInfo
 from ..passes.layouts import LayoutPlan
+from . import fp8
 from .debug import DebugMixin
 from .libdevice import CALLS as LIBDEVICE_CALLS
 from .libdevice import EXTRA_HELPERS as LIBDEVICE_EXTRA_HELPERS
@@ -410,7 +412,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         if name == "select":
             return f"({a[0]} ? {a[1]} : {a[2]})"
         if name == "cast":
-            return self._cast(src, rt, a[0])
+            return self._cast(src, rt, a[0], op.attrs.get("rounding"))
         if name == "bitcast":
             return f"as_type<{MSL_TYPE[rt.name]}>({a[0]})"
         if name in VIEW_OPS:
@@ -482,7 +484,15 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             return f"abs({a[0]})"
         return back(f"{a[0]} < 0 ? {u}(0) - {u}({a[0]}) : {u}({a[0]})")  # abs(INT_MIN) == INT_MIN, as in Triton
 
-    def _cast(self, src: dtype, dst: dtype, x: str) -> str:
+    def _cast(self, src: dtype, dst: dtype, x: str, rounding: str | None = None) -> str:
+        if src.is_fp8() or dst.is_fp8():  # through float32, in integer code (codegen_msl/fp8.py)
+            self.helpers.add("enc_fp8")
+            if src.is_fp8():
+                x, src = fp8.decode(src, x), D.float32
+                if dst.is_fp32():
+                    return x
+            if dst.is_fp8():
+                return fp8.encode(dst, x if src.is_fp32() else f"float({x})", rounding)
         t = MSL_TYPE[dst.name]
         if dst.is_bool():
             return f"({'float(' + x + ')' if src.is_bf16() else x} != 0)"

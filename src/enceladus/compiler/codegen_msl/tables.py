@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .fp8 import FP8_HELPERS
 from .libdevice import LIBDEVICE_MSL
 
 BINARY_INFIX = {"add": "+", "sub": "-", "mul": "*", "fdiv": "/", "and": "&", "or": "|", "xor": "^",
@@ -187,3 +188,4 @@ static inline bfloat enc_shfl_up(bfloat v, ushort d) {
     return as_type<bfloat>(simd_shuffle_up(as_type<ushort>(v), d));
 }""",
 }
+HELPERS.update(FP8_HELPERS)
