@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 # name -> (the Apple GPU limit, the fix offered)
 REFUSED: dict[str, tuple[str, str]] = {
     "inline_asm_elementwise": ("Metal Shading Language has no inline assembly",

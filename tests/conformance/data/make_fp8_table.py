@@ -33,7 +33,6 @@ Rows (hexadecimal): ``encode,<float32 bits>,<code per (format, rounding) of COLU
 from __future__ import annotations
 
 import bisect
-import functools
 import math
 import random
 import struct
@@ -75,15 +74,11 @@ class Format:
             mag = (1 + Fraction(m, 1 << self.mbits)) * Fraction(2) ** (e - self.bias)
         return -0.0 if sign < 0 and mag == 0 else sign * mag
 
-    @functools.cache
     def finite_magnitudes(self) -> list[tuple[Fraction, int]]:
         """(value, code) of every non-negative finite code, ascending."""
-        out = []
-        for code in range(0x80):
-            v = self.decode(code)
-            if isinstance(v, Fraction):
-                out.append((v, code))
-        return sorted(out)
+        if not hasattr(self, "_grid"):
+            self._grid = sorted((v, code) for code in range(0x80) if isinstance(v := self.decode(code), Fraction))
+        return self._grid
 
 
 FORMATS = {

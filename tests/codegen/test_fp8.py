@@ -1,0 +1,223 @@
+"""fp8 storage types (tl.float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16) on every path vs NumPy:
+casts from and to float16/bfloat16/integers and between fp8 formats, literals and tl.where, tl.dot on fp8
+operands (exact upcast to float16), the array types kernels take (ml_dtypes, tagged uint8, torch float8), and
+the refusals (fp8 arithmetic: Apple GPUs have no fp8 units; rounding modes Triton does not have).
+
+The expected codes come from the independent model that makes tests/conformance/data/fp8_table.csv."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import enceladus
+import enceladus.language as tl
+from enceladus import CompilationError
+from enceladus.runtime.jit import JITFunction
+from paths import run_on_all_paths
+
+_spec = importlib.util.spec_from_file_location(
+    "make_fp8_table", Path(__file__).parents[1] / "conformance" / "data" / "make_fp8_table.py")
+MODEL = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(MODEL)
+
+TYPES = {"float8e4nv": tl.float8e4nv, "float8e5": tl.float8e5, "float8e4b15": tl.float8e4b15,
+         "float8e4b8": tl.float8e4b8, "float8e5b16": tl.float8e5b16}
+RNG = np.random.default_rng(18)
+
+
+def model_encode(name: str, x: np.ndarray, rounding: str = "rtne") -> np.ndarray:
+    bits = x.astype(np.float32).view(np.uint32)
+    return np.array([MODEL.encode(MODEL.FORMATS[name], int(b), rounding) for b in bits.ravel()],
+                    np.uint8).reshape(x.shape)
+
+
+def model_decode(name: str, codes: np.ndarray) -> np.ndarray:
+    out = []
+    for c in codes.ravel():
+        v = MODEL.FORMATS[name].decode(int(c))
+        out.append(float(v))
+    return np.array(out, np.float32).reshape(codes.shape)
+
+
+def specials(dtype) -> np.ndarray:
+    """Random values over the fp8 ranges plus zeros, infinities, NaN and overflow, as ``dtype``."""
+    x = RNG.choice([-1, 1], 200) * 2.0 ** RNG.uniform(-20, 15.9, 200)
+    x = np.concatenate([x, [0.0, -0.0, np.inf, -np.inf, np.nan, 1.75, 1.8, 448.0, 500.0, 57344.0, 60000.0]])
+    return np.resize(x, 256).astype(dtype)
+
+
+@enceladus.jit
+def convert(x_ptr, out_ptr, DST: tl.constexpr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(DST))
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+@pytest.mark.parametrize("src", ["float16", "bfloat16"])
+def test_half_types_to_fp8_and_back(src, name):
+    """float16/bfloat16 -> fp8 is the float32 rule on the (exact) float32 value; fp8 -> float16/bfloat16 is exact."""
+    ty = TYPES[name]
+    np_src = np.float16 if src == "float16" else tl.bfloat16.to_numpy()
+    x = specials(np_src)
+    want = model_encode(name, x.astype(np.float32))
+    run_on_all_paths(convert, (1,), lambda: (x.copy(), np.zeros(256, np.uint8).view(ty.to_numpy())),
+                     lambda x, out: {1: want}, constexprs={"DST": ty, "B": 256})
+    codes = np.arange(256, dtype=np.uint8)
+    back = model_decode(name, codes).astype(np_src)
+    run_on_all_paths(convert, (1,), lambda: (codes.view(ty.to_numpy()).copy(), np.zeros(256, np_src)),
+                     lambda c, out: {1: back}, constexprs={"DST": tl.float16 if src == "float16" else tl.bfloat16,
+                                                             "B": 256}, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+def test_fp8_to_integers_and_other_fp8_formats(name):
+    ty = TYPES[name]
+    codes = np.arange(256, dtype=np.uint8)
+    values = model_decode(name, codes)
+    finite = np.isfinite(values)
+    ints = np.where(finite, np.trunc(np.nan_to_num(values)), 0).astype(np.int32)
+
+    def check_ints(args, expected, path):
+        np.testing.assert_array_equal(args[1][finite], ints[finite], err_msg=f"{name} -> int32 on {path}")
+
+    run_on_all_paths(convert, (1,), lambda: (codes.view(ty.to_numpy()).copy(), np.zeros(256, np.int32)),
+                     lambda c, out: {}, check=check_ints, constexprs={"DST": tl.int32, "B": 256})
+    for other in sorted(TYPES):
+        if other == name:
+            continue
+        want = model_encode(other, values)  # exact to float32, then the float32 rule
+        run_on_all_paths(convert, (1,), lambda o=other: (codes.view(ty.to_numpy()).copy(),
+                                                         np.zeros(256, np.uint8).view(TYPES[o].to_numpy())),
+                         lambda c, out, w=want: {1: w}, constexprs={"DST": TYPES[other], "B": 256})
+
+
+@enceladus.jit
+def fp8_literals(x_ptr, out_ptr, full_ptr, DST: tl.constexpr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    x = tl.load(x_ptr + offs)  # fp8 codes
+    y = tl.where(offs % 2 == 0, x, 1.5)  # the literal takes x's fp8 type
+    y = tl.where(offs < 4, 0.3, y)
+    tl.store(out_ptr + offs, y)
+    tl.store(full_ptr + offs, tl.full((B,), -2.75, DST))
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+def test_literals_where_and_full_in_fp8(name):
+    ty = TYPES[name]
+    codes = RNG.integers(0, 256, 32).astype(np.uint8)
+    offs = np.arange(32)
+    lit = {v: model_encode(name, np.array([v], np.float32))[0] for v in (1.5, 0.3, -2.75)}
+    want = np.where(offs < 4, lit[0.3], np.where(offs % 2 == 0, codes, lit[1.5])).astype(np.uint8)
+    run_on_all_paths(fp8_literals, (1,), lambda: (codes.view(ty.to_numpy()).copy(),
+                                                  np.zeros(32, np.uint8).view(ty.to_numpy()),
+                                                  np.zeros(32, np.uint8).view(ty.to_numpy())),
+                     lambda x, out, full: {1: want, 2: np.full(32, lit[-2.75], np.uint8)},
+                     constexprs={"DST": ty, "B": 32})
+
+
+@enceladus.jit
+def fp8_dot(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, F16: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    if F16:
+        c = tl.dot(a, b, out_dtype=tl.float16)
+    else:
+        c = tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@pytest.mark.parametrize("a_name,b_name", [("float8e5", "float8e5"), ("float8e4nv", "float8e4nv"),
+                                           ("float8e5", "float8e4nv"), ("float8e4b15", "float8e4b8"),
+                                           ("float8e5b16", "float8e4b15")])
+def test_dot_on_fp8_operands(a_name, b_name):
+    M, N, K = 32, 16, 64
+    a = model_encode(a_name, RNG.standard_normal((M, K)).astype(np.float32))
+    b = model_encode(b_name, RNG.standard_normal((K, N)).astype(np.float32) * 0.5)
+    ref = model_decode(a_name, a).astype(np.float64) @ model_decode(b_name, b).astype(np.float64)
+    run_on_all_paths(fp8_dot, (1,), lambda: (a.view(TYPES[a_name].to_numpy()).copy(),
+                                             b.view(TYPES[b_name].to_numpy()).copy(), np.zeros((M, N), np.float32)),
+                     lambda a, b, c: {2: ref.astype(np.float32)}, constexprs={"M": M, "N": N, "K": K, "F16": False},
+                     rtol=1e-5, atol=1e-5)
+    if a_name == b_name == "float8e5":
+        run_on_all_paths(fp8_dot, (1,), lambda: (a.view(tl.float8e5.to_numpy()).copy(),
+                                                 b.view(tl.float8e5.to_numpy()).copy(), np.zeros((M, N), np.float16)),
+                         lambda a, b, c: {2: ref.astype(np.float16)}, rtol=2e-3, atol=2e-2,
+                         constexprs={"M": M, "N": N, "K": K, "F16": True})
+
+
+@enceladus.jit
+def copy_kernel(x_ptr, out_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(tl.float32))
+
+
+def test_ml_dtypes_arrays_and_tagged_uint8_are_typed_fp8():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.array([1.0, -2.5, 448.0, 0.015625], np.float32)
+    for np_t, name in [(ml_dtypes.float8_e4m3fn, "float8e4nv"), (ml_dtypes.float8_e5m2, "float8e5"),
+                       (ml_dtypes.float8_e4m3fnuz, "float8e4b8"), (ml_dtypes.float8_e5m2fnuz, "float8e5b16")]:
+        arr = x.astype(np_t)
+        want = arr.astype(np.float32)
+        run_on_all_paths(copy_kernel, (1,), lambda a=arr: (a.copy(), np.zeros(4, np.float32)),
+                         lambda a, out, w=want: {1: w}, constexprs={"B": 4})
+        tagged = arr.view(np.uint8).view(TYPES[name].to_numpy())
+        run_on_all_paths(copy_kernel, (1,), lambda t=tagged: (t.copy(), np.zeros(4, np.float32)),
+                         lambda a, out, w=want: {1: w}, constexprs={"B": 4})
+    # float8e4b15 has no library type: its codes are uint8 tagged with tl.float8e4b15.to_numpy()
+    codes = np.array([0x78, 0x7F, 0xF4, 0x01], np.uint8)
+    want = model_decode("float8e4b15", codes)
+    run_on_all_paths(copy_kernel, (1,), lambda: (codes.view(tl.float8e4b15.to_numpy()).copy(),
+                                                 np.zeros(4, np.float32)),
+                     lambda a, out: {1: want}, constexprs={"B": 4})
+    assert list(want) == [1.0, 1.875, -0.75, 2.0 ** -17]
+
+
+def test_torch_float8_tensors_are_accepted():
+    torch = pytest.importorskip("torch", reason="torch is not installed: the torch float8 argument path is untested")
+    x = torch.tensor([1.0, -2.5, 448.0, 0.015625, 3.0, -0.0, 6.0, 0.5])
+    for tdt in (torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz):
+        t = x.to(tdt)
+        out = torch.zeros(8)
+        for path in ("interpreter", "cpu"):
+            out.zero_()
+            JITFunction(copy_kernel.fn, interpret=(path == "interpreter"))[(1,)](t, out, B=8)
+            np.testing.assert_array_equal(out.numpy(), t.to(torch.float32).numpy(), err_msg=f"{tdt} on {path}")
+
+
+@enceladus.jit
+def fp8_add(x_ptr, out_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x + x)
+
+
+@enceladus.jit
+def fp8_rtz(x_ptr, out_ptr, DST: tl.constexpr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(DST, fp_downcast_rounding="rtz"))
+
+
+def test_fp8_arithmetic_is_refused_with_the_fix_on_both_paths():
+    x = np.zeros(8, np.uint8).view(tl.float8e5.to_numpy())
+    with pytest.raises(CompilationError) as info:
+        fp8_add[(1,)](x, x.copy(), B=8)
+    assert "Apple GPUs have no fp8 arithmetic" in info.value.message and "x.to(tl.float16)" in info.value.fix
+    assert info.value.lineno is not None
+    with pytest.raises(TypeError, match="Apple GPUs have no fp8 arithmetic.*x.to\\(tl.float16\\)"):
+        JITFunction(fp8_add.fn, interpret=True)[(1,)](x, x.copy(), B=8)
+
+
+def test_rtz_exists_only_where_triton_has_it():
+    x = np.array([1.2, -3.3, 1e6, np.inf], np.float32)
+    want = model_encode("float8e5", x, "rtz")
+    run_on_all_paths(fp8_rtz, (1,), lambda: (x.copy(), np.zeros(4, np.uint8).view(tl.float8e5.to_numpy())),
+                     lambda x, out: {1: want}, constexprs={"DST": tl.float8e5, "B": 4})
+    out = np.zeros(4, np.uint8).view(tl.float8e4nv.to_numpy())
+    with pytest.raises(CompilationError) as info:
+        fp8_rtz[(1,)](x, out, DST=tl.float8e4nv, B=4)
+    assert "fp_downcast_rounding='rtz' to tl.float8e4nv does not exist in Triton" in info.value.message
+    with pytest.raises(ValueError, match="'rtz' to tl.float8e4nv does not exist in Triton"):
+        JITFunction(fp8_rtz.fn, interpret=True)[(1,)](x, out, DST=tl.float8e4nv, B=4)
