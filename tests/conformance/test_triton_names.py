@@ -289,6 +289,9 @@ EXERCISED.update({
     "tl.random": [PY_CONSTRUCTS + "test_random_module_and_top_level_div_rn_sqrt_rn"],
     "tl.sqrt_rn": [PY_CONSTRUCTS + "test_random_module_and_top_level_div_rn_sqrt_rn"],
 })
+FP8_TESTS = ["tests/codegen/test_fp8.py::test_half_types_to_fp8_and_back",
+             "tests/conformance/test_fp8_table.py::test_float32_to_fp8_matches_the_table"]
+EXERCISED.update({f"tl.{n}": FP8_TESTS for n in ("float8e4b15", "float8e4b8", "float8e4nv", "float8e5", "float8e5b16")})
 
 KNOWN_MISSING: set[str] = {
     # exposed with rules on both paths, but no test runs them in a kernel on every path yet
