@@ -1,7 +1,7 @@
 """Suite-wide settings: hypothesis profiles (select with HYPOTHESIS_PROFILE=<name>).
 
 - "default": deterministic examples, no per-example deadline (a first compile takes ~0.2 s of clang).
-- "fuzz-long": random examples for the long differential fuzz (see docs/robustness.md).
+- "fuzz-long": random examples for the long differential fuzz (see docs/robustness.md and tools/fuzz_campaign.sh).
 - Every kernel launched in a session (any test directory) also goes through the GPU proxy's MSL -> CUDA
   rewrite (benchmarks/gpu_proxy); the rewrite must type-check as C++ against a CUDA stub header (no GPU
   or nvcc needed). Checked once per session and xdist worker, over every kernel that worker launched;

@@ -617,7 +617,8 @@ class Builder:
         elif kind == "reduce_back" and len(a.shape) == 2 and a.dtype not in ("int1",) and not a.inexact:
             axis = self.draw(st.integers(0, 1))
             x = no_nan(a, a.name)
-            self.new(f"{x} - tl.max({x}, axis={axis}, keep_dims=True)", a.dtype, a.shape)
+            t = a.dtype if bits(a.dtype) >= 32 else promote(a.dtype, "float32" if is_float(a.dtype) else "int32")
+            self.new(f"{x} - tl.max({x}, axis={axis}, keep_dims=True)", t, a.shape)
 
     def dot(self) -> None:
         a = self.pick(lambda v: len(v.shape) == 2 and v.dtype != "int1")
