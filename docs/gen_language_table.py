@@ -22,7 +22,8 @@ END = "<!-- END GENERATED: builtins -->"
 # Builtins the compiler's frontend implements directly rather than through a typing rule in RULES.
 from enceladus.compiler.library import LIBRARY  # noqa: E402  (builtins written in the tile language)
 
-FRONTEND_BUILTINS = {"reduce", "associative_scan", "static_assert", "static_print", "static_range", "range"}
+FRONTEND_BUILTINS = {"reduce", "associative_scan", "static_assert", "static_print", "static_range", "range",
+                     "map_elementwise"}
 
 GROUPS = [
     ("Programs", ["program_id", "num_programs"]),

@@ -172,7 +172,26 @@ def not_on_float_tile(x_ptr, B: tl.constexpr):
     tl.store(x_ptr + tl.arange(0, B), tl.where(not x, 1.0, 2.0))
 
 
+@enceladus.jit
+def map_bad_pack(x_ptr, B: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, B))
+    (y,) = tl.map_elementwise(swap_pair, x, x, pack=3)
+    tl.store(x_ptr + tl.arange(0, B), y)
+
+
+def _plain_python(x):
+    return x
+
+
+@enceladus.jit
+def map_not_jit(x_ptr, B: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, B))
+    tl.store(x_ptr + tl.arange(0, B), tl.map_elementwise(_plain_python, x))
+
+
 @pytest.mark.parametrize("kernel,sig,consts,text", [
+    (map_bad_pack, "*i32", {"B": 8}, "pack=3 must be a power of two dividing the last dimension"),
+    (map_not_jit, "*i32", {"B": 8}, "must be an @enceladus.jit function"),
     (and_on_ints, "*i32,i32", {}, "'and' needs boolean operands"),
     (slice_with_bound, "*fp32", {"B": 8}, "tiles can only be indexed with None and ':'"),
     (not_on_float_tile, "*fp32", {"B": 8}, "'not' needs a boolean tile"),
@@ -298,3 +317,63 @@ def test_return_refusals(kernel, sig, text):
     with pytest.raises(CompilationError) as info:
         enceladus.compile(kernel, signature=sig)
     assert text in info.value.message and info.value.lineno is not None and info.value.fix
+
+
+@enceladus.jit
+def selu_scalar(x, alpha):
+    if x > 0:  # per element: only the branch taken runs
+        return x
+    return alpha * (tl.exp(x) - 1)
+
+
+@enceladus.jit
+def collatz_steps(n, cap):
+    steps = 0
+    while n != 1 and steps < cap:  # a loop whose trip count differs per element
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    return steps, n
+
+
+@enceladus.jit
+def swap_pair(a0, a1, b0, b1):
+    return a1 + b0 * 0, a0 + b1 * 0  # pack=2: two elements in, two out (swapped within the pair)
+
+
+@enceladus.jit
+def map_kernel(x_ptr, n_ptr, y_ptr, s_ptr, r_ptr, p_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    tl.store(y_ptr + offs, tl.map_elementwise(selu_scalar, x, 1.5))
+    n = tl.load(n_ptr + offs)
+    steps, rest = tl.map_elementwise(collatz_steps, n, 20)
+    tl.store(s_ptr + offs, steps)
+    tl.store(r_ptr + offs, rest)
+    (swapped,) = tl.map_elementwise(swap_pair, n, n, pack=2)  # packed results come back as a tuple, as in Triton
+    tl.store(p_ptr + offs, swapped)
+
+
+def test_map_elementwise():
+    B = 64
+    x = RNG.standard_normal(B).astype(np.float32)
+    n = RNG.integers(1, 60, B, dtype=np.int32)
+
+    def collatz(v, cap=20):
+        steps = 0
+        while v != 1 and steps < cap:
+            v = v // 2 if v % 2 == 0 else 3 * v + 1
+            steps += 1
+        return steps, v
+
+    def ref(x, n, y, s, r, p):
+        pairs = [collatz(int(v)) for v in n]
+        return {2: np.where(x > 0, x, 1.5 * (np.exp(x.astype(np.float64)) - 1)).astype(np.float32),
+                3: np.array([a for a, _ in pairs], np.int32), 4: np.array([b for _, b in pairs], np.int32),
+                5: n.reshape(-1, 2)[:, ::-1].ravel()}
+
+    run_on_all_paths(map_kernel, (1,), lambda: (x.copy(), n.copy(), np.zeros(B, np.float32), np.zeros(B, np.int32),
+                                                 np.zeros(B, np.int32), np.zeros(B, np.int32)),
+                     ref, constexprs={"B": B}, rtol=1e-5, atol=1e-6)

@@ -32,7 +32,8 @@ from enceladus.language.extra import libdevice
 from name_coverage import exercised_names
 
 NAMES_FILE = Path(__file__).parent / "data" / "triton_names.txt"
-FRONTEND_BUILTINS = {"static_assert", "static_print", "reduce", "associative_scan"}  # applied by the frontend
+FRONTEND_BUILTINS = {"static_assert", "static_print", "reduce", "associative_scan",
+                     "map_elementwise"}  # applied by the frontend
 
 # name -> tests that run it in a kernel on every path with a NumPy reference (libdevice names that are the
 # same builtin as a tl name, e.g. libdevice.abs, are exercised by the tl name's test)
@@ -288,6 +289,7 @@ EXERCISED.update({
     "tl.div_rn": [PY_CONSTRUCTS + "test_random_module_and_top_level_div_rn_sqrt_rn"],
     "tl.random": [PY_CONSTRUCTS + "test_random_module_and_top_level_div_rn_sqrt_rn"],
     "tl.sqrt_rn": [PY_CONSTRUCTS + "test_random_module_and_top_level_div_rn_sqrt_rn"],
+    "tl.map_elementwise": [PY_CONSTRUCTS + "test_map_elementwise"],
 })
 FP8_TESTS = ["tests/codegen/test_fp8.py::test_half_types_to_fp8_and_back",
              "tests/conformance/test_fp8_table.py::test_float32_to_fp8_matches_the_table"]
@@ -300,7 +302,7 @@ KNOWN_MISSING: set[str] = {
     "tl.pointer_type", "tl.static_print", "tl.swizzle2d", "tl.tensor", "tl.unsqueeze", "tl.zeros_like",
     # not exposed yet (issue #18: Python constructs and the small surface, atomics, descriptors)
     "tl.TRITON_MAX_TENSOR_NUMEL", "tl.add", "tl.aggregate_replace", "tl.bitonic_merge", "tl.condition", "tl.const", "tl.constexpr_type",
-    "tl.expect_zero", "tl.map_elementwise", "tl.mul",
+    "tl.expect_zero", "tl.mul",
     "tl.pair_uniform_to_normal", "tl.philox_impl", "tl.pi32_t", "tl.rand4x", "tl.randn4x", "tl.slice",
     "tl.softmax", "tl.standard", "tl.sub",
     "tl.target_info", "tl.tensor_descriptor", "tl.tensor_descriptor_type", "tl.to_tensor",

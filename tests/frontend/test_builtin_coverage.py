@@ -11,7 +11,7 @@ from enceladus.compiler.frontend import _library
 from enceladus.compiler.refusals import REFUSED
 
 # builtins the frontend applies itself (they take functions or print at compile time)
-FRONTEND_BUILTINS = {"static_assert", "static_print", "reduce", "associative_scan"}
+FRONTEND_BUILTINS = {"static_assert", "static_print", "reduce", "associative_scan", "map_elementwise"}
 
 
 def test_every_builtin_has_a_typing_rule_or_a_refusal():

@@ -853,6 +853,8 @@ class Lowering(ast.NodeVisitor):
                 return None
             if name in ("reduce", "associative_scan"):
                 return self.reduce_with(node, name, *args, **kwargs)
+            if name == "map_elementwise":
+                return self.map_elementwise(node, *args, **kwargs)
             library = _library()
             if name in library:  # builtins written in the tile language (random numbers, swizzle2d)
                 return self.inline(node, library[name], args, kwargs)
@@ -923,6 +925,14 @@ class Lowering(ast.NodeVisitor):
         reverse = rest[0] if rest else kwargs.pop("reverse", False)
         return self.apply(node, lambda: semantic.build_scan(self.b, input, axis, combine, reverse,
                                                             "tl.associative_scan"))
+
+    def map_elementwise(self, node: ast.AST, scalar_fn: Any = None, *args: Any, pack: Any = 1) -> Any:
+        """tl.map_elementwise: the @jit scalar function is inlined on scalars, in a region run per element."""
+        if not is_jit_function(scalar_fn):
+            raise self.error(node, "the first argument of tl.map_elementwise must be an @enceladus.jit function",
+                             "define the per-element function at module level with @enceladus.jit")
+        return self.apply(node, lambda: semantic.build_map_elementwise(
+            self.b, args, lambda b, xs: self.inline(node, scalar_fn, list(xs), {}), pack))
 
     def static_assert(self, node: ast.AST, cond: Any, msg: Any = "") -> None:
         if is_value(cond):

@@ -76,6 +76,7 @@ _add("matmul", OWN, False, "emit_dot", "dot")
 _add("debug", OWN, False, "emit_print", "print")
 _add("debug", OWN, False, "emit_assert", "assert")
 _add("sync", SCALAR, False, "emit_barrier", "barrier")
+_add("map", OWN, False, "emit_map_elementwise", "map_elementwise")  # a scalar region run once per element
 
 
 def ops_where(**traits: object) -> frozenset[str]:

@@ -822,6 +822,55 @@ def item(b: Builder, input: Any) -> Value:
     return build_reduce(b, input, None, lambda b, lhs, rhs: [lhs[0]], False, "x.item()")
 
 
+def build_map_elementwise(b: Builder, inputs: tuple, body: Callable[[Builder, list[Value]], Any], pack: Any) -> Any:
+    """tl.map_elementwise: ``body`` (the inlined scalar function) becomes a region run on every element of the
+    broadcast inputs, ``pack`` elements per call; one result tile per value it returns (per ``pack`` values)."""
+    if isinstance(pack, bool) or not isinstance(pack, int) or pack < 1:
+        raise SemanticError(f"tl.map_elementwise: pack must be a positive constexpr integer, got {pack!r}",
+                            "pass pack=1 (one element per call) or a small power of two")
+    if not inputs:
+        raise SemanticError("tl.map_elementwise needs at least one tile to map over", "pass the tiles after the function")
+    xs = [x if is_value(x) else b.const(x, D.literal_dtype(x)) for x in inputs]
+    for x in xs:
+        if x.type.element.is_ptr():
+            raise SemanticError("tl.map_elementwise cannot map over pointers", "load the values first")
+    shape = b.broadcast_shapes(*(x.type.shape for x in xs))
+    if not shape:  # scalars only: the function itself (each packed slot gets the same element)
+        out = body(b, [x for x in xs for _ in range(pack)])
+        if pack == 1 or not isinstance(out, tuple):
+            return out
+        firsts = out[::pack]
+        return firsts[0] if len(firsts) == 1 else tuple(firsts)
+    if pack & (pack - 1) or shape[-1] % pack:
+        raise SemanticError(f"tl.map_elementwise: pack={pack} must be a power of two dividing the last dimension "
+                            f"of the tiles ({list(shape)})", "use pack=1, or a pack that divides the last dimension")
+    xs = [b.broadcast_to(x, shape) for x in xs]
+    block = ir.Block([b.fn.new_value(Type(x.type.element)) for x in xs for _ in range(pack)])
+    b.fn.push_block(block)
+    try:
+        out = body(b, list(block.args))
+        single = not isinstance(out, tuple)
+        outs = [out] if single else list(out)
+        if len(outs) % pack:
+            raise SemanticError(f"tl.map_elementwise with pack={pack}: the function returns {len(outs)} values, "
+                                f"not a multiple of {pack}", f"return {pack} values per output (one per element)")
+        ys = [o if is_value(o) else b.const(o, D.literal_dtype(o)) for o in outs]
+        if any(y.type.is_tile for y in ys):
+            raise SemanticError("the function of tl.map_elementwise must return scalars", "return one value per element")
+        types = [ys[k * pack].type for k in range(len(ys) // pack)]
+        for k, t in enumerate(types):
+            if any(y.type != t for y in ys[k * pack:(k + 1) * pack]):
+                raise SemanticError(f"tl.map_elementwise: output {k} has different types for the {pack} packed "
+                                    "elements", "return the same type for every element (cast with .to(...))")
+        block.ops.append(ir.Op("yield", ys, loc=b.loc))
+    finally:
+        b.fn.pop_block()
+    op = b.fn.append_op("map_elementwise", xs, [Type(t.element, shape) for t in types], {"pack": pack}, b.loc)
+    op.regions = [block]
+    results = list(op.results)
+    return results[0] if single and len(results) == 1 else tuple(results)
+
+
 def _arg_combine(better: str, tie_break_left: bool) -> Combine:
     def combine(b: Builder, lhs: list[Value], rhs: list[Value]) -> list[Value]:
         (v1, i1), (v2, i2) = lhs, rhs

@@ -15,7 +15,7 @@ from ..language import dtypes as D
 from ..language.dtypes import dtype
 from . import fp8
 from .ops import OPS, const_int, dtype_arg, op, shape_arg
-from .tensor import Tile, binary, broadcast_shapes, cast_array, to_tile, unwrap
+from .tensor import Tile, align, binary, broadcast_shapes, cast_array, to_tile, unwrap
 
 
 def _axis(t: Tile, axis: Any, what: str) -> int:
@@ -504,3 +504,50 @@ def dot(input: Any, other: Any, acc: Any = None, input_precision: Any = None, al
 
 
 OPS["binary"] = binary
+
+
+@op("map_elementwise")
+def map_elementwise(scalar_fn: Callable, *args: Any, pack: Any = 1) -> Any:
+    """Call the interpreted ``scalar_fn`` on every element (``pack`` at a time) of each program's tiles."""
+    from .launch import as_callable
+
+    fn = as_callable(scalar_fn)
+    pack = unwrap(pack)
+    if isinstance(pack, bool) or not isinstance(pack, int) or pack < 1:
+        raise ValueError(f"tl.map_elementwise: pack must be a positive constexpr integer, got {pack!r}")
+    if not args:
+        raise TypeError("tl.map_elementwise needs at least one tile to map over")
+    tiles = [to_tile(a) for a in args]
+    if any(t.dtype.is_ptr() for t in tiles):
+        raise TypeError("tl.map_elementwise cannot map over pointers; load the values first")
+    shape: list[int] = []
+    for t in tiles:
+        shape = broadcast_shapes(shape, t.shape)
+    if shape and (pack & (pack - 1) or shape[-1] % pack):
+        raise ValueError(f"tl.map_elementwise: pack={pack} must be a power of two dividing the last dimension of "
+                         f"the tiles ({shape})")
+    programs = max(t.data.shape[0] for t in tiles)
+    flat = [np.broadcast_to(align(t.data, len(shape)), (programs, *shape)).reshape(programs, -1) for t in tiles]
+    n = flat[0].shape[1]
+    columns: list[list[Any]] = []
+    dtypes: list[Any] = []
+    single = True
+    for p in py.range(programs):
+        for start in py.range(0, n, pack):
+            idx = [min(start + j, n - 1) for j in py.range(pack)]
+            out = fn(*[Tile(f[p, i:i + 1].copy(), t.dtype) for f, t in zip(flat, tiles) for i in idx])
+            single = not isinstance(out, tuple)
+            outs = [to_tile(o) for o in ([out] if single else out)]
+            if len(outs) % pack:
+                raise ValueError(f"tl.map_elementwise with pack={pack}: the function returns {len(outs)} values, "
+                                 f"not a multiple of {pack}")
+            if not columns:
+                columns = [[None] * (programs * n) for _ in py.range(len(outs) // pack)]
+                dtypes = [outs[k * pack].dtype for k in py.range(len(columns))]
+            for k, col in enumerate(columns):
+                for j in py.range(pack):
+                    if start + j < n:
+                        col[p * n + start + j] = outs[k * pack + j].data.reshape(-1)[0]
+    results = tuple(Tile(np.array(col, dtype=ty.to_numpy()).reshape(programs, *shape), ty)
+                    for col, ty in zip(columns, dtypes))
+    return results[0] if single and len(results) == 1 else results

@@ -284,6 +284,19 @@ def xor_sum(input, axis=None, keep_dims=False):
 
 
 @builtin
+def map_elementwise(scalar_fn, *args, pack=1):
+    """Apply the ``@jit`` function ``scalar_fn`` to each element of the tiles ``args`` (broadcast to one shape);
+    returns a tile, or a tuple of tiles when ``scalar_fn`` returns a tuple. Inside ``scalar_fn`` the arguments
+    are scalars, so ``if``/``while`` on them decide per element and only the branch taken runs.
+    ``pack=k`` hands ``scalar_fn`` k elements of each argument at once (``f(a0, a1, b0, b1)`` for two arguments
+    and ``pack=2``) and takes k results per output back (``(r0, r1)``, or ``(r0, r1, s0, s1)`` for two outputs).
+
+    Example: ``y = tl.map_elementwise(selu_scalar, x, alpha)`` with ``selu_scalar`` returning ``x`` if
+    ``x > 0`` and ``alpha * (tl.exp(x) - 1)`` otherwise.
+    """
+
+
+@builtin
 def reduce_or(input, axis, keep_dims=False):
     """Bitwise or of an integer (or boolean) tile along ``axis``, in the tile's own dtype.
 

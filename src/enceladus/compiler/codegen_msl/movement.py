@@ -212,6 +212,44 @@ class MovementMixin:
         self.helper_code.append(f"static inline void {name}({', '.join(params)}) {{\n" + "\n".join(lines) + "\n}")
         return name
 
+    def emit_map_elementwise(self, op: ir.Op) -> None:
+        """tl.map_elementwise: the scalar region becomes an MSL function called on each register of the inputs
+        (``pack`` registers per call; a short last group repeats the last register and drops the extra results)."""
+        region = op.regions[0]
+        pack = op.attrs["pack"]
+        name = self.fresh("enc_map")
+        ys = region.terminator.operands
+        params = [f"{msl_type(a.type.element)} enc_a{i}" for i, a in enumerate(region.args)]
+        params += [f"thread {msl_type(y.type.element)}& enc_o{i}" for i, y in enumerate(ys)]
+        saved = self.body, self.body_locs, self.indent, self.current_op
+        self.body, self.body_locs, self.indent = [], [], 1
+        for i, a in enumerate(region.args):
+            self.refs[(a.id, None)] = f"enc_a{i}"
+        self.emit_block(region)
+        outs = [self.ref(y, None) for y in ys]
+        lines = self.body + [f"    enc_o{i} = {o};" for i, o in enumerate(outs)]
+        self.body, self.body_locs, self.indent, self.current_op = saved
+        self.helper_code.append(f"static inline void {name}({', '.join(params)}) {{\n" + "\n".join(lines) + "\n}")
+        home = self.plan.homes[op.results[0].id]
+        n = home.parent.elems_per_thread
+        outs = [self.declare_tile(r, home) for r in op.results]
+        if pack == 1:
+            args = [self.ref(x, home, "e") for x in op.operands] + [f"{o}[e]" for o in outs]
+            self.loop(home, f"{name}({', '.join(args)});")
+            return
+        temps = [(self.fresh("m"), msl_type(r.type.element)) for r in op.results for _ in range(pack)]
+        args = [self.ref(x, home, f"min(e + {j}, {n - 1})") for x in op.operands for j in range(pack)]
+        self.emit(f"for (int e = 0; e < {n}; e += {pack}) {{")
+        self.indent += 1
+        for t, ty in temps:
+            self.emit(f"{ty} {t};")
+        self.emit(f"{name}({', '.join(args + [t for t, _ in temps])});")
+        for k, o in enumerate(outs):
+            for j in range(pack):
+                self.emit(f"if (e + {j} < {n}) {o}[e + {j}] = {temps[k * pack + j][0]};")
+        self.indent -= 1
+        self.emit("}")
+
     def emit_reduce(self, op: ir.Op) -> None:
         axis = op.attrs["axis"]
         lx: TileLayout = self.plan.operand_layouts[op.results[0].id]

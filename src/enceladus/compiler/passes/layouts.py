@@ -242,6 +242,15 @@ class _Assigner:
         if name in ("reduce", "scan"):
             self.reduction(op)
             return
+        if name == "map_elementwise":  # every element where it is: operands and results in one layout
+            r0, pack = op.results[0], op.attrs["pack"]
+            home = (self.pref.get(op.operands[0].id) or self.first_need(r0) or self.anchor(r0.type.shape)) \
+                if pack == 1 else self.anchor(r0.type.shape, min_last=pack)  # packs: consecutive registers
+            for r in op.results:
+                self.home(r, home)
+            for o in op.operands:
+                plan.demand(o, home)
+            return  # the region holds only scalars
         if name == "split":
             x = op.operands[0]
             lx = self.anchor(x.type.shape, min_last=2)
