@@ -9,6 +9,7 @@ the quotient and root from the sign of an exact residual (``a - q*b``, ``a - q*q
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -338,6 +339,130 @@ _register("norm3d", [((F32,) * 3, F32)], _norm)
 _register("norm4d", [((F32,) * 4, F32)], _norm)
 _register("rnorm3d", [((F32,) * 3, F32)], lambda *xs: 1.0 / _norm(*xs).astype(np.float64))
 _register("rnorm4d", [((F32,) * 4, F32)], lambda *xs: 1.0 / _norm(*xs).astype(np.float64))
+
+def _each(fn: Any) -> Any:
+    """An elementwise function of float64 Python scalars, over an array, rounded to float32."""
+    def run(x: np.ndarray) -> np.ndarray:
+        return np.array([fn(float(v)) for v in x.reshape(-1)], np.float64).astype(np.float32).reshape(x.shape)
+
+    return run
+
+
+def _rsqrt_rn(a: float) -> float:
+    if math.isnan(a) or a < 0:
+        return math.nan
+    if a == 0:
+        return math.copysign(math.inf, a)
+    if math.isinf(a):
+        return 0.0
+    c = np.float32(1 / math.sqrt(a))  # within an ulp; settle it with exact midpoints
+    exact_a = Fraction(a)
+    for _ in range(4):
+        up, down = np.nextafter(c, _INF), np.nextafter(c, -_INF)
+        if (Fraction(float(c)) + Fraction(float(up))) ** 2 / 4 * exact_a < 1:
+            c = up
+        elif (Fraction(float(c)) + Fraction(float(down))) ** 2 / 4 * exact_a > 1:
+            c = down
+        else:
+            break
+    return float(c)
+
+
+def _erfcx(x: float) -> float:
+    if x < 25:
+        return math.exp(x * x) * math.erfc(x) if x > -26.7 else math.inf
+    # the asymptotic series (its terms shrink fast here)
+    s, term = 1.0, 1.0
+    for k in range(1, 8):
+        term *= -(2 * k - 1) / (2 * x * x)
+        s += term
+    return s / (x * math.sqrt(math.pi))
+
+
+def _erfcinv(z: float) -> float:
+    if math.isnan(z) or z < 0 or z > 2:
+        return math.nan
+    if z == 0:
+        return math.inf
+    if z == 2:
+        return -math.inf
+    if z > 0.5:
+        return _erfinv(1 - z)  # exact: 1 - z
+    lo, hi = 0.0, 11.0  # erfc decreases: bisection on float64
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if math.erfc(mid) > z:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def _erfinv(y: float) -> float:
+    if math.isnan(y) or abs(y) > 1:
+        return math.nan
+    if abs(y) == 1:
+        return math.copysign(math.inf, y)
+    if abs(y) >= 0.5:
+        return math.copysign(_erfcinv(1 - abs(y)), y)
+    lo, hi = -1.0, 1.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if math.erf(mid) < y:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def _tgamma(x: float) -> float:
+    if math.isnan(x) or x == math.inf:
+        return x
+    if x == 0:
+        return math.copysign(math.inf, x)
+    if x < 0 and (math.isinf(x) or x == math.floor(x)):
+        return math.nan
+    try:
+        return math.gamma(x)
+    except OverflowError:
+        return math.inf
+
+
+def _lgamma(x: float) -> float:
+    if math.isnan(x):
+        return x
+    if math.isinf(x) or (x <= 0 and x == math.floor(x)):
+        return math.inf
+    return math.lgamma(x)
+
+
+def _bessel_i(n: int) -> Any:
+    def f(x: float) -> float:
+        if math.isnan(x):
+            return x
+        q, term = x * x / 4, (1.0 if n == 0 else x / 2)
+        total, k = term, 0
+        while abs(term) > abs(total) * 1e-17 or k < 5:
+            k += 1
+            term *= q / (k * (k + n))
+            total += term
+            if math.isinf(total):
+                break
+        return total
+
+    return f
+
+
+_register("rsqrt_rn", _F1, _each(_rsqrt_rn))
+_register("erfcx", _F1, _each(_erfcx))
+_register("erfinv", _F1, _each(_erfinv))
+_register("erfcinv", _F1, _each(_erfcinv))
+_register("normcdf", _F1, _each(lambda x: 0.5 * math.erfc(-x / math.sqrt(2)) if not math.isnan(x) else x))
+_register("normcdfinv", _F1, _each(lambda p: -math.sqrt(2) * _erfcinv(2 * p) if not math.isnan(p) else p))
+_register("tgamma", _F1, _each(_tgamma))
+_register("lgamma", _F1, _each(_lgamma))
+_register("cyl_bessel_i0", _F1, _each(_bessel_i(0)))
+_register("cyl_bessel_i1", _F1, _each(_bessel_i(1)))
 
 # fast_* compute the precise functions (as the compiled path does)
 for _fast, _precise in {"fast_sinf": "sin", "fast_cosf": "cos", "fast_tanf": "tan", "fast_expf": "exp",

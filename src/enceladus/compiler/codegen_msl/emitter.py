@@ -426,8 +426,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         if name == "libdevice":  # one MSL helper per function (codegen_msl/libdevice.py)
             fn = op.attrs["fn"]
             self.helpers.add("enc_libdevice")
-            if fn in LIBDEVICE_EXTRA_HELPERS:
-                self.helpers.add(LIBDEVICE_EXTRA_HELPERS[fn])
+            self.helpers.update(LIBDEVICE_EXTRA_HELPERS.get(fn, ()))
             return LIBDEVICE_CALLS[fn].format(*a)
         if name == "umulhi":  # the high word of the unsigned product, whatever the signedness
             t = MSL_TYPE[rt.name]

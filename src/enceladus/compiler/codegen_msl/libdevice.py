@@ -275,6 +275,157 @@ static inline float enc_ld_norm4d(float a, float b, float c, float d) {
 }
 """
 
+# erfinv, erfcinv, erfcx, normcdf(inv), gamma functions, Bessel I0/I1 and rsqrt_rn (uses enc_erf, enc_libdevice)
+LIBDEVICE_SPECIAL_MSL = r"""// 1 / sqrt(a) correctly rounded: a candidate, moved until the exact result lies between its midpoints.
+// enc_ld_cmp_mid: the sign of M^2 * 2^(2 eM) * a - 1, exactly (M < 2^26, a > 0 finite).
+static inline int enc_ld_cmp_mid(ulong M, int eM, float a) {
+    int ea;
+    const ulong ma = enc_ld_split(a, ea);
+    const ulong P = M * M;
+    const ulong hi = mulhi(P, ma), lo = P * ma;
+    const int t = -(2 * eM + ea);
+    const int top = hi != 0ul ? 127 - int(clz(hi)) : 63 - int(clz(lo));  // the highest set bit of hi:lo
+    if (top != t) return top > t ? 1 : -1;
+    return (popcount(hi) + popcount(lo)) == 1ul ? 0 : 1;
+}
+static inline float enc_ld_rsqrt_rn(float a) {
+    if (isnan(a) || a < 0.0f) return NAN;
+    if (a == 0.0f) return signbit(a) ? -INFINITY : INFINITY;
+    if (isinf(a)) return 0.0f;
+    float c = 1.0f / sqrt(a);
+    for (int i = 0; i < 4; ++i) {
+        int e;
+        const ulong m = enc_ld_split(c, e);
+        if (enc_ld_cmp_mid(2ul * m + 1ul, e - 1, a) < 0) { c = as_type<float>(as_type<uint>(c) + 1u); continue; }
+        const bool pow2 = m == 0x800000ul;
+        const bool below = pow2 ? enc_ld_cmp_mid(4ul * m - 1ul, e - 2, a) > 0 : enc_ld_cmp_mid(2ul * m - 1ul, e - 1, a) > 0;
+        if (below) { c = as_type<float>(as_type<uint>(c) - 1u); continue; }
+        break;
+    }
+    return c;
+}
+// exp(x*x) * erfc(x), without overflow or underflow: a continued fraction from x = 2 on
+static inline float enc_ld_erfcx_pos(float x) {
+    if (x < 2.0f) return precise::exp(x * x) * enc_erfc(x);
+    if (isinf(x)) return 0.0f;
+    float t = x;
+    for (int k = 24; k >= 1; --k) t = x + (0.5f * float(k)) / t;
+    return 0.5641895835477563f / t;  // 1 / (sqrt(pi) * t)
+}
+static inline float enc_ld_erfcx(float x) {
+    if (isnan(x)) return x;
+    if (x >= 0.0f) return enc_ld_erfcx_pos(x);
+    if (x < -9.3f) return INFINITY;
+    const float h = x * x, l = fma(x, x, -h);  // x*x == h + l exactly
+    return 2.0f * precise::exp(h) * (1.0f + l) - enc_ld_erfcx_pos(-x);
+}
+// erfcinv for z in (0, 0.5]: Newton's method on log(erfc(x)) = log(erfcx(x)) - x*x, from an asymptotic start
+static inline float enc_ld_erfcinv_tail(float z) {
+    const float w = -precise::log(z);
+    float x = precise::sqrt(w);
+    for (int i = 0; i < 2; ++i) x = precise::sqrt(max(w - precise::log(1.7724538509f * x), 0.01f));
+    for (int i = 0; i < 5; ++i) {
+        const float ex = enc_ld_erfcx(x);
+        const float h = x * x, l = fma(x, x, -h);
+        const float g = precise::log(ex) - h - l + w;  // log(erfc(x)) - log(z)
+        x += g * ex * 0.886226925452758f;               // g / (2 / sqrt(pi) / erfcx(x))
+    }
+    return x;
+}
+// erfinv for |y| <= 0.5: Newton's method on erf
+static inline float enc_ld_erfinv_mid(float y) {
+    float x = y * 0.886226925f * (1.0f + 0.2617993878f * y * y);
+    for (int i = 0; i < 4; ++i) x -= (enc_erf(x) - y) * precise::exp(x * x) * 0.886226925452758f;
+    return x;
+}
+static inline float enc_ld_erfcinv(float z) {
+    if (isnan(z) || z < 0.0f || z > 2.0f) return NAN;
+    if (z == 0.0f) return INFINITY;
+    if (z == 2.0f) return -INFINITY;
+    if (z < 0.5f) return enc_ld_erfcinv_tail(z);
+    if (z > 1.5f) return -enc_ld_erfcinv_tail(2.0f - z);
+    return enc_ld_erfinv_mid(1.0f - z);  // exact: 1 - z
+}
+static inline float enc_ld_erfinv(float y) {
+    if (isnan(y) || fabs(y) > 1.0f) return NAN;
+    if (fabs(y) == 1.0f) return copysign(INFINITY, y);
+    if (fabs(y) > 0.5f) return copysign(enc_ld_erfcinv_tail(1.0f - fabs(y)), y);
+    return enc_ld_erfinv_mid(y);
+}
+static inline float enc_ld_normcdf(float x) {
+    if (isnan(x)) return x;
+    if (isinf(x)) return x > 0.0f ? 1.0f : 0.0f;
+    if (x >= -1.0f) return 0.5f * enc_erfc(-x * 0.70710678118654752f);
+    const float h = x * x, l = fma(x, x, -h);  // exp(-x*x/2) from the exact square
+    return 0.5f * enc_ld_erfcx_pos(-x * 0.70710678118654752f) * precise::exp(-0.5f * h) * (1.0f - 0.5f * l);
+}
+static inline float enc_ld_normcdfinv(float p) { return -1.41421356237309505f * enc_ld_erfcinv(2.0f * p); }
+// Gamma: Stirling's series from x >= 10, the recurrence below, reflection for x < 0.5
+static inline float enc_ld_stirling(float x) {  // 1/(12x) - 1/(360x^3) + 1/(1260x^5): log(Gamma) correction
+    const float r = 1.0f / x, r2 = r * r;
+    return r * (0.0833333333f - r2 * (0.00277777778f - r2 * 0.000793650794f));
+}
+static inline float enc_ld_tgamma_pos(float x) {  // x >= 0.5
+    float scale = 1.0f;
+    while (x < 10.0f) { scale *= x; x += 1.0f; }
+    if (x > 35.1f) return INFINITY;
+    const float p = precise::pow(x, 0.5f * x - 0.25f);  // x^(x - 1/2) in two halves (no overflow)
+    return p * (p * precise::exp(-x)) * 2.5066282746310002f * precise::exp(enc_ld_stirling(x)) / scale;
+}
+static inline float enc_ld_tgamma(float x) {
+    if (isnan(x) || x == INFINITY) return x;
+    if (x == 0.0f) return copysign(INFINITY, x);
+    if (x < 0.0f && (isinf(x) || x == floor(x))) return NAN;
+    if (x >= 0.5f) return enc_ld_tgamma_pos(x);
+    if (x < -42.0f) return copysign(0.0f, enc_ld_sinpi(x)) * -1.0f;
+    const float s = enc_ld_sinpi(x);
+    const float g = enc_ld_tgamma_pos(1.0f - x);
+    return 3.14159265358979323846f / (s * g);  // Euler's reflection
+}
+static inline float enc_ld_lgamma_pos(float x) {  // x > 0
+    if (x < 10.0f) {
+        if (x < 0.5f) return precise::log(enc_ld_tgamma_pos(x + 1.0f) / x);
+        return precise::log(enc_ld_tgamma_pos(x));
+    }
+    return (x - 0.5f) * precise::log(x) - x + 0.9189385332046727f + enc_ld_stirling(x);
+}
+static inline float enc_ld_lgamma(float x) {
+    if (isnan(x)) return x;
+    if (isinf(x)) return INFINITY;
+    if (x <= 0.0f && x == floor(x)) return INFINITY;
+    if (x > 0.0f) return enc_ld_lgamma_pos(x);
+    return precise::log(3.14159265358979323846f / fabs(enc_ld_sinpi(x))) - enc_ld_lgamma_pos(-x + 1.0f) + 0.0f;
+}
+// modified Bessel functions of the first kind: the power series to |x| = 15, the asymptotic series above
+static inline float enc_ld_bessel_i(float x, int n) {  // n = 0 or 1
+    const float ax = fabs(x);
+    if (isnan(x)) return x;
+    float r;
+    if (ax <= 15.0f) {
+        const float q = 0.25f * ax * ax;
+        float term = n == 0 ? 1.0f : 0.5f * ax, sum = term;
+        for (int k = 1; k < 60; ++k) {
+            term *= q / (float(k) * float(k + n));
+            sum += term;
+            if (term < sum * 1e-9f) break;
+        }
+        r = sum;
+    } else {
+        if (ax > 92.0f) return n == 1 && x < 0.0f ? -INFINITY : INFINITY;
+        const float mu = 4.0f * float(n * n), z = 8.0f * ax;
+        float term = 1.0f, sum = 1.0f;
+        for (int k = 1; k < 12; ++k) {
+            const float odd = float(2 * k - 1);
+            term *= -(mu - odd * odd) / (float(k) * z);
+            sum += term;
+        }
+        const float h = precise::exp(0.5f * ax);
+        r = h * (h * sum / precise::sqrt(6.283185307179586f * ax));
+    }
+    return (n == 1 && x < 0.0f) ? -r : r;
+}
+"""
+
 
 def _call_table() -> dict[str, str]:
     calls = {}
@@ -296,7 +447,11 @@ def _call_table() -> dict[str, str]:
         "mulhi": "mulhi({0}, {1})", "scalbn": "enc_ld_ldexp({0}, {1})", "finitef": "int(isfinite({0}))",
         "llrint": "enc_ld_f2ll({0}, 0)", "llround": "enc_ld_f2ll(round({0}), 1)", "rcbrt": "(1.0f / enc_cbrt({0}))",
         "rhypot": "(1.0f / enc_hypot({0}, {1}))", "rnorm3d": "(1.0f / enc_ld_norm3d({0}, {1}, {2}))",
-        "rnorm4d": "(1.0f / enc_ld_norm4d({0}, {1}, {2}, {3}))",
+        "rnorm4d": "(1.0f / enc_ld_norm4d({0}, {1}, {2}, {3}))", "rsqrt_rn": "enc_ld_rsqrt_rn({0})",
+        "erfcx": "enc_ld_erfcx({0})", "erfinv": "enc_ld_erfinv({0})", "erfcinv": "enc_ld_erfcinv({0})",
+        "normcdf": "enc_ld_normcdf({0})", "normcdfinv": "enc_ld_normcdfinv({0})", "tgamma": "enc_ld_tgamma({0})",
+        "lgamma": "enc_ld_lgamma({0})", "cyl_bessel_i0": "enc_ld_bessel_i({0}, 0)",
+        "cyl_bessel_i1": "enc_ld_bessel_i({0}, 1)",
     })
     return calls
 
@@ -305,4 +460,5 @@ _ARITY = {"mul24": 2, "hadd": 2, "rhadd": 2, "sad": 3, "byte_perm": 3, "nextafte
           "ldexp": 2, "norm3d": 3, "norm4d": 4}
 CALLS = _call_table()
 # helpers of codegen_msl/tables.py a call needs besides enc_libdevice
-EXTRA_HELPERS = {"rcbrt": "enc_extra", "rhypot": "enc_extra"}
+EXTRA_HELPERS = {"rcbrt": ("enc_extra",), "rhypot": ("enc_extra",),
+                 **dict.fromkeys(("rsqrt_rn", "erfcx", "erfinv", "erfcinv", "normcdf", "normcdfinv", "tgamma", "lgamma", "cyl_bessel_i0", "cyl_bessel_i1"), ("enc_erf", "enc_libdevice_special"))}

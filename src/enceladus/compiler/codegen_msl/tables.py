@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .fp8 import FP8_HELPERS
-from .libdevice import LIBDEVICE_MSL
+from .libdevice import LIBDEVICE_MSL, LIBDEVICE_SPECIAL_MSL
 
 BINARY_INFIX = {"add": "+", "sub": "-", "mul": "*", "fdiv": "/", "and": "&", "or": "|", "xor": "^",
                 "shl": "<<", "shr": ">>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
@@ -27,6 +27,7 @@ NEEDS = {"erf": "enc_erf", "erfc": "enc_erf", "log1p": "enc_extra", "expm1": "en
 
 HELPERS = {
     "enc_libdevice": LIBDEVICE_MSL,
+    "enc_libdevice_special": LIBDEVICE_SPECIAL_MSL,
     "enc_umulhi64": """// The high 64 bits of a 64x64-bit unsigned product, from 32-bit halves.
 static inline ulong enc_umulhi64(ulong a, ulong b) {
     const ulong al = a & 0xFFFFFFFFul, ah = a >> 32, bl = b & 0xFFFFFFFFul, bh = b >> 32;

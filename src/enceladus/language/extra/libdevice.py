@@ -121,3 +121,13 @@ for _fast, _what in (("fast_sinf", "sin"), ("fast_cosf", "cos"), ("fast_tanf", "
                      ("fast_tanhf", "tanh"), ("fast_powf", "pow"), ("fast_dividef", "division")):
     globals()[_fast] = _fn(_fast, f"float32 {_what}; computed as the precise function (Metal's fast forms have "
                                   "no documented error bound over every input).")
+rsqrt_rn = _fn("rsqrt_rn", "1 / sqrt(x), correctly rounded (float32).")
+erfcx = _fn("erfcx", "The scaled complementary error function exp(x*x) * erfc(x) (float32).")
+erfinv = _fn("erfinv", "The inverse error function: erf(erfinv(y)) == y (float32).")
+erfcinv = _fn("erfcinv", "The inverse complementary error function, for z in [0, 2] (float32).")
+normcdf = _fn("normcdf", "The standard normal cumulative distribution function (float32).")
+normcdfinv = _fn("normcdfinv", "The inverse of normcdf, for p in [0, 1] (float32).")
+tgamma = _fn("tgamma", "The gamma function (float32).")
+lgamma = _fn("lgamma", "log(|gamma(x)|) (float32).")
+cyl_bessel_i0 = _fn("cyl_bessel_i0", "The modified Bessel function of the first kind of order 0 (float32).")
+cyl_bessel_i1 = _fn("cyl_bessel_i1", "The modified Bessel function of the first kind of order 1 (float32).")

@@ -1,0 +1,127 @@
+"""libdevice special functions (erfinv, erfcinv, erfcx, normcdf, normcdfinv, tgamma, lgamma, Bessel I0/I1) and
+the correctly rounded rsqrt_rn on every path, against float64 references computed here."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, getcontext
+
+import numpy as np
+import pytest
+
+from paths import run_on_all_paths
+
+from . import libdevice_kernels as lk
+
+RNG = np.random.default_rng(1818)
+F32 = np.float32
+
+
+def _newton_inverse(f, df, target: float, x: float) -> float:
+    for _ in range(60):
+        step = (f(x) - target) / df(x)
+        x -= step
+        if abs(step) <= 1e-16 * max(abs(x), 1e-300):
+            break
+    return x
+
+
+def _erfcinv(z: float) -> float:
+    if z == 0:
+        return math.inf
+    if z == 2:
+        return -math.inf
+    if z > 1:
+        return -_erfcinv(2 - z)
+    # Newton on log(erfc(x)) = log(z), from the asymptotic start
+    w = -math.log(z)
+    x = math.sqrt(max(w - math.log(math.sqrt(math.pi * max(w, 1e-3))), 1e-3)) if z < 0.5 else (1 - z) * 0.886
+    for _ in range(100):
+        e = math.erfc(x)
+        step = (math.log(e) + w) / (-2 / math.sqrt(math.pi) * math.exp(-x * x) / e)
+        x -= step
+        if abs(step) < 1e-15 * abs(x) + 1e-300:
+            break
+    return x
+
+
+def _erfcx(x: float) -> float:
+    if x < 5:
+        return math.exp(x * x) * math.erfc(x)
+    t = x
+    for k in range(80, 0, -1):  # the continued fraction
+        t = x + (k / 2) / t
+    return 1 / (math.sqrt(math.pi) * t)
+
+
+def _i1(x: float) -> float:
+    t = np.linspace(0, np.pi, 4001)
+    w = np.full(t.size, 1.0)
+    w[0] = w[-1] = 0.5
+    # scaled by exp(-|x|) inside to stay finite, restored after
+    v = np.sum(w * np.exp(x * np.cos(t) - abs(x)) * np.cos(t)) * (t[1] - t[0]) / np.pi
+    return float(v * math.exp(abs(x))) if abs(x) < 700 else math.inf
+
+
+def _rsqrt_rn(a: float) -> float:
+    getcontext().prec = 60
+    exact = 1 / Decimal(a).sqrt()
+    c = F32(float(exact))
+    for cand in (np.nextafter(c, F32(-np.inf)), np.nextafter(c, F32(np.inf))):
+        if abs(Decimal(float(cand)) - exact) < abs(Decimal(float(c)) - exact):
+            c = cand
+    return float(c)
+
+
+CASES = {
+    # name: (inputs, reference, rtol, atol)
+    "erfinv": (np.concatenate([RNG.uniform(-1, 1, 200), [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 0.99999994, -0.9999999,
+                                                         1e-20, 0.4999, 2.0, np.nan]]),
+               lambda y: (math.copysign(_erfcinv(1 - abs(y)), y) if abs(y) >= 0.5 else _newton_inverse(
+                   math.erf, lambda x: 2 / math.sqrt(math.pi) * math.exp(-x * x), y, y)) if abs(y) <= 1 else math.nan,
+               2e-6, 1e-30),
+    "erfcinv": (np.concatenate([RNG.uniform(0, 2, 200), 10.0 ** RNG.uniform(-44, 0, 100),
+                                [0.0, 2.0, 1.0, 1.9999999, 1e-30, 1.4e-45, 3.0, -1.0, np.nan]]),
+                lambda z: _erfcinv(z) if 0 <= z <= 2 else math.nan, 2e-6, 1e-30),
+    "erfcx": (np.concatenate([RNG.uniform(-9, 60, 300), [0.0, 1.99, 2.0, 2.01, 1e4, 1e30, np.inf, -9.2, np.nan]]),
+              lambda x: _erfcx(x) if x == x else x, 2e-6, 0),
+    "normcdf": (np.concatenate([RNG.uniform(-37, 8, 300), [0.0, -1.0, -1.01, -13.0, np.inf, -np.inf, np.nan]]),
+                lambda x: 0.5 * math.erfc(-x / math.sqrt(2)), 4e-6, 1e-44),
+    "normcdfinv": (np.concatenate([RNG.uniform(0, 1, 200), 10.0 ** RNG.uniform(-37, 0, 100),
+                                   [0.0, 1.0, 0.5, 0.9999999, 1e-30]]),
+                   lambda p: -math.sqrt(2) * _erfcinv(2 * p), 2e-6, 1e-30),
+    "tgamma": (np.concatenate([RNG.uniform(-10.5, 35, 300), [0.5, 1.0, 2.0, 3.0, 10.0, 34.9, 35.5, -0.5, -1.5, 1e-30,
+                                                             np.inf]]),
+               lambda x: math.gamma(x) if x < 35.05 else math.inf, 4e-6, 0),
+    "lgamma": (np.concatenate([RNG.uniform(-10.5, 100, 300), [0.5, 1.0, 2.0, 1e30, 1e-30, -0.5, -2.5, 3e38, np.inf]]),
+               lambda x: math.lgamma(x) if x != math.inf else math.inf, 3e-6, 2e-6),
+    "cyl_bessel_i0": (np.concatenate([RNG.uniform(-90, 90, 200), [0.0, 15.0, 15.01, -15.0, 91.0, 100.0, np.nan]]),
+                      lambda x: float(np.i0(x)) if abs(x) < 700 else math.inf, 3e-6, 0),
+    "cyl_bessel_i1": (np.concatenate([RNG.uniform(-90, 90, 200), [0.0, 15.0, 15.01, -15.0, 91.0, -100.0, 1e-3]]),
+                      lambda x: _i1(x), 3e-6, 1e-30),
+    "rsqrt_rn": (np.concatenate([10.0 ** RNG.uniform(-45, 38, 300), RNG.uniform(0.5, 4, 200),
+                                 [1.0, 4.0, 0.25, 2.0, 0.0, -0.0, -1.0, np.inf, np.nan, 1.4e-45, 3.4e38]]),
+                 lambda a: _rsqrt_rn(a) if 0 < a < math.inf else (math.copysign(math.inf, a) if a == 0 else
+                                                                    (0.0 if a == math.inf else math.nan)), 0, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_special_functions(name):
+    inputs, ref, rtol, atol = CASES[name]
+    x = np.asarray(inputs, F32)
+    with np.errstate(all="ignore"):
+        want = np.array([ref(float(v)) if v == v else math.nan for v in x], np.float64)
+        want32 = want.astype(F32)
+
+    def check(args, expected, path):
+        got = np.asarray(args[1])
+        if rtol == 0:  # correctly rounded: bit for bit
+            same = (got.view(np.uint32) == want32.view(np.uint32)) | (np.isnan(got) & np.isnan(want32))
+            assert same.all(), f"{name} on the {path} path: {x[~same][:5]} gave {got[~same][:5]}, want {want32[~same][:5]}"
+            return
+        np.testing.assert_allclose(got.astype(np.float64), want32.astype(np.float64), rtol=rtol, atol=atol,
+                                   err_msg=f"{name} on the {path} path")
+
+    run_on_all_paths(lk.ld1_kernel, (2,), lambda: (x.copy(), np.zeros(x.size, F32), x.size), lambda *a: {1: want32},
+                     check=check, constexprs={"OP": name, "BLOCK": 512})
