@@ -37,7 +37,7 @@ GROUPS = [
                               "associative_scan", "sort", "histogram"]),
     ("Shape", ["broadcast", "broadcast_to", "cat", "expand_dims", "flip", "gather", "interleave", "join", "permute",
                "ravel", "reshape", "split", "squeeze", "trans", "unsqueeze", "view", "swizzle2d"]),
-    ("Matrix multiply", ["dot"]),
+    ("Matrix multiply", ["dot", "dot_scaled"]),
     ("Random numbers", ["rand", "randn", "randint", "randint4x"]),
     ("Compiler hints", ["assume", "multiple_of", "max_contiguous", "max_constancy"]),
     ("Loops", ["range", "static_range"]),

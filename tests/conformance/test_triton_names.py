@@ -303,6 +303,7 @@ EXERCISED.update({
 })
 FP8_TESTS = ["tests/codegen/test_fp8.py::test_half_types_to_fp8_and_back",
              "tests/conformance/test_fp8_table.py::test_float32_to_fp8_matches_the_table"]
+EXERCISED["tl.dot_scaled"] = ["tests/codegen/test_dot_scaled.py::test_dot_scaled_matches_numpy"]
 EXERCISED.update({f"tl.{n}": FP8_TESTS for n in ("float8e4b15", "float8e4b8", "float8e4nv", "float8e5", "float8e5b16")})
 
 KNOWN_MISSING: set[str] = {

@@ -21,9 +21,6 @@ REFUSED: dict[str, Refusal] = {
     "inline_asm_elementwise": Refusal(
         "Metal Shading Language has no inline assembly (Apple GPUs take no PTX or AIR text from kernels)",
         "write the computation with tl.* builtins; bit tricks usually map to tl.cast(..., bitcast=True)"),
-    "dot_scaled": Refusal(
-        "tl.dot_scaled multiplies microscaled fp8/fp4 operands, which Apple GPUs have no types or units for",
-        "dequantize the operands into tl.float16 or tl.float32 and use tl.dot"),
 }
 
 

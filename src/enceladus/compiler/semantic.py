@@ -1229,6 +1229,105 @@ def dot(b: Builder, input: Any, other: Any, acc: Any = None, input_precision: An
     return b.emit("dot", [a, bt, acc_v], Type(out_ty, shape), input_precision=input_precision or "ieee")
 
 
+# OCP MX element formats of tl.dot_scaled: the tile dtype (None: e2m1, two codes per uint8) and its code dtype
+MX_FORMATS = {"e2m1": (None, D.uint8), "e4m3": (D.float8e4nv, D.uint8), "e5m2": (D.float8e5, D.uint8),
+              "bf16": (D.bfloat16, D.uint16), "fp16": (D.float16, D.uint16)}
+MX_GROUP = 32  # elements along K sharing one e8m0 scale
+
+
+def _u32(b: Builder, x: Value, value: int) -> Value:
+    return b.splat(b.const(value, D.uint32), x.type.shape)
+
+
+def _mx_operand(b: Builder, x: Any, scale: Any, fmt: Any, k_pack: Any, is_rhs: bool) -> Value:
+    """One dot_scaled operand dequantized into a float32 tile ([M, K] for lhs, [K, N] for rhs)."""
+    side = "rhs" if is_rhs else "lhs"
+    if fmt not in MX_FORMATS:
+        raise SemanticError(f"tl.dot_scaled: {side}_format {fmt!r} is not an MX format",
+                            f"use one of {sorted(MX_FORMATS)} (a constexpr string)")
+    x = _tile(x, "tl.dot_scaled")
+    if len(x.type.shape) != 2:
+        raise SemanticError(f"tl.dot_scaled takes 2-D operands, got {side} of shape {list(x.type.shape)}",
+                            "reshape the operand to 2-D (batched operands: loop over the batch)")
+    ty, code_ty = MX_FORMATS[fmt]
+    if not k_pack and fmt != "e2m1":
+        raise SemanticError(f"tl.dot_scaled: only e2m1 operands can be packed along another dimension than K "
+                            f"({side}_k_pack=False with {fmt!r})", f"drop {side}_k_pack=False")
+    elem = x.type.element
+    if fmt == "e2m1":
+        if elem != D.uint8:
+            raise SemanticError(f"tl.dot_scaled: e2m1 {side} must be uint8 (two 4-bit codes per byte), got {elem}",
+                                "load the packed bytes from a uint8 array")
+        n = b.cast(x, D.uint32)
+        lo, hi = b.emit("and", [n, _u32(b, n, 0xF)], n.type), b.emit("shr", [n, _u32(b, n, 4)], n.type)
+        pair = join(b, lo, hi)  # [R, C, 2]: the low nibble is the first element
+        rows, cols = x.type.shape
+        packed_last = k_pack != is_rhs  # lhs packs K (last axis), rhs packs K (first axis); k_pack=False the other
+        if packed_last:
+            n = reshape(b, pair, rows, cols * 2)
+        else:
+            n = reshape(b, permute(b, pair, 0, 2, 1), rows * 2, cols)
+        sign = b.emit("shl", [b.emit("and", [n, _u32(b, n, 8)], n.type), _u32(b, n, 28)], n.type)
+        e = b.emit("and", [b.emit("shr", [n, _u32(b, n, 1)], n.type), _u32(b, n, 3)], n.type)
+        m = b.emit("and", [n, _u32(b, n, 1)], n.type)
+        normal = b.emit("or", [b.emit("shl", [b.emit("add", [e, _u32(b, n, 126)], n.type), _u32(b, n, 23)], n.type),
+                               b.emit("shl", [m, _u32(b, n, 22)], n.type)], n.type)
+        half = b.emit("mul", [m, _u32(b, n, 0x3F000000)], n.type)  # e == 0: 0 or 0.5
+        is_sub = b.emit("eq", [e, _u32(b, n, 0)], n.type.with_element(D.int1))
+        bits = b.emit("or", [b.emit("select", [is_sub, half, normal], n.type), sign], n.type)
+        value = b.cast(bits, D.float32, bitcast=True)
+    else:
+        if elem == code_ty:
+            x = b.cast(x, ty, bitcast=True)
+        elif elem != ty:
+            raise SemanticError(f"tl.dot_scaled: {fmt} {side} must be {ty!r} (or its {code_ty!r} codes), got {elem}",
+                                f"load it as {ty!r}, or pass {side}_format matching its dtype")
+        value = b.cast(x, D.float32)
+    if scale is None:
+        return value
+    s = _tile(scale, "tl.dot_scaled")
+    k = value.type.shape[0] if is_rhs else value.type.shape[1]
+    rows = value.type.shape[1] if is_rhs else value.type.shape[0]
+    want = (rows, k // MX_GROUP)
+    if s.type.shape != want or k % MX_GROUP:
+        raise SemanticError(f"tl.dot_scaled: {side}_scale must have shape {list(want)} (one e8m0 scale per "
+                            f"{MX_GROUP} elements along K={k}), got {list(s.type.shape)}",
+                            f"pass [{'N' if is_rhs else 'M'}, K // {MX_GROUP}] scales (rhs_scale is not transposed)")
+    if s.type.element not in (D.uint8, D.int8):
+        raise SemanticError(f"tl.dot_scaled: scales are e8m0 bytes (uint8), got {s.type.element}",
+                            "load the scales from a uint8 array")
+    s = b.cast(b.cast(s, D.uint8, bitcast=True), D.uint32) if s.type.element == D.int8 else b.cast(s, D.uint32)
+    bits = b.emit("shl", [s, _u32(b, s, 23)], s.type)  # 2**(s - 127) as float32 bits
+    bits = b.emit("select", [b.emit("eq", [s, _u32(b, s, 0)], s.type.with_element(D.int1)), _u32(b, s, 0x00400000),
+                             bits], s.type)  # s == 0: 2**-127, a float32 subnormal
+    bits = b.emit("select", [b.emit("eq", [s, _u32(b, s, 255)], s.type.with_element(D.int1)),
+                             _u32(b, s, 0x7FC00000), bits], s.type)  # 255: NaN
+    sc = b.cast(bits, D.float32, bitcast=True)
+    sc = broadcast_to(b, expand_dims(b, sc, 2), rows, k // MX_GROUP, MX_GROUP)
+    sc = reshape(b, sc, rows, k)  # [rows, K]
+    if is_rhs:
+        sc = permute(b, sc, 1, 0)
+    return b.emit("mul", [value, sc], value.type)
+
+
+@rule("dot_scaled")
+def dot_scaled(b: Builder, lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: Any, rhs_format: Any,
+               acc: Any = None, fast_math: Any = False, lhs_k_pack: Any = True, rhs_k_pack: Any = True,
+               out_dtype: Any = None) -> Value:
+    """OCP MX operands dequantized into float32 tiles (integer code for e2m1 and the e8m0 scales) and multiplied
+    by the existing dot; Apple GPUs have no MX units."""
+    if out_dtype is not None and out_dtype != D.float32:
+        raise SemanticError(f"tl.dot_scaled: out_dtype must be tl.float32, got {out_dtype!r}",
+                            "drop out_dtype (Triton supports only float32) and convert the result")
+    a = _mx_operand(b, lhs, lhs_scale, lhs_format, lhs_k_pack, is_rhs=False)
+    w = _mx_operand(b, rhs, rhs_scale, rhs_format, rhs_k_pack, is_rhs=True)
+    if a.type.shape[1] != w.type.shape[0]:
+        raise SemanticError(f"tl.dot_scaled: the operands hold K={a.type.shape[1]} and K={w.type.shape[0]} elements "
+                            f"(shapes {list(_tile(lhs, '').type.shape)} and {list(_tile(rhs, '').type.shape)})",
+                            "e2m1 operands hold two elements per byte along the packed dimension: make K agree")
+    return dot(b, a, w, acc, input_precision="ieee")
+
+
 # --- atomics -------------------------------------------------------------------------------------------------
 
 ATOMIC_SEMS = (None, "relaxed", "acquire", "release", "acq_rel")

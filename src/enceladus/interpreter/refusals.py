@@ -14,8 +14,6 @@ from typing import Any
 REFUSED: dict[str, tuple[str, str]] = {
     "inline_asm_elementwise": ("Metal Shading Language has no inline assembly",
                                "write the computation with tl.* builtins (tl.cast(..., bitcast=True) for bit tricks)"),
-    "dot_scaled": ("Apple GPUs have no types or units for microscaled fp8/fp4 operands",
-                   "dequantize the operands into tl.float16 or tl.float32 and use tl.dot"),
 }
 
 

@@ -551,3 +551,67 @@ def map_elementwise(scalar_fn: Callable, *args: Any, pack: Any = 1) -> Any:
     results = tuple(Tile(np.array(col, dtype=ty.to_numpy()).reshape(programs, *shape), ty)
                     for col, ty in zip(columns, dtypes))
     return results[0] if single and len(results) == 1 else results
+
+
+# --- dot_scaled ------------------------------------------------------------------------------------------------
+
+_E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0], np.float32)
+_MX = {"e2m1": None, "e4m3": D.float8e4nv, "e5m2": D.float8e5, "bf16": D.bfloat16, "fp16": D.float16}
+
+
+def _mx_values(t: Tile, scale: Any, fmt: Any, k_pack: bool, is_rhs: bool) -> np.ndarray:
+    """One operand of dot_scaled as float32 (programs first), scaled by its e8m0 scales."""
+    side = "rhs" if is_rhs else "lhs"
+    if fmt not in _MX:
+        raise ValueError(f"Invalid float format: {fmt!r}; tl.dot_scaled takes {sorted(_MX)}")
+    if len(t.shape) != 2:
+        raise ValueError(f"tl.dot_scaled takes 2-D operands, got {side} of shape {t.shape}")
+    if not k_pack and fmt != "e2m1":
+        raise ValueError("only mxfp4 inputs can be packed along a dimension different than K")
+    if fmt == "e2m1":
+        if t.dtype != D.uint8:
+            raise TypeError(f"e2m1 format must be packed as uint8. Got {t.dtype}")
+        pairs = np.stack([_E2M1[t.data & 0xF], _E2M1[t.data >> 4]], axis=-1)  # the low nibble comes first
+        p, r, c = t.data.shape
+        if k_pack != is_rhs:  # packed along the last axis
+            values = pairs.reshape(p, r, 2 * c)
+        else:
+            values = np.swapaxes(pairs, -1, -2).reshape(p, 2 * r, c)
+    else:
+        ty = _MX[fmt]
+        data = t.data
+        if t.dtype.name == ("uint8" if ty.primitive_bitwidth == 8 else "uint16"):
+            data = cast_array(data, t.dtype, ty, bitcast=True)
+        elif t.dtype != ty:
+            raise TypeError(f"Unexpected dtype for {fmt}. Got {t.dtype}")
+        values = cast_array(data, ty, D.float32)
+    if unwrap(scale) is None:
+        return values
+    s = to_tile(scale)
+    k = values.shape[-2] if is_rhs else values.shape[-1]
+    rows = values.shape[-1] if is_rhs else values.shape[-2]
+    if s.shape != [rows, k // 32] or k % 32:
+        raise ValueError(f"{side}_scale must be a tensor of shape [{rows}, {k // 32}]. Got {s.shape}")
+    if s.dtype.name not in ("uint8", "int8"):
+        raise TypeError(f"tl.dot_scaled scales are e8m0 bytes (uint8), got {s.dtype}")
+    e = s.data.view(np.uint8).astype(np.int64)
+    factor = np.where(e == 255, np.nan, np.ldexp(1.0, e - 127)).astype(np.float32)  # 2**-127 is a float32 subnormal
+    factor = np.repeat(factor, 32, axis=-1)
+    if is_rhs:
+        factor = np.swapaxes(factor, -1, -2)
+    with np.errstate(all="ignore"):
+        return values * factor
+
+
+@op("dot_scaled")
+def dot_scaled(lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: Any, rhs_format: Any, acc: Any = None,
+               fast_math: Any = False, lhs_k_pack: Any = True, rhs_k_pack: Any = True, out_dtype: Any = None) -> Tile:
+    """OCP MX operands decoded to float32 and multiplied exactly in float32 (as tl.dot does), plus ``acc``."""
+    if unwrap(out_dtype) not in (None, D.float32):
+        raise AssertionError("Only float32 is supported for out_dtype at the moment")
+    a = _mx_values(to_tile(lhs), lhs_scale, unwrap(lhs_format), bool(unwrap(lhs_k_pack)), False)
+    b = _mx_values(to_tile(rhs), rhs_scale, unwrap(rhs_format), bool(unwrap(rhs_k_pack)), True)
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"Reduction dimension should pack the same number of elements; (lhs: {list(a.shape[1:])} "
+                         f"vs rhs: {list(b.shape[1:])})")
+    return dot(Tile(a, D.float32), Tile(b, D.float32), acc)

@@ -437,6 +437,21 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
     """
 
 
+@builtin
+def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False, lhs_k_pack=True,
+               rhs_k_pack=True, out_dtype=None):
+    """Matrix product of microscaled (OCP MX) operands, in float32: ``lhs`` [M, K] times ``rhs`` [K, N], plus ``acc``.
+
+    Formats (``lhs_format``/``rhs_format``, constexpr strings): ``"e2m1"`` (mxfp4: two 4-bit codes per uint8, the
+    first element in the low nibble, packed along K, or along M/N with ``lhs_k_pack``/``rhs_k_pack=False``),
+    ``"e4m3"``/``"e5m2"`` (mxfp8: tl.float8e4nv/tl.float8e5 tiles, or their uint8 codes), ``"bf16"``, ``"fp16"``.
+    Scales are e8m0 (uint8, 2**(s - 127); 255 is NaN) per group of 32 along K: ``lhs_scale`` [M, K // 32],
+    ``rhs_scale`` [N, K // 32] (not transposed), or None. Apple GPUs have no MX units: the operands are
+    dequantized into float32 and multiplied by ``tl.dot``. Example:
+    ``acc = tl.dot_scaled(a_fp4, a_scale, "e2m1", b_fp8, b_scale, "e4m3", acc)``.
+    """
+
+
 def _atomic_doc(name: str, what: str):
     def rule(pointer, val, mask=None, sem=None, scope=None):
         pass
