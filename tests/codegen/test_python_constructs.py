@@ -377,3 +377,81 @@ def test_map_elementwise():
     run_on_all_paths(map_kernel, (1,), lambda: (x.copy(), n.copy(), np.zeros(B, np.float32), np.zeros(B, np.int32),
                                                  np.zeros(B, np.int32), np.zeros(B, np.int32)),
                      ref, constexprs={"B": B}, rtol=1e-5, atol=1e-6)
+
+
+@enceladus.jit
+def random_surface(seed, f_ptr, u_ptr, q_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    u0, u1, u2, u3 = tl.random.rand4x(seed, offs)
+    n0, n1, n2, n3 = tl.randn4x(seed, offs)
+    c = offs.to(tl.uint32)
+    k = (offs * 0 + 12345).to(tl.uint32)
+    p0, p1, p2, p3 = tl.philox_impl(c, c + 1, c + 2, c + 3, k, k + 7, n_rounds=7)
+    w = offs.to(tl.uint64) * 0x100000001
+    q0, q1, q2, q3 = tl.random.philox_impl(w, w + 1, w + 2, w + 3, w * 3, w + 5)
+    a, b = tl.pair_uniform_to_normal(u0, u1)
+    floats = (u0, u1, u2, u3, n0, n1, n2, n3, tl.uint_to_uniform_float(p0), tl.random.uint_to_uniform_float(q0),
+              a, b)
+    for i in tl.static_range(len(floats)):
+        tl.store(f_ptr + i * B + offs, floats[i])
+    uints = (p0, p1, p2, p3)
+    for i in tl.static_range(4):
+        tl.store(u_ptr + i * B + offs, uints[i])
+    wides = (q0, q1, q2, q3)
+    for i in tl.static_range(4):
+        tl.store(q_ptr + i * B + offs, wides[i])
+
+
+def _philox_ref(c, k, rounds, bits):
+    """Philox-4xN on Python integers (the published constants), for counters c[0..3] and key k[0..1]."""
+    m = (1 << bits) - 1
+    if bits == 32:
+        ka, kb, ra, rb = 0x9E3779B9, 0xBB67AE85, 0xD2511F53, 0xCD9E8D57
+    else:
+        ka, kb, ra, rb = 0x9E3779B97F4A7C15, 0xBB67AE8584CAA73B, 0xD2E7470EE14C6C93, 0xCA5A826395121157
+    c0, c1, c2, c3 = c
+    k0, k1 = k
+    for _ in range(rounds):
+        p0, p2 = ra * c0, rb * c2
+        c0, c1, c2, c3 = (p2 >> bits) ^ c1 ^ k0, p2 & m, (p0 >> bits) ^ c3 ^ k1, p0 & m
+        k0, k1 = (k0 + ka) & m, (k1 + kb) & m
+    return c0, c1, c2, c3
+
+
+def _uniform_ref(x, bits):
+    i = x - (1 << bits) if x >= 1 << (bits - 1) else x
+    i = -i - 1 if i < 0 else i
+    return np.float32(i) * np.float32(4.6566127342e-10 if bits == 32 else 1.0842020432385337e-19)
+
+
+def _normal_ref(u1, u2):
+    u1 = np.maximum(np.float32(1e-7), u1)
+    r = np.sqrt(-2.0 * np.log(u1.astype(np.float64)))
+    th = 6.283185307179586 * u2.astype(np.float64)
+    return (r * np.cos(th)).astype(np.float32), (r * np.sin(th)).astype(np.float32)
+
+
+def test_random_module_surface():
+    B, seed = 32, 1234567
+    rows = {i: np.zeros(B, np.float32) for i in range(12)}
+    p = [[0] * B for _ in range(4)]
+    q = [[0] * B for _ in range(4)]
+    for j in range(B):
+        r = _philox_ref((j, 0, 0, 0), (seed, 0), 10, 32)
+        for i in range(4):
+            rows[i][j] = _uniform_ref(r[i], 32)
+        pj = _philox_ref((j, j + 1, j + 2, j + 3), (12345, 12352), 7, 32)
+        w = j * 0x100000001
+        qj = _philox_ref((w, w + 1, w + 2, w + 3), (w * 3, w + 5), 10, 64)
+        for i in range(4):
+            p[i][j], q[i][j] = pj[i], qj[i]
+        rows[8][j] = _uniform_ref(pj[0], 32)
+        rows[9][j] = _uniform_ref(qj[0], 64)
+    rows[4], rows[5] = _normal_ref(rows[0], rows[1])
+    rows[6], rows[7] = _normal_ref(rows[2], rows[3])
+    rows[10], rows[11] = rows[4], rows[5]
+    expected = {1: np.concatenate([rows[i] for i in range(12)]), 2: np.array(p, np.uint32).ravel(),
+                3: np.array(q, np.uint64).ravel()}
+    run_on_all_paths(random_surface, (1,), lambda: (seed, np.zeros(12 * B, np.float32), np.zeros(4 * B, np.uint32),
+                                                    np.zeros(4 * B, np.uint64)),
+                     lambda *args: expected, constexprs={"B": B}, rtol=1e-5, atol=2e-5)

@@ -69,11 +69,62 @@ def randint(seed, offset, n_rounds=10):
 
 
 @jit
+def philox_impl(c0, c1, c2, c3, k0, k1, n_rounds=10):
+    if c0.dtype == tl.uint64:  # Philox-4x64: 64-bit counters, keys and constants
+        key_a = 0x9E3779B97F4A7C15
+        key_b = 0xBB67AE8584CAA73B
+        round_a = 0xD2E7470EE14C6C93
+        round_b = 0xCA5A826395121157
+    else:
+        tl.static_assert(c0.dtype == tl.uint32, "tl.philox_impl takes uint32 or uint64 counters")
+        key_a = PHILOX_KEY_A
+        key_b = PHILOX_KEY_B
+        round_a = PHILOX_ROUND_A
+        round_b = PHILOX_ROUND_B
+    for _ in tl.static_range(n_rounds):
+        prev_c0 = c0
+        prev_c2 = c2
+        c0 = tl.umulhi(round_b, prev_c2) ^ c1 ^ k0
+        c2 = tl.umulhi(round_a, prev_c0) ^ c3 ^ k1
+        c1 = round_b * prev_c2
+        c3 = round_a * prev_c0
+        k0 = k0 + key_a
+        k1 = k1 + key_b
+    return c0, c1, c2, c3
+
+
+@jit
 def uint_to_uniform_float(x):
-    # the top 31 bits, as a float32 in [0, 1)
+    # the top bits, as a float32 in [0, 1)
+    if x.dtype == tl.uint64 or x.dtype == tl.int64:
+        x = tl.cast(x, tl.int64, bitcast=True)
+        x = tl.where(x < 0, -x - 1, x)
+        return x * 1.0842020432385337e-19
     x = tl.cast(x, tl.int32, bitcast=True)
     x = tl.where(x < 0, -x - 1, x)
     return x * 4.6566127342e-10
+
+
+@jit
+def pair_uniform_to_normal(u1, u2):
+    u1 = tl.maximum(1.0e-7, u1)
+    th = 6.283185307179586 * u2
+    r = tl.sqrt(-2.0 * tl.log(u1))
+    return r * tl.cos(th), r * tl.sin(th)
+
+
+@jit
+def rand4x(seed, offsets, n_rounds=10):
+    r0, r1, r2, r3 = randint4x(seed, offsets, n_rounds)
+    return uint_to_uniform_float(r0), uint_to_uniform_float(r1), uint_to_uniform_float(r2), uint_to_uniform_float(r3)
+
+
+@jit
+def randn4x(seed, offset, n_rounds=10):
+    u1, u2, u3, u4 = rand4x(seed, offset, n_rounds)
+    n1, n2 = pair_uniform_to_normal(u1, u2)
+    n3, n4 = pair_uniform_to_normal(u3, u4)
+    return n1, n2, n3, n4
 
 
 @jit
@@ -101,4 +152,5 @@ def swizzle2d(i, j, size_i, size_j, size_g):
 
 
 LIBRARY = {"philox": philox, "randint4x": randint4x, "randint": randint, "rand": rand, "randn": randn,
-           "swizzle2d": swizzle2d}
+           "swizzle2d": swizzle2d, "philox_impl": philox_impl, "uint_to_uniform_float": uint_to_uniform_float,
+           "pair_uniform_to_normal": pair_uniform_to_normal, "rand4x": rand4x, "randn4x": randn4x}

@@ -115,3 +115,54 @@ def randn4x(seed: Any, offset: Any, n_rounds: Any = 10) -> tuple[Tile, ...]:
     n1, n2 = _normal(u[0], u[1])
     n3, n4 = _normal(u[2], u[3])
     return tuple(Tile(v, D.float32) for v in (n1, n2, n3, n4))
+
+
+@op("uint_to_uniform_float")
+def uint_to_uniform_float(x: Any) -> Tile:
+    t = to_tile(x)
+    if t.dtype.name in ("uint32", "int32"):
+        return Tile(_uniform(cast_array(t.data, t.dtype, D.uint32)), D.float32)
+    if t.dtype.name in ("uint64", "int64"):
+        i = cast_array(t.data, t.dtype, D.uint64).view(np.int64)
+        i = np.where(i < 0, ~i, i)
+        return Tile((i.astype(np.float32) * np.float32(1.0842020432385337e-19)).astype(np.float32), D.float32)
+    raise TypeError(f"tl.uint_to_uniform_float needs 32- or 64-bit integers, got {t.dtype}")
+
+
+@op("pair_uniform_to_normal")
+def pair_uniform_to_normal(u1: Any, u2: Any) -> tuple[Tile, Tile]:
+    a, b = to_tile(u1), to_tile(u2)
+    if not (a.dtype.is_fp32() and b.dtype.is_fp32()):
+        raise TypeError(f"tl.pair_uniform_to_normal needs float32 tiles, got {a.dtype} and {b.dtype}")
+    rank = max(len(a.shape), len(b.shape))
+    n1, n2 = _normal(align(a.data, rank), align(b.data, rank))
+    return Tile(n1, D.float32), Tile(n2, D.float32)
+
+
+@op("philox_impl")
+def philox_impl(c0: Any, c1: Any, c2: Any, c3: Any, k0: Any, k1: Any, n_rounds: Any = 10) -> tuple[Tile, ...]:
+    ts = [to_tile(v) for v in (c0, c1, c2, c3, k0, k1)]
+    ty = ts[0].dtype
+    if ty.name not in ("uint32", "uint64"):
+        raise TypeError(f"tl.philox_impl takes uint32 or uint64 counters, got {ty}")
+    rounds = const_int(unwrap(n_rounds), "n_rounds")
+    rank = max(len(t.shape) for t in ts)
+    vals = [align(cast_array(t.data, t.dtype, ty), rank) for t in ts]
+    shape = np.broadcast_shapes(*(v.shape for v in vals))
+    c = [np.broadcast_to(v, shape).astype(ty.to_numpy()) for v in vals]
+    if ty.name == "uint32":
+        return tuple(Tile(v, D.uint32) for v in _rounds(*c, rounds))
+    ka, kb = 0x9E3779B97F4A7C15, 0xBB67AE8584CAA73B
+    ra, rb = 0xD2E7470EE14C6C93, 0xCA5A826395121157
+    m = (1 << 64) - 1
+    x0, x1, x2, x3, key0, key1 = ([int(v) for v in arr.ravel()] for arr in c)
+    out = [[], [], [], []]
+    for i in range(len(x0)):  # Python integers: exact 128-bit products
+        a0, a1, a2, a3, q0, q1 = x0[i], x1[i], x2[i], x3[i], key0[i], key1[i]
+        for _ in range(rounds):
+            p0, p2 = ra * a0, rb * a2
+            a0, a1, a2, a3 = (p2 >> 64) ^ a1 ^ q0, p2 & m, (p0 >> 64) ^ a3 ^ q1, p0 & m
+            q0, q1 = (q0 + ka) & m, (q1 + kb) & m
+        for o, v in zip(out, (a0, a1, a2, a3)):
+            o.append(v)
+    return tuple(Tile(np.array(o, np.uint64).reshape(shape), D.uint64) for o in out)

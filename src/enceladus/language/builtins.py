@@ -524,6 +524,32 @@ def randint4x(seed, offset, n_rounds=10):
 
 
 @builtin
+def rand4x(seed, offsets, n_rounds=10):
+    """Four independent uniform float32 tiles in [0, 1) from one Philox evaluation (``tl.rand``'s is the first)."""
+
+
+@builtin
+def randn4x(seed, offset, n_rounds=10):
+    """Four independent standard-normal float32 tiles from one Philox evaluation (two Box-Muller pairs)."""
+
+
+@builtin
+def uint_to_uniform_float(x):
+    """A uniform float32 in [0, 1) from random 32- or 64-bit integers (the top bits, as ``tl.rand`` uses them)."""
+
+
+@builtin
+def pair_uniform_to_normal(u1, u2):
+    """Two standard-normal float32 tiles from two uniform ones (the Box-Muller transform ``tl.randn`` uses)."""
+
+
+@builtin
+def philox_impl(c0, c1, c2, c3, k0, k1, n_rounds=10):
+    """``n_rounds`` Philox rounds on the counters ``c0..c3`` with the key ``(k0, k1)``, all uint32 (Philox-4x32) or
+    all uint64 (Philox-4x64); returns the four new counters."""
+
+
+@builtin
 def device_print(prefix, *args, hex=False):
     """Print each element of ``args`` at run time, one line per element, prefixed with the program id."""
 
