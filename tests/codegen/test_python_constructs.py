@@ -455,3 +455,42 @@ def test_random_module_surface():
     run_on_all_paths(random_surface, (1,), lambda: (seed, np.zeros(12 * B, np.float32), np.zeros(4 * B, np.uint32),
                                                     np.zeros(4 * B, np.uint64)),
                      lambda *args: expected, constexprs={"B": B}, rtol=1e-5, atol=2e-5)
+
+
+@enceladus.jit
+def small_surface(x_ptr, i_ptr, s_ptr, n_ptr, n, BM: tl.constexpr, BN: tl.constexpr):
+    tl.static_assert(BM * BN <= tl.TRITON_MAX_TENSOR_NUMEL and i_ptr.dtype == tl.pi32_t)
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    x = tl.load(x_ptr + rm[:, None] * BN + rn[None, :])
+    tl.store(s_ptr + rm[:, None] * BN + rn[None, :], tl.softmax(x))  # along dim 0, as Triton's default
+    tl.store(s_ptr + BM * BN + rm[:, None] * BN + rn[None, :], tl.softmax(x, dim=1, ieee_rounding=True))
+    i = tl.load(i_ptr + rn)
+    r = tl.mul(tl.sub(tl.add(i, 3), i // 2, sanitize_overflow=False), 5)
+    tl.store(i_ptr + rn, r)
+    big = tl.to_tensor(3_000_000_000)  # uint32, as the literal alone
+    flag = tl.to_tensor(True)
+    tl.static_assert(big.dtype == tl.uint32 and flag.dtype == tl.int1 and tl.to_tensor(2.5).dtype == tl.float32)
+    k = 0
+    while tl.condition(k < n, disable_licm=True):
+        k += 2
+    tl.store(n_ptr, tl.where(flag, k, -1) + (big - 3_000_000_000).to(tl.int32))
+
+
+def test_small_surface_add_sub_mul_to_tensor_softmax_condition():
+    BM, BN = 8, 16
+    x = RNG.standard_normal((BM, BN)).astype(np.float32)
+    i = RNG.integers(-100, 100, BN, dtype=np.int32)
+
+    def softmax(v, axis):
+        e = np.exp(v - v.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    def ref(x, i, s, n_out, n):
+        return {1: ((i + 3 - np.trunc(i / 2).astype(np.int32)) * 5).astype(np.int32),
+                2: np.concatenate([softmax(x, 0).ravel(), softmax(x, 1).ravel()]).astype(np.float32),
+                3: np.array([n + (n % 2)], np.int32)}
+
+    run_on_all_paths(small_surface, (1,), lambda: (x.copy(), i.copy(), np.zeros(2 * BM * BN, np.float32),
+                                                    np.zeros(1, np.int32), 7),
+                     ref, constexprs={"BM": BM, "BN": BN}, rtol=1e-5, atol=1e-6)

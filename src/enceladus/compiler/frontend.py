@@ -17,6 +17,7 @@ from ..errors import CompilationError
 from ..language.builtins import range as tl_range
 from ..language.builtins import static_range
 from ..language.core import builtin_name, constexpr
+from ..language.core import condition as tl_condition
 from ..language.core import tuple as tl_tuple
 from ..language.dtypes import dtype, pointer_type, str_to_ty
 from . import ir, semantic
@@ -458,6 +459,8 @@ class Lowering(ast.NodeVisitor):
             self.b.fn.push_block(cond_block)
             try:
                 cond = self.eval(cond_node)
+                if isinstance(cond, tl_condition):
+                    cond = cond.condition
                 if not is_value(cond):
                     if cond:
                         raise self.error(cond_node, "this while loop never ends (its condition is constant true)",
@@ -876,6 +879,8 @@ class Lowering(ast.NodeVisitor):
                                  "pass a Python value or a constexpr (e.g. tl.constexpr(32)); runtime values cannot "
                                  "become constexprs")
             return args[0]
+        if fn is tl_condition:  # while tl.condition(c, disable_licm=...): the condition (the hint has no effect)
+            return self.apply(node, lambda: tl_condition(*args, **kwargs))
         if fn is tl_tuple:  # tl.tuple([a, b]) is the tuple (a, b)
             if len(args) != 1 or not isinstance(args[0], (tuple, list)):
                 raise self.error(node, "tl.tuple(...) takes one list or tuple of values", "e.g. tl.tuple([a, b])")

@@ -151,6 +151,15 @@ def swizzle2d(i, j, size_i, size_j, size_g):
     return off_i + ij % size_g, ij // size_g
 
 
+@jit
+def softmax(x, dim=None, keep_dims=None, ieee_rounding=False):
+    axis = 0 if dim is None else dim
+    z = x - tl.max(x, axis, keep_dims=True)
+    num = tl.exp(z)
+    den = tl.sum(num, axis, keep_dims=True)
+    return tl.fdiv(num, den, ieee_rounding)
+
+
 LIBRARY = {"philox": philox, "randint4x": randint4x, "randint": randint, "rand": rand, "randn": randn,
            "swizzle2d": swizzle2d, "philox_impl": philox_impl, "uint_to_uniform_float": uint_to_uniform_float,
-           "pair_uniform_to_normal": pair_uniform_to_normal, "rand4x": rand4x, "randn4x": randn4x}
+           "pair_uniform_to_normal": pair_uniform_to_normal, "rand4x": rand4x, "randn4x": randn4x, "softmax": softmax}

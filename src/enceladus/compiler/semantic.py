@@ -812,6 +812,29 @@ def reduce_or(b: Builder, input: Any, axis: Any, keep_dims: Any = False) -> Any:
     return build_reduce(b, x, axis, _binary_combine("or"), keep_dims, "tl.reduce_or")
 
 
+def _arith(op: str) -> Callable[..., Value]:
+    def rule_fn(b: Builder, x: Any, y: Any, sanitize_overflow: Any = True) -> Value:
+        return binary(b, op, x, y)
+
+    return rule_fn
+
+
+RULES["add"], RULES["sub"], RULES["mul"] = _arith("+"), _arith("-"), _arith("*")
+
+
+@rule("to_tensor")
+def to_tensor(b: Builder, x: Any) -> Value:
+    if is_value(x):
+        return x
+    if not is_python_scalar(x):
+        raise SemanticError(f"tl.to_tensor needs a number, got {x!r}", "pass an int, float or bool")
+    ty = D.literal_dtype(x)
+    if ty.is_fp64():
+        raise SemanticError(f"tl.to_tensor({x!r}) would be float64, which Apple GPUs do not have",
+                            "use a value within float32's range")
+    return b.const(x, ty)
+
+
 @rule("item")
 def item(b: Builder, input: Any) -> Value:
     if not is_value(input) or not input.type.is_tile:

@@ -460,3 +460,13 @@ def device_assert(cond: Any, msg: Any = "", mask: Any = None) -> None:
 @op("to_tensor")
 def to_tensor(x: Any) -> Tile:
     return to_tile(x)
+
+
+def _arith(sym: str) -> Callable[..., Tile]:
+    def fn(x: Any, y: Any, sanitize_overflow: Any = True) -> Tile:
+        return binary(sym, x, y)
+
+    return fn
+
+
+OPS["add"], OPS["sub"], OPS["mul"] = _arith("+"), _arith("-"), _arith("*")

@@ -615,3 +615,11 @@ def dot_scaled(lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: A
         raise ValueError(f"Reduction dimension should pack the same number of elements; (lhs: {list(a.shape[1:])} "
                          f"vs rhs: {list(b.shape[1:])})")
     return dot(Tile(a, D.float32), Tile(b, D.float32), acc)
+
+
+@op("softmax")
+def softmax(x: Any, dim: Any = None, keep_dims: Any = None, ieee_rounding: Any = False) -> Tile:
+    """exp(x - max) / sum(exp(x - max)) along ``dim`` (default 0), in x's shape."""
+    axis = 0 if unwrap(dim) is None else unwrap(dim)
+    z = OPS["exp"](x - OPS["max"](x, axis, keep_dims=True))
+    return OPS["fdiv"](z, OPS["sum"](z, axis, keep_dims=True))

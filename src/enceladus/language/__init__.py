@@ -10,6 +10,7 @@ from . import extra, math, random
 from .builtins import (  # ops the interpreter implements ahead of the compiler
     PropagateNan,
     abs,
+    add,
     advance,
     arange,
     argmax,
@@ -68,6 +69,7 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     maximum,
     min,
     minimum,
+    mul,
     multiple_of,
     num_programs,
     pair_uniform_to_normal,
@@ -89,6 +91,7 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     rsqrt,
     sigmoid,
     sin,
+    softmax,
     sort,
     split,
     sqrt,
@@ -98,8 +101,10 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     static_range,
     store,
     store_tensor_descriptor,
+    sub,
     sum,
     swizzle2d,
+    to_tensor,
     topk,
     trans,
     uint_to_uniform_float,
@@ -111,7 +116,7 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     zeros,
     zeros_like,
 )
-from .core import constexpr, tuple
+from .core import condition, constexpr, tuple
 from .dtypes import (
     bfloat16,
     block_type,
@@ -138,6 +143,9 @@ from .dtypes import (
 )
 from .math import div_rn, sqrt_rn
 
+TRITON_MAX_TENSOR_NUMEL = 1 << 20  # the most elements a tile may have, as in Triton
+pi32_t = pointer_type(int32)  # Triton's name for a pointer to int32
+
 tensor = object  # Triton exposes tl.tensor for annotations; kernels never construct one directly.
 
 __all__ = [
@@ -153,3 +161,4 @@ __all__ += ["extra", "advance", "make_block_ptr", "make_tensor_descriptor", "Pro
 __all__ += ["block_type", "div_rn", "map_elementwise", "random", "sqrt_rn", "str_to_ty", "tuple"]
 __all__ += ["pair_uniform_to_normal", "philox_impl", "rand4x", "randn4x", "uint_to_uniform_float"]
 __all__ += ["load_tensor_descriptor", "store_tensor_descriptor"]
+__all__ += ["TRITON_MAX_TENSOR_NUMEL", "add", "condition", "mul", "pi32_t", "softmax", "sub", "to_tensor"]

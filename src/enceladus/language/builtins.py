@@ -284,6 +284,34 @@ def xor_sum(input, axis=None, keep_dims=False):
 
 
 @builtin
+def add(x, y, sanitize_overflow=True):
+    """``x + y`` with Triton's promotion (``sanitize_overflow``: Triton's debug-mode overflow check; accepted, no
+    check is made)."""
+
+
+@builtin
+def sub(x, y, sanitize_overflow=True):
+    """``x - y`` with Triton's promotion (``sanitize_overflow`` accepted, as for ``tl.add``)."""
+
+
+@builtin
+def mul(x, y, sanitize_overflow=True):
+    """``x * y`` with Triton's promotion (``sanitize_overflow`` accepted, as for ``tl.add``)."""
+
+
+@builtin
+def to_tensor(x):
+    """A Python scalar as a scalar value of the type it takes alone (``int`` -> int32, then uint32, int64,
+    uint64; ``float`` -> float32; ``bool`` -> int1); a tile or scalar value unchanged."""
+
+
+@builtin
+def softmax(x, dim=None, keep_dims=None, ieee_rounding=False):
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim`` (default 0, as in Triton); the result keeps ``x``'s
+    shape (``keep_dims`` is accepted and ignored, as in Triton 3.9)."""
+
+
+@builtin
 def map_elementwise(scalar_fn, *args, pack=1):
     """Apply the ``@jit`` function ``scalar_fn`` to each element of the tiles ``args`` (broadcast to one shape);
     returns a tile, or a tuple of tiles when ``scalar_fn`` returns a tuple. Inside ``scalar_fn`` the arguments

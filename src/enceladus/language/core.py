@@ -82,3 +82,15 @@ class tuple(builtins.tuple, metaclass=_TupleMeta):  # noqa: A001 - Triton's name
 
     def __new__(cls, args: Any = (), type: Any = None) -> builtins.tuple:  # noqa: A002 - Triton's signature
         return builtins.tuple(args)
+
+
+class condition:
+    """``while tl.condition(cond, disable_licm=False):`` -- a while condition with a compiler hint; the loop runs
+    while ``cond`` holds (``disable_licm`` is accepted and has no effect)."""
+
+    def __init__(self, arg1: Any, disable_licm: Any = False):
+        self.condition = arg1
+        self.disable_licm = disable_licm
+
+    def __bool__(self) -> bool:
+        return bool(self.condition)
