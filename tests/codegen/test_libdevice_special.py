@@ -125,3 +125,75 @@ def test_special_functions(name):
 
     run_on_all_paths(lk.ld1_kernel, (2,), lambda: (x.copy(), np.zeros(x.size, F32), x.size), lambda *a: {1: want32},
                      check=check, constexprs={"OP": name, "BLOCK": 512})
+
+
+def _j_decimal(n: int, x: float) -> float:
+    """J_n(x) from its power series in 80-digit decimal arithmetic (the cancellation costs < 45 digits here)."""
+    getcontext().prec = 80
+    sign = -1 if n < 0 and n % 2 else 1
+    n = abs(n)
+    if x == 0:
+        return 1.0 if n == 0 else 0.0
+    half = Decimal(x) / 2
+    term = half ** n / math.factorial(n)
+    total, k = term, 0
+    q = half * half
+    while True:
+        k += 1
+        term = -term * q / (k * (k + n))
+        total += term
+        if abs(term) < Decimal(10) ** -40 and k > x:
+            break
+    return sign * float(total)
+
+
+def _y_integral(n: int, x: float) -> float:
+    """Y_n(x) = (1/pi) int_0^pi sin(x sin t - n t) dt - (1/pi) int_0^inf (e^(nt) + (-1)^n e^(-nt)) e^(-x sinh t) dt."""
+    if x == 0:
+        return -math.inf
+    t = np.linspace(0, np.pi, 40001)
+    first = np.trapezoid(np.sin(x * np.sin(t) - n * t), t) / np.pi
+    u = np.linspace(0, max(1.0, math.asinh(60 / x) + 2), 200001)
+    with np.errstate(all="ignore"):
+        f = (np.exp(n * u) + (-1) ** n * np.exp(-n * u)) * np.exp(-x * np.sinh(u))
+    return float(first - np.trapezoid(np.nan_to_num(f), u) / np.pi)
+
+
+BESSEL_X = np.concatenate([RNG.uniform(0, 24, 40), RNG.uniform(25, 100, 20), [1e-5, 5e-5, 1e-4, 2.404826, 3.8317,
+                                                                             24.99, 25.01, 0.5]]).astype(F32)
+
+
+@pytest.mark.parametrize("name", ["j0", "j1", "y0", "y1"])
+def test_bessel_functions_of_order_0_and_1(name):
+    n, second = int(name[1]), name[0] == "y"
+    x = BESSEL_X if second else np.concatenate([BESSEL_X, -BESSEL_X[:10], [0.0]]).astype(F32)
+    want = np.array([(_y_integral(n, float(v)) if second else _j_decimal(n, float(v))) for v in x], np.float64)
+    # absolute near the zeros (as CUDA's bounds for j0f/y0f are), relative elsewhere
+    run_on_all_paths(lk.ld1_kernel, (1,), lambda: (x.copy(), np.zeros(x.size, F32), x.size),
+                     lambda *a: {1: want.astype(F32)}, constexprs={"OP": name, "BLOCK": 128}, rtol=3e-6,
+                     atol=4e-6 if second else 2e-6)
+
+
+@pytest.mark.parametrize("name", ["jn", "yn"])
+def test_bessel_functions_of_integer_order(name):
+    second = name == "yn"
+    n = np.array([0, 1, 2, 3, 5, 8, 12, 20, 40, -3, 2, 7, 30, 4, 1, 60], np.int32)
+    x = np.array([3.0, 0.7, 10.0, 30.0, 4.5, 26.0, 12.0, 50.0, 45.0, 2.5, 1e-3, 80.0, 10.0, 0.02, 99.0, 70.0], F32)
+    if second:  # Y_n grows without bound for n > x: keep to where float32 holds it
+        keep = np.abs(n) <= 1.5 * x + 4
+        n, x = n[keep], x[keep]
+    want = np.array([(_y_integral(int(k), float(v)) if second else _j_decimal(int(k), float(v)))
+                     for k, v in zip(n, x)], np.float64)
+    run_on_all_paths(lk.ld2_kernel, (1,), lambda: (n.copy(), x.copy(), np.zeros(x.size, F32), x.size),
+                     lambda *a: {2: want.astype(F32)}, constexprs={"OP": name, "BLOCK": 16}, rtol=1e-5,
+                     atol=4e-6)
+
+
+def test_bessel_special_values():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0], F32)
+    want = {"j0": [1, 1, 0, 0, np.nan, _j_decimal(0, -1.0)], "y0": [-np.inf, -np.inf, 0, np.nan, np.nan, np.nan],
+            "j1": [0, 0, 0, 0, np.nan, _j_decimal(1, -1.0)], "y1": [-np.inf, -np.inf, 0, np.nan, np.nan, np.nan]}
+    for name, w in want.items():
+        run_on_all_paths(lk.ld1_kernel, (1,), lambda: (x.copy(), np.zeros(x.size, F32), x.size),
+                         lambda *a, w=w: {1: np.array(w, F32)}, constexprs={"OP": name, "BLOCK": 8}, rtol=1e-6,
+                         atol=1e-7)

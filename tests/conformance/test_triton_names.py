@@ -38,6 +38,12 @@ FRONTEND_BUILTINS = {"static_assert", "static_print", "reduce", "associative_sca
 # name -> tests that run it in a kernel on every path with a NumPy reference (libdevice names that are the
 # same builtin as a tl name, e.g. libdevice.abs, are exercised by the tl name's test)
 EXERCISED: dict[str, list[str]] = {
+    "libdevice.j0": ["tests/codegen/test_libdevice_special.py::test_bessel_functions_of_order_0_and_1"],
+    "libdevice.j1": ["tests/codegen/test_libdevice_special.py::test_bessel_functions_of_order_0_and_1"],
+    "libdevice.y0": ["tests/codegen/test_libdevice_special.py::test_bessel_functions_of_order_0_and_1"],
+    "libdevice.y1": ["tests/codegen/test_libdevice_special.py::test_bessel_functions_of_order_0_and_1"],
+    "libdevice.jn": ["tests/codegen/test_libdevice_special.py::test_bessel_functions_of_integer_order"],
+    "libdevice.yn": ["tests/codegen/test_libdevice_special.py::test_bessel_functions_of_integer_order"],
     "libdevice.cyl_bessel_i1": ["tests/codegen/test_libdevice_special.py::test_special_functions"],
     "libdevice.cyl_bessel_i0": ["tests/codegen/test_libdevice_special.py::test_special_functions"],
     "libdevice.lgamma": ["tests/codegen/test_libdevice_special.py::test_special_functions"],
@@ -318,8 +324,6 @@ KNOWN_MISSING: set[str] = {
     # not exposed yet (issue #18: Python constructs and the small surface, atomics, descriptors)
     "tl.aggregate_replace", "tl.bitonic_merge", "tl.const", "tl.constexpr_type", "tl.expect_zero", "tl.slice",
     "tl.standard", "tl.target_info", "tl.tensor_descriptor", "tl.tensor_descriptor_type", "tl.tuple_type", "tl.void",
-    # libdevice functions not implemented yet
-    "libdevice.j0", "libdevice.j1", "libdevice.jn", "libdevice.y0", "libdevice.y1", "libdevice.yn",
 }
 
 

@@ -39,7 +39,8 @@ SIGNATURES: dict[str, list[tuple[tuple[str, ...], str]]] = {
     "rhypot": [((F32, F32), F32)], "norm3d": [((F32,) * 3, F32)], "rnorm3d": [((F32,) * 3, F32)],
     "norm4d": [((F32,) * 4, F32)], "rnorm4d": [((F32,) * 4, F32)],
     **{name: [((F32,), F32)] for name in ("rsqrt_rn", "erfcx", "erfinv", "erfcinv", "normcdf", "normcdfinv", "tgamma",
-                                         "lgamma", "cyl_bessel_i0", "cyl_bessel_i1")},
+                                         "lgamma", "cyl_bessel_i0", "cyl_bessel_i1", "j0", "j1", "y0", "y1")},
+    "jn": [((I32, F32), F32)], "yn": [((I32, F32), F32)],
 }
 
 

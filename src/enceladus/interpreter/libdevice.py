@@ -453,6 +453,88 @@ def _bessel_i(n: int) -> Any:
     return f
 
 
+def _bessel_j(n: int, x: float) -> float:
+    """J_n(x) = (1/2pi) * integral over a period of cos(n t - x sin t): the trapezoidal rule is exact to rounding
+    for a periodic analytic integrand once it has more points than x + n + a margin."""
+    if math.isnan(x):
+        return x
+    if math.isinf(x):
+        return 0.0
+    m = int(abs(x) + abs(n)) + 64
+    t = np.arange(m) * (2 * np.pi / m)
+    return float(np.mean(np.cos(n * t - x * np.sin(t))))
+
+
+def _bessel_y01(x: float) -> tuple[float, float]:
+    """Y0 and Y1 in float64: their power series to x = 25, Hankel's asymptotic series above."""
+    if x <= 25:
+        q, lg = x * x / 4, math.log(x / 2) + 0.5772156649015329
+        j0 = j1 = y0s = y1s = 0.0
+        term0, term1, h = 1.0, x / 2, 0.0  # (-q)^k / (k!)^2, (x/2) (-q)^k / (k! (k+1)!)
+        for k in range(0, 200):
+            if k:
+                term0 *= -q / (k * k)
+                term1 *= -q / (k * (k + 1))
+                h += 1 / k
+            j0 += term0
+            j1 += term1
+            y0s += -h * term0  # sum (-1)^(k+1) H_k q^k / (k!)^2
+            y1s += (h + h + 1 / (k + 1)) * term1
+            if k > 2 * x + 10 and abs(term0) < 1e-300:
+                break
+        y0 = (2 / math.pi) * (lg * j0 + y0s)
+        y1 = (2 / math.pi) * (lg * j1) - 2 / (math.pi * x) - y1s / math.pi
+        return y0, y1
+    out = []
+    for nu in (0, 1):
+        mu, z = 4.0 * nu * nu, 8.0 * x
+        p, qq, a = 1.0, 0.0, 1.0
+        for k in range(1, 16):
+            a *= (mu - (2 * k - 1) ** 2) / (k * z)
+            if k % 2:
+                qq += -a if ((k - 1) // 2) % 2 else a
+            else:
+                p += -a if (k // 2) % 2 else a
+        chi = x - (nu / 2 + 0.25) * math.pi
+        out.append(math.sqrt(2 / (math.pi * x)) * (p * math.sin(chi) + qq * math.cos(chi)))
+    return out[0], out[1]
+
+
+def _bessel_y(n: int, x: float) -> float:
+    if math.isnan(x):
+        return x
+    if x < 0:
+        return math.nan
+    if x == 0:
+        return -math.inf
+    if math.isinf(x):
+        return 0.0
+    sign = -1.0 if n < 0 and n % 2 else 1.0
+    n = abs(n)
+    a, b = _bessel_y01(x)
+    if n == 0:
+        return a
+    for k in range(1, n):
+        a, b = b, (2 * k / x) * b - a
+        if math.isinf(b):
+            break
+    return sign * b
+
+
+def _ints_floats(fn: Any) -> Any:
+    def run(n: np.ndarray, x: np.ndarray) -> np.ndarray:
+        return np.array([fn(int(k), float(v)) for k, v in zip(n.reshape(-1), x.reshape(-1))],
+                        np.float64).astype(np.float32).reshape(x.shape)
+
+    return run
+
+
+_register("j0", _F1, _each(lambda x: _bessel_j(0, x)))
+_register("j1", _F1, _each(lambda x: _bessel_j(1, x)))
+_register("jn", [((I32, F32), F32)], _ints_floats(_bessel_j))
+_register("y0", _F1, _each(lambda x: _bessel_y(0, x)))
+_register("y1", _F1, _each(lambda x: _bessel_y(1, x)))
+_register("yn", [((I32, F32), F32)], _ints_floats(_bessel_y))
 _register("rsqrt_rn", _F1, _each(_rsqrt_rn))
 _register("erfcx", _F1, _each(_erfcx))
 _register("erfinv", _F1, _each(_erfinv))

@@ -424,6 +424,103 @@ static inline float enc_ld_bessel_i(float x, int n) {  // n = 0 or 1
     }
     return (n == 1 && x < 0.0f) ? -r : r;
 }
+// Bessel functions of the first and second kind. x <= 25: Miller's backward recurrence normalised by
+// J0 + 2 (J2 + J4 + ...) = 1, Y0 and Y1 from Neumann's series over the same J_k; x > 25: Hankel's asymptotic
+// series with cos/sin of x itself (no rounding of x - phase); Y_n by forward recurrence, J_n forward while n < x.
+static inline void enc_ld_miller(float x, int n, thread float& j0, thread float& j1, thread float& jn,
+                                 thread float& s0, thread float& s1) {
+    const float m = max(x, float(n));
+    const int N = 2 * int((m + 16.0f + precise::sqrt(40.0f * m)) * 0.5f) + 2;
+    float jp1 = 0.0f, j = 1e-30f, norm = 0.0f, a1 = 0.0f, an = 0.0f, sum0 = 0.0f, sum1 = 0.0f;
+    for (int k = N; k >= 1; --k) {  // j holds J_k (not normalised)
+        if (k == n) an = j;
+        if (k == 1) a1 = j;
+        if ((k & 1) == 0) {
+            const int h = k / 2;
+            norm += 2.0f * j;
+            sum0 += ((h & 1) != 0 ? -j : j) / float(h);   // S0 = sum (-1)^h J_2h / h
+        } else {
+            const int hu = (k + 1) / 2, hd = (k - 1) / 2;  // S1 = sum (-1)^h (J_2h-1 - J_2h+1) / h
+            float c = ((hu & 1) != 0 ? -1.0f : 1.0f) / float(hu);
+            if (hd >= 1) c -= ((hd & 1) != 0 ? -1.0f : 1.0f) / float(hd);
+            sum1 += c * j;
+        }
+        const float jm1 = (2.0f * float(k) / x) * j - jp1;
+        jp1 = j;
+        j = jm1;
+        if (fabs(j) > 1e15f) {
+            j *= 1e-15f; jp1 *= 1e-15f; norm *= 1e-15f; a1 *= 1e-15f; an *= 1e-15f; sum0 *= 1e-15f; sum1 *= 1e-15f;
+        }
+    }
+    if (n == 0) an = j;
+    norm += j;
+    j0 = j / norm; j1 = a1 / norm; jn = an / norm; s0 = sum0 / norm; s1 = sum1 / norm;
+}
+static inline void enc_ld_hankel(float x, int nu, thread float& J, thread float& Y) {
+    const float mu = 4.0f * float(nu * nu), z = 8.0f * x;
+    float P = 1.0f, Q = 0.0f, a = 1.0f;
+    for (int k = 1; k <= 8; ++k) {
+        const float odd = float(2 * k - 1);
+        a *= (mu - odd * odd) / (float(k) * z);
+        if ((k & 1) != 0) Q += (((k - 1) / 2) & 1) != 0 ? -a : a;
+        else P += ((k / 2) & 1) != 0 ? -a : a;
+    }
+    const float c = precise::cos(x), s = precise::sin(x);
+    const float cc = nu == 0 ? (c + s) * 0.70710678118654752f : (s - c) * 0.70710678118654752f;  // cos(chi)
+    const float ss = nu == 0 ? (s - c) * 0.70710678118654752f : -(s + c) * 0.70710678118654752f; // sin(chi)
+    const float amp = precise::sqrt(0.63661977236758134f / x);
+    J = amp * (P * cc - Q * ss);
+    Y = amp * (P * ss + Q * cc);
+}
+static inline float enc_ld_bessel(int n, float x, bool second_kind) {
+    if (isnan(x)) return x;
+    float sign = 1.0f;
+    if (n < 0) { n = -n; if ((n & 1) != 0) sign = -1.0f; }
+    if (second_kind) {
+        if (x < 0.0f) return NAN;
+        if (x == 0.0f) return -INFINITY;
+    } else if (x < 0.0f) {
+        x = -x;
+        if ((n & 1) != 0) sign = -sign;
+    }
+    if (isinf(x)) return 0.0f;
+    float j0, j1, jn = 0.0f, y0, y1;
+    const float l = precise::log(0.5f * x) + 0.57721566490153286f;  // log(x/2) + Euler's gamma
+    if (x < 1e-4f) {  // two terms of the power series
+        if (!second_kind) {
+            if (x == 0.0f) return n == 0 ? 1.0f : 0.0f;
+            float t = 1.0f;
+            for (int k = 1; k <= n && t != 0.0f; ++k) t *= 0.5f * x / float(k);
+            return sign * t * (1.0f - 0.25f * x * x / float(n + 1));
+        }
+        y0 = 0.63661977236758134f * l * (1.0f - 0.25f * x * x) + 0.15915494309189534f * x * x;
+        y1 = -0.63661977236758134f / x + 0.31830988618379067f * x * (l - 0.5f);
+    } else if (x > 25.0f) {
+        enc_ld_hankel(x, 0, j0, y0);
+        enc_ld_hankel(x, 1, j1, y1);
+        if (!second_kind) {
+            if (float(n) < x) {  // forward recurrence: stable while n < x
+                float a = j0, b = j1;
+                if (n == 0) return sign * a;
+                for (int k = 1; k < n; ++k) { const float c = (2.0f * float(k) / x) * b - a; a = b; b = c; }
+                return sign * b;
+            }
+            float s0, s1;
+            enc_ld_miller(x, n, j0, j1, jn, s0, s1);
+            return sign * jn;
+        }
+    } else {
+        float s0, s1;
+        enc_ld_miller(x, second_kind ? 0 : n, j0, j1, jn, s0, s1);
+        if (!second_kind) return sign * jn;
+        y0 = 0.63661977236758134f * (l * j0 - 2.0f * s0);
+        y1 = 0.63661977236758134f * (-j0 / x + l * j1 + s1);
+    }
+    if (n == 0) return sign * y0;
+    float a = y0, b = y1;
+    for (int k = 1; k < n && !isinf(b); ++k) { const float c = (2.0f * float(k) / x) * b - a; a = b; b = c; }
+    return sign * b;
+}
 """
 
 
@@ -451,7 +548,9 @@ def _call_table() -> dict[str, str]:
         "erfcx": "enc_ld_erfcx({0})", "erfinv": "enc_ld_erfinv({0})", "erfcinv": "enc_ld_erfcinv({0})",
         "normcdf": "enc_ld_normcdf({0})", "normcdfinv": "enc_ld_normcdfinv({0})", "tgamma": "enc_ld_tgamma({0})",
         "lgamma": "enc_ld_lgamma({0})", "cyl_bessel_i0": "enc_ld_bessel_i({0}, 0)",
-        "cyl_bessel_i1": "enc_ld_bessel_i({0}, 1)",
+        "cyl_bessel_i1": "enc_ld_bessel_i({0}, 1)", "j0": "enc_ld_bessel(0, {0}, false)",
+        "j1": "enc_ld_bessel(1, {0}, false)", "y0": "enc_ld_bessel(0, {0}, true)", "y1": "enc_ld_bessel(1, {0}, true)",
+        "jn": "enc_ld_bessel({0}, {1}, false)", "yn": "enc_ld_bessel({0}, {1}, true)",
     })
     return calls
 
@@ -461,4 +560,6 @@ _ARITY = {"mul24": 2, "hadd": 2, "rhadd": 2, "sad": 3, "byte_perm": 3, "nextafte
 CALLS = _call_table()
 # helpers of codegen_msl/tables.py a call needs besides enc_libdevice
 EXTRA_HELPERS = {"rcbrt": ("enc_extra",), "rhypot": ("enc_extra",),
-                 **dict.fromkeys(("rsqrt_rn", "erfcx", "erfinv", "erfcinv", "normcdf", "normcdfinv", "tgamma", "lgamma", "cyl_bessel_i0", "cyl_bessel_i1"), ("enc_erf", "enc_libdevice_special"))}
+                 **dict.fromkeys(("rsqrt_rn", "erfcx", "erfinv", "erfcinv", "normcdf", "normcdfinv", "tgamma", "lgamma",
+                                  "cyl_bessel_i0", "cyl_bessel_i1", "j0", "j1", "y0", "y1", "jn", "yn"),
+                                 ("enc_erf", "enc_libdevice_special"))}
