@@ -221,3 +221,30 @@ def test_rtz_exists_only_where_triton_has_it():
     assert "fp_downcast_rounding='rtz' to tl.float8e4nv does not exist in Triton" in info.value.message
     with pytest.raises(ValueError, match="'rtz' to tl.float8e4nv does not exist in Triton"):
         JITFunction(fp8_rtz.fn, interpret=True)[(1,)](x, out, DST=tl.float8e4nv, B=4)
+
+
+@enceladus.jit
+def fp8_mixed(a_ptr, b_ptr, h_ptr, f_ptr, out_h_ptr, out_f_ptr, out_ab_ptr, store_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    a = tl.load(a_ptr + offs)  # float8e5
+    b = tl.load(b_ptr + offs)  # float8e4nv
+    tl.store(out_h_ptr + offs, a + tl.load(h_ptr + offs))  # fp8 with fp16: computed in fp16, as in Triton
+    tl.store(out_f_ptr + offs, a * tl.load(f_ptr + offs))  # fp8 with fp32: computed in fp32
+    tl.store(out_ab_ptr + offs, a - b)  # two different fp8 formats meet in fp16
+    tl.store(store_ptr + offs, tl.load(f_ptr + offs))  # an fp32 tile stored through a float8e5 pointer: converted
+
+
+def test_fp8_mixed_with_wider_types_and_implicit_store_conversion():
+    B = 64
+    a = model_encode("float8e5", RNG.standard_normal(B).astype(np.float32) * 4)
+    bb = model_encode("float8e4nv", RNG.standard_normal(B).astype(np.float32))
+    h = RNG.standard_normal(B).astype(np.float16)
+    f = (RNG.standard_normal(B) * 100).astype(np.float32)
+    av, bv = model_decode("float8e5", a), model_decode("float8e4nv", bb)
+    want = {4: (av.astype(np.float16) + h), 5: av * f, 6: (av.astype(np.float16) - bv.astype(np.float16)),
+            7: model_encode("float8e5", f)}
+    e5, e4 = tl.float8e5.to_numpy(), tl.float8e4nv.to_numpy()
+    run_on_all_paths(fp8_mixed, (1,), lambda: (a.view(e5).copy(), bb.view(e4).copy(), h.copy(), f.copy(),
+                                               np.zeros(B, np.float16), np.zeros(B, np.float32),
+                                               np.zeros(B, np.float16), np.zeros(B, np.uint8).view(e5)),
+                     lambda *args: want, constexprs={"B": B}, rtol=1e-3, atol=1e-3)
