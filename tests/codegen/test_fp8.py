@@ -248,3 +248,39 @@ def test_fp8_mixed_with_wider_types_and_implicit_store_conversion():
                                                np.zeros(B, np.float16), np.zeros(B, np.float32),
                                                np.zeros(B, np.float16), np.zeros(B, np.uint8).view(e5)),
                      lambda *args: want, constexprs={"B": B}, rtol=1e-3, atol=1e-3)
+
+
+@enceladus.jit
+def fp8_bits(x_ptr, bits_ptr, back_ptr, n, DST: tl.constexpr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=-1.5)  # masked lanes take the literal, in x's fp8 type
+    tl.store(bits_ptr + offs, x.to(tl.uint8, bitcast=True))
+    tl.store(back_ptr + offs, (x.to(tl.int8, bitcast=True) ^ -128).to(DST, bitcast=True))  # sign flipped in the bits
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+def test_fp8_bitcasts_and_the_other_of_a_masked_load(name):
+    ty = TYPES[name]
+    codes = RNG.integers(0, 256, 32).astype(np.uint8)
+    n = 20
+    other = model_encode(name, np.array([-1.5], np.float32))[0]
+    want = np.where(np.arange(32) < n, codes, other).astype(np.uint8)
+    run_on_all_paths(fp8_bits, (1,), lambda: (codes.view(ty.to_numpy()).copy(), np.zeros(32, np.uint8),
+                                              np.zeros(32, np.uint8).view(ty.to_numpy()), n),
+                     lambda *args: {1: want, 2: want ^ 0x80}, constexprs={"DST": ty, "B": 32})
+
+
+@enceladus.jit
+def fp8_plus_int(x_ptr, i_ptr, out_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.load(i_ptr + offs))
+
+
+def test_fp8_with_an_integer_tile_is_refused_as_in_triton():
+    x = np.zeros(8, np.uint8).view(tl.float8e4nv.to_numpy())
+    i = np.zeros(8, np.int32)
+    with pytest.raises(CompilationError) as info:
+        fp8_plus_int[(1,)](x, i, np.zeros(8, np.float32), B=8)
+    assert "unexpected type fp8e4nv and int32" in info.value.message and "x.to(tl.float16)" in info.value.fix
+    with pytest.raises(TypeError, match="unexpected type fp8e4nv and int32.*x.to\\(tl.float16\\)"):
+        JITFunction(fp8_plus_int.fn, interpret=True)[(1,)](x, i, np.zeros(8, np.float32), B=8)

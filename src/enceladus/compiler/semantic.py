@@ -182,7 +182,9 @@ def _common(b: Builder, x: Any, y: Any, div_or_mod: bool = False) -> tuple[Value
     except D.NoFloat64Error as e:
         raise SemanticError(str(e), e.fix) from None
     except TypeError as e:
-        raise SemanticError(str(e), "cast one operand with .to(...) so both have the same signedness") from None
+        fix = ("convert the fp8 tile first, e.g. x.to(tl.float16): fp8 tiles mix only with floating-point tiles"
+               if xt.is_fp8() or yt.is_fp8() else "cast one operand with .to(...) so both have the same signedness")
+        raise SemanticError(str(e), fix) from None
     shape = b.broadcast_shapes(shape_of(x), shape_of(y))
     xv = b.broadcast_to(b.to_value(x, ty), shape)
     yv = b.broadcast_to(b.to_value(y, ty), shape)

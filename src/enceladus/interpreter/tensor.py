@@ -114,7 +114,7 @@ def computation_type(a: dtype, a_lit: bool, b: dtype, b_lit: bool, div_or_mod: b
         return D.float32
     if fp8.is_fp8(a) or fp8.is_fp8(b):  # two fp8 tiles: the same type stays, different ones meet in fp16
         if not (fp8.is_fp8(a) and fp8.is_fp8(b)):
-            raise TypeError(f"unexpected type {a} and {b}: convert the fp8 tile with .to(tl.float16) first")
+            raise TypeError(f"unexpected type {a} and {b}: convert the fp8 tile first, e.g. x.to(tl.float16)")
         return a if a == b else D.float16
     if div_or_mod and a.is_int_signed() != b.is_int_signed():
         raise TypeError(f"Cannot use /, //, or % with {a!r} and {b!r} because they have different signedness; "

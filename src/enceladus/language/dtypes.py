@@ -269,7 +269,7 @@ def computation_type(a: dtype, a_is_literal: bool, b: dtype, b_is_literal: bool,
         return bfloat16 if (a.is_bf16() and b.is_bf16() and not div_or_mod) else float32
     if a.is_fp8() or b.is_fp8():  # two fp8 tiles: the same type stays, different formats meet in fp16
         if not (a.is_fp8() and b.is_fp8()):
-            raise TypeError(f"unexpected type {a} and {b}: convert the fp8 tile with .to(tl.float16) first")
+            raise TypeError(f"unexpected type {a} and {b}")  # Triton's words
         return a if a == b else float16
     if div_or_mod and a.is_int_signed() != b.is_int_signed():  # bool counts as unsigned (Triton 3.9)
         raise TypeError(
