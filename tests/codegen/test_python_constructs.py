@@ -494,3 +494,31 @@ def test_small_surface_add_sub_mul_to_tensor_softmax_condition():
     run_on_all_paths(small_surface, (1,), lambda: (x.copy(), i.copy(), np.zeros(2 * BM * BN, np.float32),
                                                     np.zeros(1, np.int32), 7),
                      ref, constexprs={"BM": BM, "BN": BN}, rtol=1e-5, atol=1e-6)
+
+
+@enceladus.jit
+def literals_and_expect_zero(x_ptr, out_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    c = 7
+    big = 3_000_000_000
+    h = 0.5
+    tl.static_assert(c.dtype == tl.int32 and big.dtype == tl.uint32 and h.dtype == tl.float32)
+    x = tl.load(x_ptr + offs)
+    x = tl.expect_zero(x, offs >= B - 2)  # the last two elements are expected to be zero
+    tl.store(out_ptr + offs, x.to(c.dtype) + c)
+
+
+def test_literal_dtype_and_expect_zero():
+    B = 16
+    x = RNG.integers(1, 9, B).astype(np.float32)
+    x[-2:] = 0
+    ref = lambda x, out: {1: (x.astype(np.int32) + 7).astype(np.int32)}  # noqa: E731
+    for debug in (False, True):
+        run_on_all_paths(literals_and_expect_zero, (1,), lambda: (x.copy(), np.zeros(B, np.int32)), ref,
+                         constexprs={"B": B}, debug=debug)
+    bad = x.copy()
+    bad[-1] = 3
+    for path in ("interpreter", "cpu"):  # a non-zero where the mask holds: reported in debug mode only
+        on_path(literals_and_expect_zero, path)[(1,)](bad.copy(), np.zeros(B, np.int32), B=B)
+        with pytest.raises(AssertionError, match="expect_zero expected x == 0"):
+            on_path(literals_and_expect_zero, path)[(1,)](bad.copy(), np.zeros(B, np.int32), B=B, debug=True)

@@ -1024,7 +1024,7 @@ def lower_kernel(source: KernelSource, name: str,
     Returns the function and the globals the kernel read (for the cache key).
     """
     fn = ir.Function(name)
-    builder = Builder(fn)
+    builder = Builder(fn, debug)
     scope: dict[str, Any] = {}
     for pname, spec in params:
         if isinstance(spec, StructParam):

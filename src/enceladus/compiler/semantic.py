@@ -44,9 +44,10 @@ def is_pow2(n: int) -> bool:
 class Builder:
     """Appends typed ops to an ``ir.Function`` at the current source location."""
 
-    def __init__(self, fn: ir.Function):
+    def __init__(self, fn: ir.Function, debug: bool = False):
         self.fn = fn
         self.loc: ir.Loc | None = None
+        self.debug = debug  # debug mode (Triton's debug=True): debug-only checks are compiled in
 
     def emit(self, name: str, operands: list[Value], type: Type | None, **attrs: Any) -> Value:
         if name not in FP8_MOVES:
@@ -835,6 +836,15 @@ def to_tensor(b: Builder, x: Any) -> Value:
         raise SemanticError(f"tl.to_tensor({x!r}) would be float64, which Apple GPUs do not have",
                             "use a value within float32's range")
     return b.const(x, ty)
+
+
+@rule("expect_zero")
+def expect_zero(b: Builder, x: Any, mask: Any) -> Any:
+    m = _mask(b, mask, x.type.shape if is_value(x) else (), "tl.expect_zero")  # checked in every mode
+    if b.debug and is_value(x):  # as Triton: x == 0 where mask holds is asserted only in debug mode
+        ok = binary(b, "|", compare(b, "==", x, 0), compare(b, "==", m, 0))
+        device_assert(b, ok, "expect_zero expected x == 0 where mask is true")
+    return x
 
 
 @rule("item")

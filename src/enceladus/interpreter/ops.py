@@ -470,3 +470,15 @@ def _arith(sym: str) -> Callable[..., Tile]:
 
 
 OPS["add"], OPS["sub"], OPS["mul"] = _arith("+"), _arith("-"), _arith("*")
+
+
+@op("expect_zero")
+def expect_zero(x: Any, mask: Any) -> Any:
+    """``x``; in debug mode, a device assert that x == 0 where ``mask`` holds (Triton's debug-mode check)."""
+    m = to_tile(mask)
+    if not m.dtype.is_bool():
+        raise TypeError(f"the mask of tl.expect_zero must be a boolean tile, got {m.dtype}")
+    if current().debug:
+        t = to_tile(x)
+        device_assert((t == 0) | (m == 0), "expect_zero expected x == 0 where mask is true")
+    return x

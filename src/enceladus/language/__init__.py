@@ -47,6 +47,7 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     exp,
     exp2,
     expand_dims,
+    expect_zero,
     fdiv,
     flip,
     floor,
@@ -161,4 +162,4 @@ __all__ += ["extra", "advance", "make_block_ptr", "make_tensor_descriptor", "Pro
 __all__ += ["block_type", "div_rn", "map_elementwise", "random", "sqrt_rn", "str_to_ty", "tuple"]
 __all__ += ["pair_uniform_to_normal", "philox_impl", "rand4x", "randn4x", "uint_to_uniform_float"]
 __all__ += ["load_tensor_descriptor", "store_tensor_descriptor"]
-__all__ += ["TRITON_MAX_TENSOR_NUMEL", "add", "condition", "mul", "pi32_t", "softmax", "sub", "to_tensor"]
+__all__ += ["TRITON_MAX_TENSOR_NUMEL", "add", "condition", "expect_zero", "mul", "pi32_t", "softmax", "sub", "to_tensor"]

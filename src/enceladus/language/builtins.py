@@ -306,6 +306,12 @@ def to_tensor(x):
 
 
 @builtin
+def expect_zero(x, mask):
+    """``x`` unchanged; in debug mode (``debug=True``, ``ENCELADUS_DEBUG=1``) a device assert that ``x == 0``
+    wherever ``mask`` is true, as in Triton (which marks values expected to have underflowed to zero)."""
+
+
+@builtin
 def softmax(x, dim=None, keep_dims=None, ieee_rounding=False):
     """``exp(x - max) / sum(exp(x - max))`` along ``dim`` (default 0, as in Triton); the result keeps ``x``'s
     shape (``keep_dims`` is accepted and ignored, as in Triton 3.9)."""
