@@ -140,6 +140,7 @@ def namespace() -> types.ModuleType:
         if not name.startswith("_"):
             setattr(rnd, name, OPS.get(builtin_name(value), value) if builtin_name(value) else value)
     tl.random = rnd
+    tl.extra = _extra_namespace(language.extra)  # tl.extra.libdevice.tanh, as kernels spell it
     tl.__getattr__ = refuse  # Triton builtins Apple GPUs cannot run: a refusal that says why (refusals.py)
     tl.constexpr = interp_constexpr
     tl.tensor = Tile
