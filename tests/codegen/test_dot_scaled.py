@@ -12,7 +12,6 @@ from enceladus.runtime.jit import JITFunction
 from paths import run_on_all_paths
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
-RNG = np.random.default_rng(1818)
 CODE = {"e2m1": np.uint8, "e4m3": np.uint8, "e5m2": np.uint8, "bf16": np.uint16, "fp16": np.uint16}
 
 
@@ -39,16 +38,16 @@ def scales(e: np.ndarray) -> np.ndarray:
     return np.where(e == 255, np.nan, 2.0 ** (e.astype(np.float64) - 127))
 
 
-def random_codes(fmt: str, shape: tuple[int, int]) -> np.ndarray:
+def random_codes(rng: np.random.Generator, fmt: str, shape: tuple[int, ...]) -> np.ndarray:
     if fmt in ("e2m1", "e4m3", "e5m2"):
-        c = RNG.integers(0, 256, shape).astype(np.uint8)
+        c = rng.integers(0, 256, shape).astype(np.uint8)
         if fmt == "e4m3":
             c[(c & 0x7F) == 0x7F] = 0x3A  # no NaN codes: the reference must be finite
         if fmt == "e5m2":
             c[(c & 0x7C) == 0x7C] = 0x3A
         return c
     np_t = ml_dtypes.bfloat16 if fmt == "bf16" else np.float16
-    return RNG.standard_normal(shape).astype(np_t).view(np.uint16)
+    return rng.standard_normal(shape).astype(np_t).view(np.uint16)
 
 
 @enceladus.jit
@@ -94,11 +93,12 @@ def test_dot_scaled_matches_numpy(a_fmt, b_fmt, a_pack, b_pack, scaled, with_acc
     M, N, K = 32, 16, 64
     a_shape = (M, K // 2) if a_fmt == "e2m1" and a_pack else (M // 2, K) if a_fmt == "e2m1" else (M, K)
     b_shape = (K // 2, N) if b_fmt == "e2m1" and b_pack else (K, N // 2) if b_fmt == "e2m1" else (K, N)
-    a, b = random_codes(a_fmt, a_shape), random_codes(b_fmt, b_shape)
-    sa = RNG.integers(118, 136, (M, K // 32)).astype(np.uint8)
-    sb = RNG.integers(118, 136, (N, K // 32)).astype(np.uint8)
+    rng = np.random.default_rng(1818)  # per test: the data must not depend on which tests ran before
+    a, b = random_codes(rng, a_fmt, a_shape), random_codes(rng, b_fmt, b_shape)
+    sa = rng.integers(118, 136, (M, K // 32)).astype(np.uint8)
+    sb = rng.integers(118, 136, (N, K // 32)).astype(np.uint8)
     sa[0, 0], sb[1, 1] = 0, 140  # 2**-127 (a float32 subnormal scale) and 2**13
-    acc = RNG.standard_normal((M, N)).astype(np.float32)
+    acc = rng.standard_normal((M, N)).astype(np.float32)
 
     av = decode(a, a_fmt, 1 if a_pack else 0)
     bv = decode(b, b_fmt, 0 if b_pack else 1)
@@ -129,7 +129,8 @@ def mxfp8_typed(a_ptr, b_ptr, s_ptr, c_ptr, M: tl.constexpr, K: tl.constexpr):
 
 def test_fp8_typed_operands_and_the_nan_scale():
     M, K = 16, 64
-    a, b = random_codes("e4m3", (M, K)), random_codes("e4m3", (K, M))
+    rng = np.random.default_rng(18)
+    a, b = random_codes(rng, "e4m3", (M, K)), random_codes(rng, "e4m3", (K, M))
     s = np.full((M, K // 32), 127, np.uint8)
     s[3, 1] = 255  # e8m0 NaN: row 3 of the lhs and column 3 of the rhs become NaN
     av = decode(a, "e4m3", None) * np.repeat(scales(s), 32, axis=1)
@@ -139,7 +140,7 @@ def test_fp8_typed_operands_and_the_nan_scale():
     fp8 = tl.float8e4nv.to_numpy()
     run_on_all_paths(mxfp8_typed, (1,), lambda: (a.view(fp8).copy(), b.view(fp8).copy(), s.copy(),
                                                  np.zeros((M, M), np.float32)),
-                     lambda *args: {3: ref}, constexprs={"M": M, "K": K}, atol=1e-4)
+                     lambda *args: {3: ref}, constexprs={"M": M, "K": K}, atol=1e-5 * np.nanmax(np.abs(ref)))
 
 
 @enceladus.jit
@@ -162,3 +163,31 @@ def test_bad_formats_and_scale_shapes_are_located_errors(fmt, cols, compiled, in
     assert compiled in info.value.message and info.value.lineno is not None and info.value.fix
     with pytest.raises((ValueError, TypeError), match=interpreted.replace("[", r"\[").replace("]", r"\]")):
         JITFunction(bad_dot_scaled.fn, interpret=True)[(1,)](a, c, FMT=fmt, SCALE_COLS=cols)
+
+
+@enceladus.jit
+def batched_dot_scaled(a_ptr, sa_ptr, b_ptr, sb_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                       K: tl.constexpr):
+    rb, rm, rn = tl.arange(0, B), tl.arange(0, M), tl.arange(0, N)
+    rk2, rk, rs = tl.arange(0, K // 2), tl.arange(0, K), tl.arange(0, K // 32)
+    a = tl.load(a_ptr + rb[:, None, None] * (M * K // 2) + rm[None, :, None] * (K // 2) + rk2[None, None, :])
+    b = tl.load(b_ptr + rb[:, None, None] * (K * N) + rk[None, :, None] * N + rn[None, None, :])
+    sa = tl.load(sa_ptr + rb[:, None, None] * (M * K // 32) + rm[None, :, None] * (K // 32) + rs[None, None, :])
+    sb = tl.load(sb_ptr + rb[:, None, None] * (N * K // 32) + rn[None, :, None] * (K // 32) + rs[None, None, :])
+    c = tl.dot_scaled(a, sa, "e2m1", b, sb, "e5m2")
+    tl.store(c_ptr + rb[:, None, None] * (M * N) + rm[None, :, None] * N + rn[None, None, :], c)
+
+
+def test_batched_dot_scaled():
+    Bt, M, N, K = 2, 16, 16, 64
+    rng = np.random.default_rng(3)
+    a, b = random_codes(rng, "e2m1", (Bt, M, K // 2)), random_codes(rng, "e5m2", (Bt, K, N))
+    sa = rng.integers(120, 134, (Bt, M, K // 32)).astype(np.uint8)
+    sb = rng.integers(120, 134, (Bt, N, K // 32)).astype(np.uint8)
+    av = decode(a, "e2m1", 2) * np.repeat(scales(sa), 32, axis=2)
+    bv = decode(b, "e5m2", None) * np.swapaxes(np.repeat(scales(sb), 32, axis=2), 1, 2)
+    ref = av @ bv
+    run_on_all_paths(batched_dot_scaled, (1,), lambda: (a.copy(), sa.copy(), b.copy(), sb.copy(),
+                                                        np.zeros((Bt, M, N), np.float32)),
+                     lambda *args: {4: ref.astype(np.float32)}, constexprs={"B": Bt, "M": M, "N": N, "K": K},
+                     rtol=1e-5, atol=1e-5 * np.abs(ref).max())

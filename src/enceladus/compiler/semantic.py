@@ -1275,19 +1275,21 @@ def _u32(b: Builder, x: Value, value: int) -> Value:
 
 
 def _mx_operand(b: Builder, x: Any, scale: Any, fmt: Any, k_pack: Any, is_rhs: bool) -> Value:
-    """One dot_scaled operand dequantized into a float32 tile ([M, K] for lhs, [K, N] for rhs)."""
+    """One dot_scaled operand dequantized into a float32 tile ([..., M, K] for lhs, [..., K, N] for rhs)."""
     side = "rhs" if is_rhs else "lhs"
     if fmt not in MX_FORMATS:
         raise SemanticError(f"tl.dot_scaled: {side}_format {fmt!r} is not an MX format",
                             f"use one of {sorted(MX_FORMATS)} (a constexpr string)")
     x = _tile(x, "tl.dot_scaled")
-    if len(x.type.shape) != 2:
-        raise SemanticError(f"tl.dot_scaled takes 2-D operands, got {side} of shape {list(x.type.shape)}",
-                            "reshape the operand to 2-D (batched operands: loop over the batch)")
+    if len(x.type.shape) not in (2, 3):
+        raise SemanticError(f"tl.dot_scaled takes 2-D (or batched 3-D) operands, got {side} of shape "
+                            f"{list(x.type.shape)}", "reshape the operand to [M, K] / [K, N] (or [B, M, K] / [B, K, N])")
     ty, code_ty = MX_FORMATS[fmt]
     if not k_pack and fmt != "e2m1":
         raise SemanticError(f"tl.dot_scaled: only e2m1 operands can be packed along another dimension than K "
                             f"({side}_k_pack=False with {fmt!r})", f"drop {side}_k_pack=False")
+    lead = x.type.shape[:-2]
+    nl = len(lead)
     elem = x.type.element
     if fmt == "e2m1":
         if elem != D.uint8:
@@ -1295,13 +1297,13 @@ def _mx_operand(b: Builder, x: Any, scale: Any, fmt: Any, k_pack: Any, is_rhs: b
                                 "load the packed bytes from a uint8 array")
         n = b.cast(x, D.uint32)
         lo, hi = b.emit("and", [n, _u32(b, n, 0xF)], n.type), b.emit("shr", [n, _u32(b, n, 4)], n.type)
-        pair = join(b, lo, hi)  # [R, C, 2]: the low nibble is the first element
-        rows, cols = x.type.shape
-        packed_last = k_pack != is_rhs  # lhs packs K (last axis), rhs packs K (first axis); k_pack=False the other
+        pair = join(b, lo, hi)  # [..., R, C, 2]: the low nibble is the first element
+        rows, cols = x.type.shape[-2:]
+        packed_last = k_pack != is_rhs  # lhs packs K (last axis), rhs packs K (axis -2); k_pack=False the other
         if packed_last:
-            n = reshape(b, pair, rows, cols * 2)
+            n = reshape(b, pair, *lead, rows, cols * 2)
         else:
-            n = reshape(b, permute(b, pair, 0, 2, 1), rows * 2, cols)
+            n = reshape(b, permute(b, pair, *range(nl), nl, nl + 2, nl + 1), *lead, rows * 2, cols)
         sign = b.emit("shl", [b.emit("and", [n, _u32(b, n, 8)], n.type), _u32(b, n, 28)], n.type)
         e = b.emit("and", [b.emit("shr", [n, _u32(b, n, 1)], n.type), _u32(b, n, 3)], n.type)
         m = b.emit("and", [n, _u32(b, n, 1)], n.type)
@@ -1321,9 +1323,9 @@ def _mx_operand(b: Builder, x: Any, scale: Any, fmt: Any, k_pack: Any, is_rhs: b
     if scale is None:
         return value
     s = _tile(scale, "tl.dot_scaled")
-    k = value.type.shape[0] if is_rhs else value.type.shape[1]
-    rows = value.type.shape[1] if is_rhs else value.type.shape[0]
-    want = (rows, k // MX_GROUP)
+    k = value.type.shape[-2] if is_rhs else value.type.shape[-1]
+    rows = value.type.shape[-1] if is_rhs else value.type.shape[-2]
+    want = (*lead, rows, k // MX_GROUP)
     if s.type.shape != want or k % MX_GROUP:
         raise SemanticError(f"tl.dot_scaled: {side}_scale must have shape {list(want)} (one e8m0 scale per "
                             f"{MX_GROUP} elements along K={k}), got {list(s.type.shape)}",
@@ -1338,10 +1340,10 @@ def _mx_operand(b: Builder, x: Any, scale: Any, fmt: Any, k_pack: Any, is_rhs: b
     bits = b.emit("select", [b.emit("eq", [s, _u32(b, s, 255)], s.type.with_element(D.int1)),
                              _u32(b, s, 0x7FC00000), bits], s.type)  # 255: NaN
     sc = b.cast(bits, D.float32, bitcast=True)
-    sc = broadcast_to(b, expand_dims(b, sc, 2), rows, k // MX_GROUP, MX_GROUP)
-    sc = reshape(b, sc, rows, k)  # [rows, K]
+    sc = broadcast_to(b, expand_dims(b, sc, nl + 2), *lead, rows, k // MX_GROUP, MX_GROUP)
+    sc = reshape(b, sc, *lead, rows, k)  # [..., rows, K]
     if is_rhs:
-        sc = permute(b, sc, 1, 0)
+        sc = permute(b, sc, *range(nl), nl + 1, nl)
     return b.emit("mul", [value, sc], value.type)
 
 
@@ -1356,8 +1358,8 @@ def dot_scaled(b: Builder, lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, 
                             "drop out_dtype (Triton supports only float32) and convert the result")
     a = _mx_operand(b, lhs, lhs_scale, lhs_format, lhs_k_pack, is_rhs=False)
     w = _mx_operand(b, rhs, rhs_scale, rhs_format, rhs_k_pack, is_rhs=True)
-    if a.type.shape[1] != w.type.shape[0]:
-        raise SemanticError(f"tl.dot_scaled: the operands hold K={a.type.shape[1]} and K={w.type.shape[0]} elements "
+    if a.type.shape[-1] != w.type.shape[-2]:
+        raise SemanticError(f"tl.dot_scaled: the operands hold K={a.type.shape[-1]} and K={w.type.shape[-2]} elements "
                             f"(shapes {list(_tile(lhs, '').type.shape)} and {list(_tile(rhs, '').type.shape)})",
                             "e2m1 operands hold two elements per byte along the packed dimension: make K agree")
     return dot(b, a, w, acc, input_precision="ieee")

@@ -564,19 +564,19 @@ def _mx_values(t: Tile, scale: Any, fmt: Any, k_pack: bool, is_rhs: bool) -> np.
     side = "rhs" if is_rhs else "lhs"
     if fmt not in _MX:
         raise ValueError(f"Invalid float format: {fmt!r}; tl.dot_scaled takes {sorted(_MX)}")
-    if len(t.shape) != 2:
-        raise ValueError(f"tl.dot_scaled takes 2-D operands, got {side} of shape {t.shape}")
+    if len(t.shape) not in (2, 3):
+        raise ValueError(f"Both inputs must be either 2D or 3D; ({side}: {t.shape})")
     if not k_pack and fmt != "e2m1":
         raise ValueError("only mxfp4 inputs can be packed along a dimension different than K")
     if fmt == "e2m1":
         if t.dtype != D.uint8:
             raise TypeError(f"e2m1 format must be packed as uint8. Got {t.dtype}")
         pairs = np.stack([_E2M1[t.data & 0xF], _E2M1[t.data >> 4]], axis=-1)  # the low nibble comes first
-        p, r, c = t.data.shape
+        *lead, r, c = t.data.shape
         if k_pack != is_rhs:  # packed along the last axis
-            values = pairs.reshape(p, r, 2 * c)
+            values = pairs.reshape(*lead, r, 2 * c)
         else:
-            values = np.swapaxes(pairs, -1, -2).reshape(p, 2 * r, c)
+            values = np.swapaxes(pairs, -1, -2).reshape(*lead, 2 * r, c)
     else:
         ty = _MX[fmt]
         data = t.data
@@ -590,8 +590,9 @@ def _mx_values(t: Tile, scale: Any, fmt: Any, k_pack: bool, is_rhs: bool) -> np.
     s = to_tile(scale)
     k = values.shape[-2] if is_rhs else values.shape[-1]
     rows = values.shape[-1] if is_rhs else values.shape[-2]
-    if s.shape != [rows, k // 32] or k % 32:
-        raise ValueError(f"{side}_scale must be a tensor of shape [{rows}, {k // 32}]. Got {s.shape}")
+    want = [*t.shape[:-2], rows, k // 32]
+    if s.shape != want or k % 32:
+        raise ValueError(f"{side}_scale must be a tensor of shape {want}. Got {s.shape}")
     if s.dtype.name not in ("uint8", "int8"):
         raise TypeError(f"tl.dot_scaled scales are e8m0 bytes (uint8), got {s.dtype}")
     e = s.data.view(np.uint8).astype(np.int64)

@@ -474,7 +474,8 @@ def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_i
 @builtin
 def dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False, lhs_k_pack=True,
                rhs_k_pack=True, out_dtype=None):
-    """Matrix product of microscaled (OCP MX) operands, in float32: ``lhs`` [M, K] times ``rhs`` [K, N], plus ``acc``.
+    """Matrix product of microscaled (OCP MX) operands, in float32: ``lhs`` [M, K] times ``rhs`` [K, N] (or batched
+    [B, M, K] times [B, K, N]), plus ``acc``.
 
     Formats (``lhs_format``/``rhs_format``, constexpr strings): ``"e2m1"`` (mxfp4: two 4-bit codes per uint8, the
     first element in the low nibble, packed along K, or along M/N with ``lhs_k_pack``/``rhs_k_pack=False``),
