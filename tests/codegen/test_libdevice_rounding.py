@@ -115,6 +115,9 @@ def _inputs(n: int, arity: int) -> list[np.ndarray]:
         x[n // 4: n // 4 + 8] = [3e38, -3e38, np.inf, -np.inf, np.nan, 0.0, -0.0, 1.4e-45]
         RNG.shuffle(x) if k else None
         cols.append(x)
+    for c in cols:  # any bit pattern: huge exponent gaps, overflowing products, subnormal results, NaN payloads
+        k = n // 4
+        c[-2 * k:-k] = RNG.integers(0, 2**32, k, dtype=np.uint64).astype(np.uint32).view(F32)
     if arity >= 2:  # cancellations: y close to -x
         m = n // 8
         cols[1][-m:] = -(cols[0][-m:] * (F32(1) + RNG.integers(-3, 4, m).astype(F32) * np.finfo(F32).eps)).astype(F32)
@@ -213,3 +216,17 @@ def test_integer_to_float_with_a_rounding_mode(name):
                      lambda *a: {1: want}, constexprs={"OP": name, "BLOCK": 128},
                      check=lambda args, e, path: _bits_equal(np.asarray(args[1]), want, f"{conv}_{mode} ({path})",
                                                              [v]))
+
+
+def test_fma_at_the_overflow_threshold():
+    # a*b == FLT_MAX + half an ulp exactly (2^128 - 2^103 = 18631 * 2^52 * 1801 * 2^51); c decides the side
+    a = np.full(6, 18631 * 2.0**52, F32)
+    b = np.full(6, 1801 * 2.0**51, F32)
+    c = np.array([-1.0, 0.0, 1.0, -1.0, 0.0, 1.0], F32)
+    a[3:] = -a[3:]
+    fmax = float(np.finfo(F32).max)
+    want = np.array([fmax, np.inf, np.inf, -np.inf, -np.inf, -fmax], F32)  # ties go to even: inf
+    run_on_all_paths(lk.ld3_kernel, (1,), lambda: (a.copy(), b.copy(), c.copy(), np.zeros(6, F32), 6),
+                     lambda *x: {3: want}, constexprs={"OP": "fma_rn", "BLOCK": 8},
+                     check=lambda args, e, path: _bits_equal(np.asarray(args[3]), want, f"fma_rn ({path})", [a, b, c]))
+    assert [_exact("fma", (float(x), float(y), float(z)), "rn") for x, y, z in zip(a, b, c)] == list(want)

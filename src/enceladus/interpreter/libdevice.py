@@ -115,8 +115,12 @@ def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str) -> np.ndarray:
     r64 = r.astype(np.float64)
     gap = s - r64
     ulp = np.abs(np.nextafter(r, _INF).astype(np.float64) - r64)
-    tie = (np.abs(gap) * 2 == ulp) & (e != 0)
+    tie = (np.abs(gap) * 2 == ulp) & (e != 0) & np.isfinite(r)  # (an overflow to inf is no tie)
     r = np.where(tie & (np.sign(gap) == np.sign(e)), np.nextafter(r, np.where(gap > 0, _INF, -_INF)), r)
+    # s exactly halfway between +-FLT_MAX and the overflow threshold rounds to inf; below it (e against s), FLT_MAX
+    fmax = np.float64(np.finfo(np.float32).max)
+    edge = (np.abs(s) == fmax + 2.0**103) & (np.sign(e) == -np.sign(s))
+    r = np.where(edge, np.copysign(np.float32(fmax), s), r)
     r = r.astype(np.float32)
     side = (s - r.astype(np.float64)) + e
     ok = _finite(a, b, c)
