@@ -522,3 +522,28 @@ def test_literal_dtype_and_expect_zero():
         on_path(literals_and_expect_zero, path)[(1,)](bad.copy(), np.zeros(B, np.int32), B=B)
         with pytest.raises(AssertionError, match="expect_zero expected x == 0"):
             on_path(literals_and_expect_zero, path)[(1,)](bad.copy(), np.zeros(B, np.int32), B=B, debug=True)
+
+
+@enceladus.jit
+def standard_and_target(x_ptr, out_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    if tl.target_info.is_cuda() or tl.target_info.is_hip() or tl.target_info.cuda_capability_geq(8, 0):
+        y = x * 0.0  # a CUDA/HIP-only path: never taken here
+    else:
+        y = tl.standard.softmax(x) + tl.standard.sum(x, 0) + tl.standard.max(x, 0)
+    tl.static_assert(not (tl.target_info.is_hip_cdna3() or tl.target_info.is_hip_cdna4()
+                          or tl.target_info.is_hip_gfx1250()))
+    tl.store(out_ptr + offs, y)
+
+
+def test_standard_and_target_info_modules():
+    B = 32
+    x = RNG.standard_normal(B).astype(np.float32)
+
+    def ref(x, out):
+        e = np.exp(x - x.max())
+        return {1: (e / e.sum() + x.sum() + x.max()).astype(np.float32)}
+
+    run_on_all_paths(standard_and_target, (1,), lambda: (x.copy(), np.zeros(B, np.float32)), ref,
+                     constexprs={"B": B}, rtol=1e-5, atol=1e-5)

@@ -134,12 +134,13 @@ def namespace() -> types.ModuleType:
                  "sigmoid", "abs", "fma", "maximum", "minimum", "fdiv", "div_rn", "umulhi", "cdiv"):
         setattr(math, name, _bound(name))
     tl.math = math
-    rnd = types.ModuleType("enceladus.interpreter.tl.random")
-    for name in dir(language.random):
-        value = getattr(language.random, name)
-        if not name.startswith("_"):
-            setattr(rnd, name, OPS.get(builtin_name(value), value) if builtin_name(value) else value)
-    tl.random = rnd
+    for sub in (language.random, language.standard):  # modules of builtins: bound like tl itself
+        mod = types.ModuleType("enceladus.interpreter.tl." + sub.__name__.rsplit(".", 1)[-1])
+        for name in dir(sub):
+            value = getattr(sub, name)
+            if not name.startswith("_"):
+                setattr(mod, name, _bound(builtin_name(value)) if builtin_name(value) else value)
+        setattr(tl, sub.__name__.rsplit(".", 1)[-1], mod)
     tl.extra = _extra_namespace(language.extra)  # tl.extra.libdevice.tanh, as kernels spell it
     tl.__getattr__ = refuse  # Triton builtins Apple GPUs cannot run: a refusal that says why (refusals.py)
     tl.constexpr = interp_constexpr
@@ -206,6 +207,8 @@ class Rebinder:
             return tl.math
         if v is language.random:
             return tl.random
+        if v is language.standard:
+            return tl.standard
         if v is tl_range_cls:
             return range
         if v is tl_static_range_cls:

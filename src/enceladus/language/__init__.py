@@ -6,7 +6,7 @@ import. Builtins run only inside ``@enceladus.jit`` kernels.
 
 from __future__ import annotations
 
-from . import extra, math, random
+from . import extra, math, random, standard, target_info
 from .builtins import (  # ops the interpreter implements ahead of the compiler
     PropagateNan,
     abs,
@@ -163,3 +163,4 @@ __all__ += ["block_type", "div_rn", "map_elementwise", "random", "sqrt_rn", "str
 __all__ += ["pair_uniform_to_normal", "philox_impl", "rand4x", "randn4x", "uint_to_uniform_float"]
 __all__ += ["load_tensor_descriptor", "store_tensor_descriptor"]
 __all__ += ["TRITON_MAX_TENSOR_NUMEL", "add", "condition", "expect_zero", "mul", "pi32_t", "softmax", "sub", "to_tensor"]
+__all__ += ["standard", "target_info"]

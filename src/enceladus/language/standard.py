@@ -1,0 +1,28 @@
+"""``tl.standard``: Triton's standard library module (the builtins Triton writes in the tile language), for
+code that names it (``tl.standard.softmax(x)`` is ``tl.softmax(x)``). ``bitonic_merge`` and ``sort_impl`` are
+not provided."""
+
+from .builtins import (  # noqa: F401
+    argmax,
+    argmin,
+    cdiv,
+    cumprod,
+    cumsum,
+    flip,
+    interleave,
+    max,
+    min,
+    ravel,
+    reduce_or,
+    sigmoid,
+    softmax,
+    sort,
+    squeeze,
+    sum,
+    swizzle2d,
+    topk,
+    unsqueeze,
+    xor_sum,
+    zeros,
+    zeros_like,
+)
