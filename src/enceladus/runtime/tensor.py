@@ -39,7 +39,7 @@ def as_dtype(dtype: DTypeLike) -> np.dtype:
     if ty is None or ty.is_fp64():
         hint = " Apple GPUs have no float64: use float32." if result == np.float64 else ""
         raise TypeError(f"enceladus.Tensor cannot hold dtype {result}.{hint} Supported: bool, int8-64, uint8-64, "
-                        "float16, bfloat16, float32.")
+                        "float16, bfloat16, float32, and the fp8 types (tl.float8e5 etc.: their codes).")
     return result
 
 
