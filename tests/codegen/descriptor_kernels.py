@@ -65,3 +65,19 @@ def descriptor_gather_scatter_kernel(x_ptr, rows_ptr, out_ptr, dst_rows_ptr, M, 
     dst_rows = tl.load(dst_rows_ptr + tl.arange(0, R))
     block = src.gather(rows, col0)
     dst.scatter(block * 10, dst_rows, col0)
+
+
+@enceladus.jit
+def _scaled_copy(src: tl.tensor_descriptor, dst: tl.tensor_descriptor, i, j):
+    tl.static_assert(isinstance(src, tl.tensor_descriptor))
+    tl.static_assert(isinstance(src.type, tl.tensor_descriptor_type))
+    tl.static_assert(src.type.block_shape == [16, 32])
+    tl.static_assert(src.type.element_ty == tl.float32)
+    dst.store([i, j], src.load([i, j]) * 3)
+
+
+@enceladus.jit
+def descriptor_type_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    _scaled_copy(src, dst, tl.program_id(0) * BM, tl.program_id(1) * BN)

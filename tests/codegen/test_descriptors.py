@@ -106,3 +106,11 @@ def test_descriptor_gather_needs_one_row_blocks_and_int_row_offsets():
 
     with pytest.raises(CompilationError, match="1-D int16 or int32 tile"):
         enceladus.compile(float_rows, signature="*fp32", constexprs={"BN": 8})
+
+
+def test_tensor_descriptor_and_its_type_in_a_kernel():
+    M, N = 40, 50
+    x = RNG.standard_normal((M, N)).astype(np.float32)
+    grid = (enceladus.cdiv(M, 16), enceladus.cdiv(N, 32))
+    run_on_all_paths(dk.descriptor_type_kernel, grid, lambda: (x, np.zeros_like(x), M, N),
+                     lambda x, o, M, N: {1: 3 * x}, constexprs={"BM": 16, "BN": 32})

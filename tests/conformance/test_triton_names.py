@@ -38,6 +38,8 @@ FRONTEND_BUILTINS = {"static_assert", "static_print", "reduce", "associative_sca
 # name -> tests that run it in a kernel on every path with a NumPy reference (libdevice names that are the
 # same builtin as a tl name, e.g. libdevice.abs, are exercised by the tl name's test)
 EXERCISED: dict[str, list[str]] = {
+    "tl.tensor_descriptor": ["tests/codegen/test_descriptors.py::test_tensor_descriptor_and_its_type_in_a_kernel"],
+    "tl.tensor_descriptor_type": ["tests/codegen/test_descriptors.py::test_tensor_descriptor_and_its_type_in_a_kernel"],
     "tl.assume": ["tests/conformance/test_surface_names.py::test_hints_casts_shape_helpers_and_namespaces"],
     "tl.atomic_and": ["tests/conformance/test_surface_names.py::test_bitwise_atomics_under_contention"],
     "tl.atomic_or": ["tests/conformance/test_surface_names.py::test_bitwise_atomics_under_contention"],
@@ -341,7 +343,7 @@ KNOWN_MISSING: set[str] = {
     "tl.core", "tl.pointer_type", "tl.tensor",
     # not exposed yet (issue #18: Python constructs and the small surface, atomics, descriptors)
     "tl.aggregate_replace", "tl.bitonic_merge", "tl.const", "tl.constexpr_type", "tl.slice",
-    "tl.tensor_descriptor", "tl.tensor_descriptor_type", "tl.tuple_type", "tl.void",
+    "tl.tuple_type", "tl.void",
 }
 
 

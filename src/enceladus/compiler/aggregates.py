@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..language import dtypes as D
+from ..language import structs
 from .ir import Value
 from .semantic import Builder, SemanticError, binary, compare, is_value, shape_of
 
@@ -110,6 +111,10 @@ class TensorDescriptor(Aggregate):
         # lists, as Triton's (tl.static_assert(desc.block_shape == [M, N]) holds)
         self.base, self.shape, self.strides, self.block_shape = base, list(shape), strides, list(block_shape)
 
+    @property
+    def type(self) -> structs.tensor_descriptor_type:
+        return structs.tensor_descriptor_type(self.base.type.element.element_ty, list(self.block_shape))
+
     def load(self, b: Builder, offsets: Any) -> Value:
         from .semantic import RULES
 
@@ -169,6 +174,9 @@ class TensorDescriptor(Aggregate):
             raise SemanticError(f"scattering a tile of shape {list(shape_of(value))} to {list(ptr.type.shape)} "
                                 "elements (rows x block columns)", "scatter a tile of shape [len(x_offsets), N]")
         return RULES["store"](b, ptr, value, mask=mask)
+
+
+structs.tensor_descriptor.register(TensorDescriptor)
 
 
 def make_block_ptr(b: Builder, base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any,

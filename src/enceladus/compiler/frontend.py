@@ -627,7 +627,7 @@ class Lowering(ast.NodeVisitor):
             method = getattr(base, attr, None)
             if attr in ("load", "store", "gather", "scatter") and method is not None:
                 return _AggregateMethod(method)
-            if attr in ("block_shape", "shape", "strides", "dtype"):
+            if attr in ("block_shape", "shape", "strides", "dtype") or (attr == "type" and hasattr(base, "type")):
                 return getattr(base, attr) if attr != "dtype" else base.base.type.element.element_ty
             raise self.error(node, f"{type(base).__name__} has no attribute '{attr}'",
                              "descriptors support .load(offsets), .store(offsets, value), .gather(x_offsets, "

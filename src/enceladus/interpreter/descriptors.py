@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..language import structs
 from . import memory
 from .ops import OPS, const_int, op
 from .tensor import unwrap
@@ -62,6 +63,10 @@ class TensorDescriptor:
         # lists, as Triton's (tl.static_assert(desc.block_shape == [M, N]) holds)
         self.base, self.shape, self.strides, self.block_shape = base, list(shape), strides, list(block_shape)
 
+    @property
+    def type(self) -> structs.tensor_descriptor_type:
+        return structs.tensor_descriptor_type(self.base.dtype.element_ty, list(self.block_shape))
+
     def load(self, offsets: Any) -> Any:
         offs = _tuple(offsets, len(self.block_shape), "the offsets of a descriptor load")
         ptr, mask = _block(self.base, self.shape, self.strides, offs, self.block_shape, range(len(offs)))
@@ -94,6 +99,9 @@ class TensorDescriptor:
     def scatter(self, value: Any, x_offsets: Any, y_offset: Any) -> None:
         ptr, mask = self._rows(x_offsets, y_offset, "scatter")
         return memory.store(ptr, value, mask=mask)
+
+
+structs.tensor_descriptor.register(TensorDescriptor)
 
 
 def _descriptor(desc: Any, name: str) -> TensorDescriptor:

@@ -164,3 +164,6 @@ __all__ += ["pair_uniform_to_normal", "philox_impl", "rand4x", "randn4x", "uint_
 __all__ += ["load_tensor_descriptor", "store_tensor_descriptor"]
 __all__ += ["TRITON_MAX_TENSOR_NUMEL", "add", "condition", "expect_zero", "mul", "pi32_t", "softmax", "sub", "to_tensor"]
 __all__ += ["standard", "target_info"]
+from .structs import tensor_descriptor, tensor_descriptor_type  # noqa: E402
+
+__all__ += ["tensor_descriptor", "tensor_descriptor_type"]

@@ -10,6 +10,7 @@ descriptor again (the structure is part of the kernel's specialization key).
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,24 @@ class TensorDescriptor:
         """A descriptor of a whole array (strides taken from the array)."""
         a = _array_view(tensor)
         return cls(tensor, tuple(a.shape), tuple(s // a.itemsize for s in a.strides), tuple(block_shape))
+
+
+class tensor_descriptor(abc.ABC):  # noqa: N801, B024  (Triton's name; a registry of classes, no methods)
+    """The type of a tensor descriptor inside a kernel (``tl.tensor_descriptor``), for
+    ``isinstance(desc, tl.tensor_descriptor)`` and annotations; the compiler and the interpreter register their
+    descriptor values as its subclasses. ``desc.type`` is a ``tl.tensor_descriptor_type``."""
+
+
+@dataclass(frozen=True)
+class tensor_descriptor_type:  # noqa: N801  (Triton's name)
+    """What ``desc.type`` gives inside a kernel: the element type and the block shape of a tensor descriptor."""
+
+    element_ty: Any
+    block_shape: list[int]
+
+    @property
+    def rank(self) -> int:
+        return len(self.block_shape)
 
 
 _array_view: Any = np.asarray  # the runtime installs its view of Tensors, torch and MLX arrays (set_array_view)
