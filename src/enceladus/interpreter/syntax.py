@@ -67,11 +67,20 @@ class _Rewrite(ast.NodeTransformer):
         return _located(ast.Call(_name(_DTYPE), [node.value], []), node)
 
 
+_REWRITTEN: dict[types.CodeType, types.CodeType | None] = {}  # a function's code -> its rewrite (once per code)
+
+
 def rewrite(fn: types.FunctionType) -> types.CodeType | None:
     """The code of ``fn`` with the constructs above rewritten, or None (nothing to rewrite, or no source).
 
     Line numbers stay the kernel's own; the closure's free variables keep their names (the rewritten function is
     compiled inside a wrapper that takes them as parameters)."""
+    if fn.__code__ not in _REWRITTEN:
+        _REWRITTEN[fn.__code__] = _rewrite(fn)
+    return _REWRITTEN[fn.__code__]
+
+
+def _rewrite(fn: types.FunctionType) -> types.CodeType | None:
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError):
