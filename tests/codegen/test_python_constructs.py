@@ -547,3 +547,51 @@ def test_standard_and_target_info_modules():
 
     run_on_all_paths(standard_and_target, (1,), lambda: (x.copy(), np.zeros(B, np.float32)), ref,
                      constexprs={"B": B}, rtol=1e-5, atol=1e-5)
+
+
+@enceladus.jit
+def surface_sweep(x_ptr, bits_ptr, out_ptr, n, B: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.multiple_of(tl.max_contiguous(tl.arange(0, B), B), B)
+    tl.assume(n > 0)
+    x = tl.load(x_ptr + offs)
+    tl.static_print("surface_sweep x:", x)
+    tl.static_assert(isinstance(x, tl.tensor) and isinstance(x_ptr.dtype, tl.pointer_type))
+    c = tl.core.constexpr(3)
+    one = tl.max_constancy(tl.zeros_like(x) + 1.0, B)
+    row, col = tl.broadcast(tl.unsqueeze(x, 0), tl.unsqueeze(one, 1))  # [1, B] and [B, 1] -> [B, B]
+    y = tl.sum(row * col, 1) / B + tl.math.exp(x * 0.0) * c + tl.extra.libdevice.tanh(x * 0.0)
+    si, sj = tl.swizzle2d(pid // 3, pid % 3, 4, 3, 2)
+    tl.debug_barrier()
+    tl.store(out_ptr + pid * B + offs, tl.cast(y, tl.float32) + (si * 10 + sj).to(tl.float32))
+    tl.atomic_and(bits_ptr, ~(1 << pid))
+    tl.atomic_or(bits_ptr + 1, 1 << pid)
+    tl.atomic_xor(bits_ptr + 2, pid * 5)
+
+
+def _swizzle2d_ref(i, j, size_i, size_j, size_g):
+    ij = i * size_j + j
+    size_gj = size_g * size_j
+    group_id = ij // size_gj
+    off_i = group_id * size_g
+    size_g = min(size_i - off_i, size_g)
+    ij = ij % size_gj
+    return off_i + ij % size_g, ij // size_g
+
+
+def test_surface_sweep_hints_atomics_shapes_modules():
+    B, grid = 16, 12
+    x = RNG.standard_normal(B).astype(np.float32)
+
+    def ref(x, bits, out, n):
+        res = np.zeros(grid * B, np.float32)
+        xor = 0
+        for pid in range(grid):
+            si, sj = _swizzle2d_ref(pid // 3, pid % 3, 4, 3, 2)
+            res[pid * B:(pid + 1) * B] = np.float32(x.sum(dtype=np.float32) / np.float32(B)) + 3.0 + si * 10 + sj
+            xor ^= pid * 5
+        return {1: np.array([-1 & ~((1 << grid) - 1), (1 << grid) - 1, xor], np.int32), 2: res}
+
+    run_on_all_paths(surface_sweep, (grid,), lambda: (x.copy(), np.array([-1, 0, 0], np.int32),
+                                                      np.zeros(grid * B, np.float32), 5),
+                     ref, constexprs={"B": B}, rtol=1e-5, atol=1e-5)

@@ -887,6 +887,9 @@ class Lowering(ast.NodeVisitor):
             return tuple(args[0])
         if fn is hasattr and len(args) == 2 and not kwargs and is_value(args[0]) and isinstance(args[1], str):
             return self.value_has_attribute(args[0], args[1])
+        if fn is isinstance and len(args) == 2 and not kwargs and is_value(args[0]):
+            classes = args[1] if isinstance(args[1], tuple) else (args[1],)
+            return any(c is object for c in classes)  # a runtime value is a tl.tensor, and no other tl class
         if fn is str_to_ty:
             return self.apply(node, lambda: str_to_ty(*args, **kwargs))
         if fn in (static_range, tl_range):
