@@ -19,7 +19,7 @@ CORPUS = [
     (ak.exp_fp16, "Expected dtype ['fp32', 'fp64'] but got fp16"),
     (ak.sqrt_member_bf16, "Expected dtype ['fp32', 'fp64'] but got bf16"),
     (ak.sin_int, "Expected dtype ['fp32', 'fp64'] but got int32"),
-    (ak.exp_fp32_of_fp16, "approx"),  # exp: within 2 ulp, not bit-identical
+    (ak.exp_fp32_of_fp16, "approx"),  # exp: within Apple's bound, not bit-identical
     (ak.bad_expand_dims_axis, "axis"),
     (ak.broadcast_ranks, "values"),
     (ak.descriptor_lists, "values"),
@@ -53,7 +53,10 @@ def test_same_outcome_on_both_paths(kernel, expected):
         if expected == "values":
             np.testing.assert_array_equal(outcomes[path][1], first, err_msg=f"{kernel.__name__} on {path}")
         elif expected == "approx":
-            np.testing.assert_allclose(outcomes[path][1], first, rtol=2.5e-7, err_msg=f"{kernel.__name__} on {path}")
+            # precise::exp is <= 4 ulp (MSL spec Table 8.1; ENCELADUS_CPU_PERTURB=1 reproduces it), plus the
+            # interpreter's own rounding (0.5 ulp); an ulp is at most 2**-23 of the value
+            np.testing.assert_allclose(outcomes[path][1], first, rtol=4.5 * 2.0**-23,
+                                       err_msg=f"{kernel.__name__} on {path}")
         else:
             assert outcomes[path][1] == first, (path, outcomes[path][1], first)
     if refused:

@@ -197,6 +197,17 @@ def find_compiler(cxx: str | None = None) -> CompilerInfo:
     return _find_compiler_cached(cxx or os.environ.get("ENCELADUS_CXX") or None)
 
 
+# Perturbation mode (ENCELADUS_CPU_PERTURB=1): every math function whose Apple bound exceeds 0.5 ulp returns a
+# result as far from the exact value as that bound allows (include/enceladus/math.h, docs/floating_point.md).
+PERTURB_ENV = "ENCELADUS_CPU_PERTURB"
+PERTURB_DEFINE = "ENCELADUS_PERTURB_MATH=1"
+
+
+def perturb_requested() -> bool:
+    """Whether ENCELADUS_CPU_PERTURB asks for kernels whose math errs by Apple's bounds (any value but empty or 0)."""
+    return os.environ.get(PERTURB_ENV, "").strip() not in ("", "0")
+
+
 def ubsan_requested() -> bool:
     """Whether ENCELADUS_CPU_UBSAN asks for the UBSan build of kernels (any value but empty or 0)."""
     return os.environ.get(UBSAN_ENV, "").strip() not in ("", "0")

@@ -8,7 +8,7 @@ from .libdevice import LIBDEVICE_MSL, LIBDEVICE_SPECIAL_MSL
 BINARY_INFIX = {"add": "+", "sub": "-", "mul": "*", "fdiv": "/", "and": "&", "or": "|", "xor": "^",
                 "shl": "<<", "shr": ">>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 FLOAT_CALL = {"exp": "precise::exp({0})", "exp2": "precise::exp2({0})", "log": "precise::log({0})",
-              "log2": "precise::log2({0})", "sqrt": "precise::sqrt({0})", "rsqrt": "precise::rsqrt({0})",
+              "log2": "precise::log2({0})", "sqrt": "precise::sqrt({0})", "rsqrt": "enc_rsqrt({0})",
               "sin": "precise::sin({0})", "cos": "precise::cos({0})", "floor": "floor({0})", "ceil": "ceil({0})",
               "erf": "enc_erf({0})", "sigmoid": "(1.0f / (1.0f + precise::exp(-({0}))))",
               "tanh": "precise::tanh({0})", "tan": "precise::tan({0})", "asin": "precise::asin({0})",
@@ -22,12 +22,18 @@ FLOAT_CALL = {"exp": "precise::exp({0})", "exp2": "precise::exp2({0})", "log": "
 FLOAT_CALL2 = {"pow": "precise::pow({0}, {1})", "atan2": "precise::atan2({0}, {1})", "copysign": "copysign({0}, {1})",
                "hypot": "enc_hypot({0}, {1})", "fmin": "fmin({0}, {1})", "fmax": "fmax({0}, {1})"}
 # helpers a table entry needs (emitted once into kernels that use them)
-NEEDS = {"erf": "enc_erf", "erfc": "enc_erf", "log1p": "enc_extra", "expm1": "enc_extra", "cbrt": "enc_extra",
+NEEDS = {"rsqrt": "enc_rsqrt", "erf": "enc_erf", "erfc": "enc_erf", "log1p": "enc_extra", "expm1": "enc_extra", "cbrt": "enc_extra",
          "hypot": "enc_extra"}
 
 HELPERS = {
     "enc_libdevice": LIBDEVICE_MSL,
     "enc_libdevice_special": LIBDEVICE_SPECIAL_MSL,
+    "enc_rsqrt": """// tl.rsqrt: fast::rsqrt, whose bound (MSL Table 8.2: <= 2 ulp) equals that of CUDA's rsqrtf, Triton's lowering.
+// Only on normal finite inputs: fast math leaves INF/NaN undefined (MSL 8.1), so 0, subnormals, INF, negative
+// inputs and NaN take precise::rsqrt (correctly rounded, Table 8.1). docs/floating_point.md has every function.
+static inline float enc_rsqrt(float x) {
+    return (x >= 1.17549435e-38f && x <= 3.40282347e38f) ? fast::rsqrt(x) : precise::rsqrt(x);
+}""",
     "enc_umulhi64": """// The high 64 bits of a 64x64-bit unsigned product, from 32-bit halves.
 static inline ulong enc_umulhi64(ulong a, ulong b) {
     const ulong al = a & 0xFFFFFFFFul, ah = a >> 32, bl = b & 0xFFFFFFFFul, bh = b >> 32;

@@ -1,6 +1,12 @@
 // Metal math library on the host: metal::precise:: is the reference; metal:: and metal::fast::
-// resolve to the same precise implementations (documented difference from the GPU's fast math).
+// resolve to the same precise implementations (documented difference from the GPU's fast math), except
+// fast::rsqrt, which the emitter uses (docs/floating_point.md).
 // Float functions use __builtin_* so no C library header is pulled into the kernel.
+//
+// ENCELADUS_PERTURB_MATH (ENCELADUS_CPU_PERTURB=1): every float function whose Apple bound exceeds 0.5 ulp
+// (MSL spec section 8.4, Table 8.1 for precise::, Table 8.2 for fast::) returns a result moved away from the
+// exact value by as many ulps as the bound allows (direction from a hash of the arguments: deterministic),
+// so tests see the worst error an Apple GPU may give instead of the host's nearly exact libm.
 #ifndef ENCELADUS_MATH_H
 #define ENCELADUS_MATH_H
 #include "vec.h"
@@ -39,7 +45,62 @@ __ENC_INLINE float fma_to_odd(float a, float b, float c) {
     f = __builtin_nextafterf(f, s > double(f) ? __builtin_inff() : -__builtin_inff());
   return f;
 }
+// sin(pi x), cos(pi x) in double (Table 8.1: <= 4 ulp; sin(x * pi) in float is thousands of ulp off near the
+// zeros) with the exact zeros of the functions: x reduced modulo 2 exactly, so the
+// product with pi (rounded) never turns an exact 0 into a small non-zero "exact" value
+__ENC_INLINE double sinpi_d(float x) {
+  const double r = __builtin_fmod(double(x), 2.0);
+  return r == __builtin_trunc(r) ? 0.0 : __builtin_sin(3.14159265358979323846 * r);
+}
+__ENC_INLINE double cospi_d(float x) {
+  const double r = __builtin_fmod(double(x), 2.0);
+  return r - __builtin_trunc(r) == 0.5 || r - __builtin_trunc(r) == -0.5 ? 0.0 : __builtin_cos(3.14159265358979323846 * r);
+}
+#ifdef ENCELADUS_PERTURB_MATH
+// The float ulp at the exact value r: the gap of its binade; at a power of two the smaller (lower) gap, the
+// strictest reading of the spec's definition, so a perturbed result is within the bound under every reading.
+__ENC_INLINE double ulp_at(double r) {
+  const double a = __builtin_fabs(r);
+  if (a < 0x1p-126) return 0x1p-149;
+  int e = 0;
+  const double m = __builtin_frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  return m == 0.5 ? __builtin_ldexp(1.0, e - 25) : __builtin_ldexp(1.0, e - 24);
+}
+__ENC_INLINE unsigned mix_bits(unsigned h) {
+  h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+  return h;
+}
+// `exact` (the function in double) moved by up to `ulps` float ulps, rounded to float and checked to stay within
+// `ulps` of it. Results that are not normal finite floats (0, subnormal, INF, NaN) are left as rounded: their
+// handling is a matter of flush-to-zero and special values, not of the ulp bound.
+__ENC_INLINE float perturbed(double exact, unsigned seed, int ulps) {
+  const float r = float(exact);
+  if (!__builtin_isfinite(r) || __builtin_fabsf(r) < 0x1p-126f) return r;
+  const double u = ulp_at(exact), dir = (mix_bits(seed) & 1u) ? 1.0 : -1.0;
+  for (int m = ulps; m > 0; --m) {
+    const float c = float(exact + dir * m * u);
+    if (__builtin_isfinite(c) && __builtin_fabsf(c) >= 0x1p-126f && __builtin_signbit(c) == __builtin_signbit(r) &&
+        __builtin_fabs(double(c) - exact) <= ulps * u)
+      return c;
+  }
+  return r;
+}
+__ENC_INLINE unsigned bits_of(float x) { return __builtin_bit_cast(unsigned, x); }
+#endif
 }  // namespace __enc
+
+// __ENC_A1/__ENC_A2(ulps, float expression, double expression): a function with an Apple bound of `ulps`; the
+// float expression normally, the double one perturbed in ENCELADUS_PERTURB_MATH mode (__LINE__ salts the hash
+// per function). The ulps given are the largest whole number of steps that stays within the bound: a bound of
+// N ulp allows N steps from the exact value (the result is then rounded to float and checked).
+#ifdef ENCELADUS_PERTURB_MATH
+#define __ENC_A1(ULPS, FEXPR, DEXPR) __enc::perturbed((DEXPR), __enc::bits_of(x) ^ (__LINE__ * 0x9e3779b9u), (ULPS))
+#define __ENC_A2(ULPS, FEXPR, DEXPR)                                                                 \
+  __enc::perturbed((DEXPR), __enc::bits_of(x) ^ __enc::mix_bits(__enc::bits_of(y) ^ (__LINE__ * 0x9e3779b9u)), (ULPS))
+#else
+#define __ENC_A1(ULPS, FEXPR, DEXPR) (FEXPR)
+#define __ENC_A2(ULPS, FEXPR, DEXPR) (FEXPR)
+#endif
 
 namespace precise {
 // One float implementation per function; half and bfloat compute in float and round once.
@@ -57,29 +118,29 @@ namespace precise {
   template <class T, int N> __ENC_INLINE vec<T, N> NAME(const vec<T, N>& a, const vec<T, N>& b) {   \
     return __enc::map2(a, b, [](T e, T f) { return T(NAME(e, f)); });                               \
   }
-__ENC_M1(exp, __builtin_expf(x))
-__ENC_M1(exp2, __builtin_exp2f(x))
-__ENC_M1(exp10, __builtin_powf(10.0f, x))
-__ENC_M1(log, __builtin_logf(x))
-__ENC_M1(log2, __builtin_log2f(x))
-__ENC_M1(log10, __builtin_log10f(x))
+__ENC_M1(exp, __ENC_A1(4, __builtin_expf(x), __builtin_exp(double(x))))
+__ENC_M1(exp2, __ENC_A1(4, __builtin_exp2f(x), __builtin_exp2(double(x))))
+__ENC_M1(exp10, __ENC_A1(4, __builtin_powf(10.0f, x), __builtin_pow(10.0, double(x))))
+__ENC_M1(log, __ENC_A1(4, __builtin_logf(x), __builtin_log(double(x))))
+__ENC_M1(log2, __ENC_A1(4, __builtin_log2f(x), __builtin_log2(double(x))))
+__ENC_M1(log10, __ENC_A1(4, __builtin_log10f(x), __builtin_log10(double(x))))
 __ENC_M1(sqrt, __builtin_sqrtf(x))
-__ENC_M1(rsqrt, 1.0f / __builtin_sqrtf(x))
+__ENC_M1(rsqrt, float(1.0 / __builtin_sqrt(double(x))))  // correctly rounded (Table 8.1)
 __ENC_M1(cbrt, __builtin_cbrtf(x))
-__ENC_M1(sin, __builtin_sinf(x))
-__ENC_M1(cos, __builtin_cosf(x))
-__ENC_M1(tan, __builtin_tanf(x))
-__ENC_M1(asin, __builtin_asinf(x))
-__ENC_M1(acos, __builtin_acosf(x))
-__ENC_M1(atan, __builtin_atanf(x))
-__ENC_M1(sinh, __builtin_sinhf(x))
-__ENC_M1(cosh, __builtin_coshf(x))
-__ENC_M1(tanh, __builtin_tanhf(x))
-__ENC_M1(asinh, __builtin_asinhf(x))
-__ENC_M1(acosh, __builtin_acoshf(x))
-__ENC_M1(atanh, __builtin_atanhf(x))
-__ENC_M1(sinpi, __builtin_sinf(x * 3.14159265358979323846f))
-__ENC_M1(cospi, __builtin_cosf(x * 3.14159265358979323846f))
+__ENC_M1(sin, __ENC_A1(4, __builtin_sinf(x), __builtin_sin(double(x))))
+__ENC_M1(cos, __ENC_A1(4, __builtin_cosf(x), __builtin_cos(double(x))))
+__ENC_M1(tan, __ENC_A1(6, __builtin_tanf(x), __builtin_tan(double(x))))
+__ENC_M1(asin, __ENC_A1(4, __builtin_asinf(x), __builtin_asin(double(x))))
+__ENC_M1(acos, __ENC_A1(4, __builtin_acosf(x), __builtin_acos(double(x))))
+__ENC_M1(atan, __ENC_A1(5, __builtin_atanf(x), __builtin_atan(double(x))))
+__ENC_M1(sinh, __ENC_A1(4, __builtin_sinhf(x), __builtin_sinh(double(x))))
+__ENC_M1(cosh, __ENC_A1(4, __builtin_coshf(x), __builtin_cosh(double(x))))
+__ENC_M1(tanh, __ENC_A1(5, __builtin_tanhf(x), __builtin_tanh(double(x))))
+__ENC_M1(asinh, __ENC_A1(4, __builtin_asinhf(x), __builtin_asinh(double(x))))
+__ENC_M1(acosh, __ENC_A1(4, __builtin_acoshf(x), __builtin_acosh(double(x))))
+__ENC_M1(atanh, __ENC_A1(5, __builtin_atanhf(x), __builtin_atanh(double(x))))
+__ENC_M1(sinpi, __ENC_A1(4, float(__enc::sinpi_d(x)), __enc::sinpi_d(x)))
+__ENC_M1(cospi, __ENC_A1(4, float(__enc::cospi_d(x)), __enc::cospi_d(x)))
 __ENC_M1(floor, __builtin_floorf(x))
 __ENC_M1(ceil, __builtin_ceilf(x))
 __ENC_M1(trunc, __builtin_truncf(x))
@@ -89,9 +150,9 @@ __ENC_M1(fabs, __builtin_fabsf(x))
 __ENC_M1(fract, x - __builtin_floorf(x) < 0x1.fffffep-1f ? x - __builtin_floorf(x) : 0x1.fffffep-1f)
 __ENC_M1(saturate, __builtin_fminf(__builtin_fmaxf(x, 0.0f), 1.0f))
 __ENC_M1(sign, x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x != x ? 0.0f : x)))
-__ENC_M2(pow, __builtin_powf(x, y))
-__ENC_M2(powr, __builtin_powf(x, y))
-__ENC_M2(atan2, __builtin_atan2f(x, y))
+__ENC_M2(pow, __ENC_A2(16, __builtin_powf(x, y), __builtin_pow(double(x), double(y))))
+__ENC_M2(powr, __ENC_A2(16, __builtin_powf(x, y), __builtin_pow(double(x), double(y))))
+__ENC_M2(atan2, __ENC_A2(6, __builtin_atan2f(x, y), __builtin_atan2(double(x), double(y))))
 __ENC_M2(fmod, __builtin_fmodf(x, y))
 __ENC_M2(fmin, __builtin_fminf(x, y))
 __ENC_M2(fmax, __builtin_fmaxf(x, y))
@@ -100,8 +161,6 @@ __ENC_M2(fdim, __builtin_fdimf(x, y))
 __ENC_M2(hypot, __builtin_hypotf(x, y))
 __ENC_M2(divide, x / y)
 __ENC_M2(step, y < x ? 0.0f : 1.0f)
-#undef __ENC_M1
-#undef __ENC_M2
 
 __ENC_INLINE float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 __ENC_INLINE half fma(half a, half b, half c) { return half(__enc::fma_to_odd(float(a), float(b), float(c))); }
@@ -116,7 +175,15 @@ template <class T> __ENC_INLINE T mix(T x, T y, T a) { return x + (y - x) * a; }
 __ENC_INLINE float ldexp(float x, int k) { return __builtin_ldexpf(x, k); }
 }  // namespace precise
 
-namespace fast { using namespace precise; }
+namespace fast {
+using namespace precise;
+// fast::rsqrt is <= 2 ulp (Table 8.2); the emitter calls it only on normal finite inputs (enc_rsqrt).
+__ENC_M1(rsqrt, __ENC_A1(2, 1.0f / __builtin_sqrtf(x), 1.0 / __builtin_sqrt(double(x))))
+}  // namespace fast
+#undef __ENC_M1
+#undef __ENC_M2
+#undef __ENC_A1
+#undef __ENC_A2
 using namespace precise;
 
 // abs / min / max / clamp for every scalar type and vectors.
