@@ -448,15 +448,13 @@ class CpuLibrary:
 
     def __init__(self, msl: str, compiler: CompilerInfo, race_check: bool = False, ubsan: bool | None = None,
                  defines: tuple[str, ...] = (), checked: bool = True) -> None:
-        from .toolchain import PERTURB_DEFINE, perturb_requested, ubsan_requested
+        from .toolchain import ubsan_requested
 
         self.msl = msl
         self.race_check = race_check
         self.checked = checked or race_check
         self.ubsan = ubsan_requested() if ubsan is None else ubsan  # UBSan mode: see toolchain.kernel_flags
         self.defines = tuple(defines)  # -D macros of the compatibility headers (the probe tests' wrong twins)
-        if perturb_requested() and PERTURB_DEFINE not in self.defines:  # part of the flags, so of the cache key
-            self.defines += (PERTURB_DEFINE,)
         # fails here, not later, when the UBSan mode cannot be built
         self._flags = kernel_flags(compiler, self.ubsan) + tuple(f"-D{d}" for d in self.defines)
         self._race_lib: CpuLibrary | None | bool = None  # the debug build: None = not tried, False = failed

@@ -215,15 +215,17 @@ def ubsan_requested() -> bool:
 
 def kernel_flags(compiler: CompilerInfo, ubsan: bool = False) -> tuple[str, ...]:
     """The flags kernel libraries are built with: KERNEL_FLAGS, or in UBSan mode the same without -fwrapv plus
-    the sanitizer checks (CompilerNotFoundError when the compiler is not clang: the mode fails, never skips)."""
+    the sanitizer checks (CompilerNotFoundError when the compiler is not clang: the mode fails, never skips);
+    in the perturbation mode (ENCELADUS_CPU_PERTURB=1) also -DENCELADUS_PERTURB_MATH=1."""
+    perturb = (f"-D{PERTURB_DEFINE}",) if perturb_requested() else ()
     if not ubsan:
-        return KERNEL_FLAGS + compiler.warning_flags
+        return KERNEL_FLAGS + compiler.warning_flags + perturb
     if compiler.kind not in ("clang", "zig"):
         raise CompilerNotFoundError(
             f"{UBSAN_ENV}=1 needs clang (its -fsanitize={UBSAN_CHECKS} checks), but the cpu backend's compiler is "
             f"{compiler.version or ' '.join(compiler.command)}: install clang (`apt-get install -y clang`) or set "
             f"ENCELADUS_CXX=clang++, or unset {UBSAN_ENV}")
-    return tuple(f for f in KERNEL_FLAGS if f != "-fwrapv") + UBSAN_FLAGS + compiler.warning_flags
+    return tuple(f for f in KERNEL_FLAGS if f != "-fwrapv") + UBSAN_FLAGS + compiler.warning_flags + perturb
 
 
 def cache_dir() -> str:
@@ -279,12 +281,12 @@ def _write_entry(path: str, text: str, key: str) -> None:
 def library_index_path(msl: str, compiler: CompilerInfo, mode: str, ubsan: bool = False,
                        defines: tuple[str, ...] = ()) -> str:
     """Where the index entry of a kernel library lives: ``index-<key>.json``, keyed by the MSL text, the
-    headers and translator, the compiler and the flags (UBSan mode and -D macros included). It names the built
+    headers and translator, the compiler and the flags (UBSan and perturbation modes and -D macros included). It names the built
     library (its build key) and holds the parsed signatures, so a cached library is loaded without translating
     the MSL again. ``mode``: ``"checked"`` (access checks, the default), ``"plain"`` or ``"race"`` (debug)."""
     h = sha256()
     flags = " ".join(KERNEL_FLAGS + compiler.warning_flags) + (" ubsan:" + " ".join(UBSAN_FLAGS) if ubsan else "") \
-        + "".join(f" -D{d}" for d in defines)
+        + "".join(f" -D{d}" for d in defines) + (f" -D{PERTURB_DEFINE}" if perturb_requested() else "")
     for part in (msl, headers_digest(), compiler.identity, flags, mode):
         h.update(part.encode())
         h.update(b"\0")
