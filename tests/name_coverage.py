@@ -57,13 +57,25 @@ def _imports(path: Path, tree: ast.Module) -> dict[str, tuple[Path, str | None]]
 _OTHER_MODULES = {"np", "numpy", "torch", "math", "pytest", "os", "sys", "struct", "random", "itertools"}
 
 
-def _used(nodes: list[ast.AST]) -> set[str]:
-    """Attribute names (except of NumPy, torch, math...) and string constants under the nodes."""
+_TL_ROOTS = {"tl", "libdevice", "triton", "language", "enceladus"}
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _used(nodes: list[ast.AST], kernel: bool = True) -> set[str]:
+    """Names used under the nodes: string constants, and attributes — in a kernel any attribute except of
+    NumPy, torch, math... (``x.to``, ``tl.sum``); in a test's own body only ``tl.x`` / ``libdevice.x`` chains
+    (``np_array.max()`` there is NumPy's, not the tile language's)."""
     out: set[str] = set()
     for root in nodes:
         for n in ast.walk(root):
             if isinstance(n, ast.Attribute):
-                if not (isinstance(n.value, ast.Name) and n.value.id in _OTHER_MODULES):
+                base = _root(n.value)
+                if kernel and base not in _OTHER_MODULES or not kernel and base in _TL_ROOTS:
                     out.add(n.attr)
             elif isinstance(n, ast.Constant) and isinstance(n.value, str):
                 out.add(n.value)
@@ -90,6 +102,8 @@ def _resolve(path: Path, tree: ast.Module, ref: tuple[str, str | None]) -> tuple
     if imported is None:
         return None
     file, member = imported
+    if file.name == "paths.py":  # the harness (run_on_all_paths), not a kernel
+        return None
     other = _module(file)
     if other is None:
         return None
@@ -106,7 +120,7 @@ def _module_constants(tree: ast.Module, fn: ast.FunctionDef) -> set[str]:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id in read for t in targets):
-                out |= _used([node.value])
+                out |= _used([node.value], kernel=False)
     return out
 
 
@@ -132,7 +146,7 @@ def exercised_names(test_id: str) -> set[str] | str:
         return f"{file} defines no function {func}"
     if not _runs_all_paths(path, tree, fn):
         return f"{test_id} does not call run_on_all_paths (every path against a NumPy reference)"
-    names = _used([fn, *fn.decorator_list]) | _module_constants(tree, fn)
+    names = _used([fn, *fn.decorator_list], kernel=False) | _module_constants(tree, fn)
     seen: set[int] = set()
     frontier = [(path, tree, fn)]
     for _ in range(2):  # the kernels the test launches, and the @jit functions they call

@@ -15,7 +15,9 @@ def surface_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     row, grid = tl.broadcast(tl.unsqueeze(x, 0), tl.zeros([2, BLOCK], tl.float32))
     tl.debug_barrier()
     y = tl.math.exp(tl.zeros_like(x)) * two + tl.cast(x, tl.int32).to(tl.float32) + tl.sum(row + grid, 0)
-    tl.store(out_ptr + offs, y + tl.extra.libdevice.tanh(x), mask=mask)
+    tl.static_assert(isinstance(x.dtype, tl.dtype) and x.dtype == tl.float32)
+    same = tl.view(tl.unsqueeze(x, 0), (BLOCK,))  # the elements in the same order: same - x == 0
+    tl.store(out_ptr + offs, y + tl.extra.libdevice.tanh(x) + (same - x) * 1000, mask=mask)
 
 
 @enceladus.jit

@@ -101,7 +101,7 @@ EXERCISED: dict[str, list[str]] = {
     "tl.device_assert": ["tests/conformance/test_memory_control.py::test_device_print_and_assert_on_every_path"],
     "tl.device_print": ["tests/conformance/test_memory_control.py::test_device_print_and_assert_on_every_path"],
     "tl.dot": ["tests/codegen/test_dot.py::test_batched_dot"],
-    "tl.dtype": ["tests/codegen/test_dot.py::test_small_and_out_dtypes"],
+    "tl.dtype": ["tests/conformance/test_surface_names.py::test_hints_casts_shape_helpers_and_namespaces"],
     "tl.erf": ["tests/interpreter/test_elementwise.py::test_math"],
     "tl.exp": ["tests/interpreter/test_ops.py::test_softmax"],
     "tl.exp2": ["tests/interpreter/test_elementwise.py::test_math"],
@@ -121,7 +121,7 @@ EXERCISED: dict[str, list[str]] = {
     "tl.int64": ["tests/codegen/test_reductions.py::test_reduce_2d_dtypes"],
     "tl.int8": ["tests/conformance/test_tiles.py::test_dot_shapes"],
     "tl.interleave": ["tests/conformance/test_triton_values.py::test_interleave_of_scalars"],
-    "tl.join": ["tests/codegen/test_atomics.py::test_gather"],
+    "tl.join": ["tests/codegen/test_reductions.py::test_shape_ops"],
     "tl.load": ["tests/conformance/test_memory_control.py::test_masked_and_strided_loads_and_stores"],
     "tl.log": ["tests/interpreter/test_elementwise.py::test_math"],
     "tl.log2": ["tests/conformance/test_arith.py::test_unary_float_ops"],
@@ -140,8 +140,8 @@ EXERCISED: dict[str, list[str]] = {
     "tl.randint4x": ["tests/codegen/test_random_known_answers.py::test_randint_rand_randn_match_triton"],
     "tl.randn": ["tests/codegen/test_random_known_answers.py::test_randint_rand_randn_match_triton"],
     "tl.range": ["tests/interpreter/test_control.py::test_per_program_loop_bounds"],
-    "tl.ravel": ["tests/conformance/test_tiles.py::test_scans"],
-    "tl.reduce": ["tests/codegen/test_reduce_or.py::test_reduce_or_2d"],
+    "tl.ravel": ["tests/codegen/test_reductions.py::test_shape_ops"],
+    "tl.reduce": ["tests/codegen/test_reductions.py::test_reduce_with_user_combine_and_tuples"],
     "tl.reduce_or": ["tests/codegen/test_reduce_or.py::test_reduce_or_2d"],
     "tl.reshape": ["tests/codegen/test_pointer_layouts.py::test_reshape_flip_and_cat_of_pointer_tiles"],
     "tl.rsqrt": ["tests/interpreter/test_elementwise.py::test_math"],
@@ -154,7 +154,7 @@ EXERCISED: dict[str, list[str]] = {
     "tl.static_assert": ["tests/codegen/test_reductions.py::test_shape_ops"],
     "tl.static_range": ["tests/interpreter/test_elementwise.py::test_nested_jit_and_static_range"],
     "tl.store": ["tests/conformance/test_memory_control.py::test_masked_and_strided_loads_and_stores"],
-    "tl.sum": ["tests/conformance/test_tiles.py::test_scans"],
+    "tl.sum": ["tests/codegen/test_reductions.py::test_reduce_2d_float"],
     "tl.topk": ["tests/codegen/test_atomics.py::test_sort_and_topk"],
     "tl.trans": ["tests/codegen/test_pointer_layouts.py::test_loaded_tile_feeds_a_dot_and_a_transposed_dot"],
     "tl.uint16": ["tests/conformance/test_arith.py::test_unary_int_ops"],
@@ -162,7 +162,7 @@ EXERCISED: dict[str, list[str]] = {
     "tl.uint64": ["tests/conformance/test_arith.py::test_unary_int_ops"],
     "tl.uint8": ["tests/conformance/test_arith.py::test_casts_to_every_dtype"],
     "tl.umulhi": ["tests/conformance/test_triton_values.py::test_umulhi_is_the_unsigned_high_word"],
-    "tl.view": ["tests/codegen/test_atomics.py::test_gather"],
+    "tl.view": ["tests/conformance/test_surface_names.py::test_hints_casts_shape_helpers_and_namespaces"],
     "tl.where": ["tests/interpreter/test_elementwise.py::test_where_fma_clamp"],
     "tl.xor_sum": ["tests/codegen/test_reductions.py::test_reduce_2d_float"],
     "tl.zeros": ["tests/interpreter/test_ops.py::test_matmul"],
@@ -445,3 +445,13 @@ def test_a_float64_libdevice_function_is_a_located_refusal_on_both_paths():
         enceladus.jit(_fp64_kernel, interpret=True)[(1,)](np.zeros(1, np.int32))
     assert "libdevice.double2int_rz cannot run on Apple GPUs" in str(info.value)
     assert "float64" in str(info.value)
+
+
+def test_the_reading_of_a_test_rejects_what_does_not_exercise_a_name():
+    assert isinstance(exercised_names("tests/conformance/test_triton_names.py::test_the_list_is_triton_3_9"), str)
+    assert isinstance(exercised_names("tests/no_such_file.py::test_x"), str)
+    assert isinstance(exercised_names("tests/codegen/test_extra_math.py::test_no_such_test"), str)
+    used = exercised_names("tests/codegen/test_extra_math.py::test_unary")
+    assert isinstance(used, set) and "tanh" in used and "add_rz" not in used
+    # the harness is not read as a kernel: its messages are not names
+    assert " and " not in used
