@@ -43,11 +43,14 @@ def test_device_print_matches_the_interpreter(capsys):
 @pytest.mark.parametrize("path", ["interpreter", "cpu"])
 def test_device_assert(path):
     x = np.arange(300, dtype=np.int32)
-    on_path(assert_kernel, path)[(3,)](x, 50, BLOCK=128)  # only the first 50 elements are checked
+    on_path(assert_kernel, path)[(3,)](x, 50, BLOCK=128, debug=True)  # only the first 50 elements are checked
     np.testing.assert_array_equal(x[:50], np.arange(50) + 1)
     x = np.arange(300, dtype=np.int32)
+    on_path(assert_kernel, path)[(3,)](x, 300, BLOCK=128)  # outside debug mode it is not checked, as in Triton
+    np.testing.assert_array_equal(x, np.arange(300) + 1)
+    x = np.arange(300, dtype=np.int32)
     with pytest.raises(AssertionError, match="x must stay below 100") as info:
-        on_path(assert_kernel, path)[(3,)](x, 300, BLOCK=128)
+        on_path(assert_kernel, path)[(3,)](x, 300, BLOCK=128, debug=True)
     assert "program (0, 0, 0)" in str(info.value) or "program (1, 0, 0)" in str(info.value) or path == "interpreter"
     if path == "cpu":
         assert isinstance(info.value, DeviceAssertionError) and "line" in str(info.value)
@@ -56,4 +59,4 @@ def test_device_assert(path):
 def test_kernels_that_log_run_synchronously_even_on_tensors():
     x = enceladus.tensor(np.arange(8, dtype=np.int32) * 50)
     with pytest.raises(DeviceAssertionError):
-        assert_kernel[(1,)](x, 8, BLOCK=8)
+        assert_kernel[(1,)](x, 8, BLOCK=8, debug=True)

@@ -61,10 +61,11 @@ def test_device_print(capsys) -> None:
 
 def test_device_assert() -> None:
     x = np.ones(64, np.float32)
-    on_path(device_assert_kernel, "interpreter")[(2,)](x, BLOCK=32)
+    on_path(device_assert_kernel, "interpreter")[(2,)](x, BLOCK=32, debug=True)
     x[40] = -1
+    on_path(device_assert_kernel, "interpreter")[(2,)](x, BLOCK=32)  # checked only in debug mode, as in Triton
     with pytest.raises(DeviceAssertionError, match=r"program \(1, 0, 0\), tile index \(8,\): x must be non-negative"):
-        on_path(device_assert_kernel, "interpreter")[(2,)](x, BLOCK=32)
+        on_path(device_assert_kernel, "interpreter")[(2,)](x, BLOCK=32, debug=True)
 
 
 def test_static_assert_is_a_compilation_error() -> None:

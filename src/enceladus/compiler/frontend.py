@@ -147,9 +147,8 @@ class Lowering(ast.NodeVisitor):
     """Evaluates one kernel body (and inlined callees) into a ``Builder``."""
 
     def __init__(self, builder: Builder, source: KernelSource, scope: dict[str, Any], kernel_name: str,
-                 call_stack: tuple[Any, ...] = (), debug: bool = False):
+                 call_stack: tuple[Any, ...] = ()):
         self.b = builder
-        self.debug = debug  # `assert` statements are checked (Triton's debug=True / TRITON_DEBUG)
         self.src = source
         self.scope = scope
         self.globals = source.fn.__globals__
@@ -205,13 +204,7 @@ class Lowering(ast.NodeVisitor):
         if is_value(msg) or not isinstance(msg, (str, int, float)):
             raise self.error(node.msg, "the message of an assert must be a constant string",
                              'write it as a string literal, e.g. assert x >= 0, "x must be non-negative"')
-        if not self.debug:
-            return
-        if not is_value(cond):  # a constexpr: a false one fails every launch, as Triton's does
-            if cond:
-                return
-            cond = self.apply(node, lambda: self.b.const(False, semantic.D.int1))
-        self.apply(node, lambda: semantic.RULES["device_assert"](self.b, cond, str(msg)))
+        self.apply(node, lambda: semantic.RULES["device_assert"](self.b, cond, str(msg)))  # debug mode only
 
     def visit_Pass(self, node: ast.Pass) -> None:
         return None
@@ -962,7 +955,7 @@ class Lowering(ast.NodeVisitor):
         scope = {}
         for name, value in bound.arguments.items():
             scope[name] = value.value if isinstance(value, constexpr) else value
-        callee = Lowering(self.b, fn.source, scope, self.kernel_name, self.call_stack, self.debug)
+        callee = Lowering(self.b, fn.source, scope, self.kernel_name, self.call_stack)
         for attr in ("__defaults__", "__kwdefaults__"):  # defaults are compiled in: changing them makes it stale
             if getattr(fn.fn, attr, None):
                 self._record_read(node, (attr,), getattr(fn.fn, attr), owner=fn.fn)
@@ -1038,7 +1031,7 @@ def lower_kernel(source: KernelSource, name: str,
             scope[pname] = builder.const(spec.value, spec.dtype)
         else:
             scope[pname] = spec
-    lowering = Lowering(builder, source, scope, name, debug=debug)
+    lowering = Lowering(builder, source, scope, name)
     try:
         lowering.run_body(source.tree.body, [])
     except _Return as r:

@@ -161,7 +161,7 @@ def assert_(cond: Any, msg: Any = "") -> None:
     launch = current()
     if not launch.debug:
         return
-    if isinstance(cond, Tile):
+    if isinstance(cond, Tile):  # device_assert checks debug mode itself
         from .ops import OPS
 
         OPS["device_assert"](cond, msg)

@@ -591,7 +591,8 @@ def device_print(prefix, *args, hex=False):
 
 @builtin
 def device_assert(cond, msg="", mask=None):
-    """Fail the launch (with the program id and element) where ``cond`` is false at run time."""
+    """In debug mode (``debug=True``, ``ENCELADUS_DEBUG=1``), fail the launch (with the program id and element)
+    where ``cond`` is false at run time; outside debug mode it is not compiled, as in Triton."""
 
 
 @builtin
