@@ -287,3 +287,12 @@ def test_fp8_with_an_integer_tile_is_refused_as_in_triton():
     assert "unexpected type fp8e4nv and int32" in info.value.message and "x.to(tl.float16)" in info.value.fix
     with pytest.raises(TypeError, match="unexpected type fp8e4nv and int32.*x.to\\(tl.float16\\)"):
         JITFunction(fp8_plus_int.fn, interpret=True)[(1,)](x, i, np.zeros(8, np.float32), B=8)
+
+
+def test_triton_spellings_of_the_fp8_types():
+    from enceladus.triton.internal_testing import str_to_triton_dtype
+
+    for spelling, ty in [("float8e4nv", tl.float8e4nv), ("float8_e4m3fn", tl.float8e4nv), ("float8_e5m2", tl.float8e5),
+                         ("float8e4b15", tl.float8e4b15), ("float8_e4m3fnuz", tl.float8e4b8),
+                         ("float8_e5m2fnuz", tl.float8e5b16), ("fp8e5b16", tl.float8e5b16)]:
+        assert str_to_triton_dtype(spelling) == ty, spelling

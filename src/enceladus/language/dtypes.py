@@ -178,6 +178,10 @@ BY_NAME.update({"i1": int1, "i8": int8, "i16": int16, "i32": int32, "i64": int64
                 "float32": float32, "float64": float64, "bool": int1})
 FP8_DTYPES = (float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16)
 BY_NAME.update({d.name: d for d in FP8_DTYPES})
+# Triton's other spellings of them (triton/_utils.py type_canonicalisation_dict): tl names and torch's names
+BY_NAME.update({"float8e4nv": float8e4nv, "float8e5": float8e5, "float8e4b15": float8e4b15, "float8e4b8": float8e4b8,
+                "float8e5b16": float8e5b16, "float8_e4m3fn": float8e4nv, "float8_e5m2": float8e5,
+                "float8_e4m3fnuz": float8e4b8, "float8_e5m2fnuz": float8e5b16})
 _FP8_BY_NUMPY_NAME = {_INFO[d.name][2]: d for d in FP8_DTYPES if _INFO[d.name][2]}
 
 
