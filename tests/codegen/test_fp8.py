@@ -296,3 +296,29 @@ def test_triton_spellings_of_the_fp8_types():
                          ("float8e4b15", tl.float8e4b15), ("float8_e4m3fnuz", tl.float8e4b8),
                          ("float8_e5m2fnuz", tl.float8e5b16), ("fp8e5b16", tl.float8e5b16)]:
         assert str_to_triton_dtype(spelling) == ty, spelling
+
+
+@enceladus.jit
+def fp8_moves(x_ptr, out_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    x = tl.load(x_ptr + r[:, None] * B + r[None, :])  # [B, B] fp8 codes
+    y = tl.trans(x)
+    y = tl.flip(y, 0)
+    a, b = tl.split(tl.reshape(y, (B, B // 2, 2)))
+    z = tl.interleave(b, a)  # the pairs swapped
+    z = tl.ravel(tl.expand_dims(z, 0))
+    w = tl.cat(z, z, can_reorder=False)
+    tl.store(out_ptr + tl.arange(0, 2 * B * B), w)
+
+
+def test_fp8_tiles_move_like_their_codes():
+    B = 8
+    codes = RNG.integers(0, 256, (B, B)).astype(np.uint8)
+    y = codes.T[::-1]
+    z = y.reshape(B, B // 2, 2)[:, :, ::-1].reshape(-1)
+    want = np.concatenate([z, z])
+    for name in ("float8e5", "float8e4b15"):
+        ty = TYPES[name]
+        run_on_all_paths(fp8_moves, (1,), lambda t=ty: (codes.view(t.to_numpy()).copy(),
+                                                        np.zeros(2 * B * B, np.uint8).view(t.to_numpy())),
+                         lambda *args: {1: want}, constexprs={"B": B})
