@@ -165,15 +165,21 @@ def _to_int(x: np.ndarray, mode: str, lo: float, hi: float, np_type: Any, out_ty
 
 
 def _from_int(v: np.ndarray, mode: str) -> np.ndarray:
-    """An integer rounded to float32 with ``mode``, decided with Python integers (exact for 64 bits)."""
-    flat = v.reshape(-1)
-    out = np.empty(flat.shape, np.float32)
-    for i, n in enumerate(flat.tolist()):
-        c = np.float32(float(n))  # float(n) rounds once to 53 bits; then to 24 bits: can round twice
-        c = _nearest_f32(n, c)
-        side = n - int(c) if math.isfinite(c) else (-1 if n > 0 else 1)
-        out[i] = _directed(np.array([c], np.float32), np.array([float(np.sign(side))]), mode)[0]
-    return out.reshape(v.shape)
+    """An integer rounded to float32 with ``mode``: in float64 where it holds the integer exactly (one rounding),
+    with Python integers otherwise (64-bit values of more than 53 significant bits)."""
+    wide = v.astype(np.float64)
+    c = wide.astype(np.float32)
+    out = _directed(c, wide - c.astype(np.float64), mode)
+    big = np.abs(wide) >= 2.0**53
+    if big.any():
+        flat, res = v.reshape(-1), out.reshape(-1)
+        for i in np.flatnonzero(big.reshape(-1)):
+            n = int(flat[i])
+            c1 = _nearest_f32(n, np.float32(float(n)))  # float(n) rounds to 53 bits: settle the last step exactly
+            side = n - int(c1) if math.isfinite(c1) else (-1 if n > 0 else 1)
+            res[i] = _directed(np.array([c1], np.float32), np.array([float(np.sign(side))]), mode)[0]
+        out = res.reshape(v.shape)
+    return out
 
 
 def _nearest_f32(n: int, c: np.float32) -> np.float32:
@@ -207,42 +213,58 @@ def _bits(v: np.ndarray) -> tuple[np.ndarray, int]:
     return v.view(np.uint32 if width == 32 else np.uint64), width
 
 
+def _bit_length(u: np.ndarray, width: int) -> np.ndarray:
+    out = np.zeros(u.shape, np.int32)
+    one = u.dtype.type(1)
+    for b in range(width):
+        out = np.where((u >> u.dtype.type(b)) & one, b + 1, out)
+    return out
+
+
 def _clz(v: np.ndarray) -> np.ndarray:
     u, width = _bits(v)
-    return np.array([width - int(x).bit_length() for x in u.reshape(-1).tolist()], np.int32).reshape(v.shape)
+    return (width - _bit_length(u, width)).astype(np.int32)
 
 
 def _popc(v: np.ndarray) -> np.ndarray:
     u, _ = _bits(v)
-    return np.array([bin(int(x)).count("1") for x in u.reshape(-1).tolist()], np.int32).reshape(v.shape)
+    return np.bitwise_count(u).astype(np.int32)
 
 
 def _ffs(v: np.ndarray) -> np.ndarray:
-    u, _ = _bits(v)
-    return np.array([(int(x) & -int(x)).bit_length() for x in u.reshape(-1).tolist()], np.int32).reshape(v.shape)
+    u, width = _bits(v)
+    return _bit_length(u & (~u + u.dtype.type(1)), width)  # the lowest set bit alone
+
+
+_REVERSED_BYTES = np.array([int(f"{b:08b}"[::-1], 2) for b in range(256)], np.uint64)
 
 
 def _brev(v: np.ndarray) -> np.ndarray:
     u, width = _bits(v)
-    out = [int(format(int(x), f"0{width}b")[::-1], 2) for x in u.reshape(-1).tolist()]
-    return np.array(out, u.dtype).reshape(v.shape).view(v.dtype)
+    w = u.astype(np.uint64)
+    out = np.zeros(u.shape, np.uint64)
+    for i in range(width // 8):  # byte i, its bits reversed, to byte (width/8 - 1 - i)
+        byte = (w >> np.uint64(8 * i)) & np.uint64(0xFF)
+        out |= _REVERSED_BYTES[byte.astype(np.intp)] << np.uint64(width - 8 - 8 * i)
+    return out.astype(u.dtype).view(v.dtype)
 
 
 def _mulhi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     width = a.dtype.itemsize * 8
-    out = [(int(x) * int(y)) >> width for x, y in zip(a.reshape(-1).tolist(), b.reshape(-1).tolist())]
-    mask = (1 << width) - 1
-    return np.array([o & mask for o in out], np.uint64 if width == 64 else np.uint32).view(
-        np.dtype(f"u{width // 8}")).astype(np.dtype(f"u{width // 8}")).view(a.dtype).reshape(a.shape)
+    if width == 32:  # the full product fits 64 bits
+        wide = np.int64 if a.dtype == np.int32 else np.uint64
+        return ((a.astype(wide) * b.astype(wide)) >> wide(32)).astype(a.dtype)
+    out = [(int(x) * int(y)) >> 64 for x, y in zip(a.reshape(-1).tolist(), b.reshape(-1).tolist())]
+    return np.array([o & (2**64 - 1) for o in out], np.uint64).view(a.dtype).reshape(a.shape)
 
 
 def _mul24(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    def low24(x: int) -> int:
-        x &= 0xFFFFFF
-        return x - (1 << 24) if a.dtype == np.int32 and x & 0x800000 else x
-
-    out = [(low24(int(x)) * low24(int(y))) & 0xFFFFFFFF for x, y in zip(a.reshape(-1).tolist(), b.reshape(-1).tolist())]
-    return np.array(out, np.uint32).view(a.dtype).reshape(a.shape)
+    if a.dtype == np.int32:  # the low 24 bits, sign-extended
+        x = (a.astype(np.int64) << np.int64(40)) >> np.int64(40)
+        y = (b.astype(np.int64) << np.int64(40)) >> np.int64(40)
+    else:
+        x, y = a.astype(np.int64) & 0xFFFFFF, b.astype(np.int64) & 0xFFFFFF
+    return ((x * y) & 0xFFFFFFFF).astype(np.uint32).view(a.dtype)
 
 
 def _sad(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -251,15 +273,13 @@ def _sad(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def _byte_perm(x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
-    out = []
-    for xv, yv, sv in zip(x.reshape(-1).tolist(), y.reshape(-1).tolist(), s.reshape(-1).tolist()):
-        src = ((yv & 0xFFFFFFFF) << 32) | (xv & 0xFFFFFFFF)
-        r = 0
-        for i in range(4):
-            sel = (sv >> (4 * i)) & 7
-            r |= ((src >> (8 * sel)) & 0xFF) << (8 * i)
-        out.append(r)
-    return np.array(out, np.uint32).view(np.int32).reshape(x.shape)
+    src = (y.view(np.uint32).astype(np.uint64) << np.uint64(32)) | x.view(np.uint32).astype(np.uint64)
+    sel = s.view(np.uint32).astype(np.uint64)
+    out = np.zeros(x.shape, np.uint64)
+    for i in range(4):
+        pick = (sel >> np.uint64(4 * i)) & np.uint64(7)
+        out |= ((src >> (np.uint64(8) * pick)) & np.uint64(0xFF)) << np.uint64(8 * i)
+    return out.astype(np.uint32).view(np.int32)
 
 
 _INTS2 = [((I32, I32), I32), ((U32, U32), U32)]
@@ -539,7 +559,20 @@ _register("jn", [((I32, F32), F32)], _ints_floats(_bessel_j))
 _register("y0", _F1, _each(lambda x: _bessel_y(0, x)))
 _register("y1", _F1, _each(lambda x: _bessel_y(1, x)))
 _register("yn", [((I32, F32), F32)], _ints_floats(_bessel_y))
-_register("rsqrt_rn", _F1, _each(_rsqrt_rn))
+def _rsqrt_rn_array(a: np.ndarray) -> np.ndarray:
+    """float64 1/sqrt rounded to float32 (correct unless it lands next to a float32 midpoint: those go exact)."""
+    with np.errstate(all="ignore"):
+        c64 = 1.0 / np.sqrt(a.astype(np.float64))
+        c = c64.astype(np.float32)
+        mids = [(c.astype(np.float64) + np.nextafter(c, d).astype(np.float64)) / 2 for d in (_INF, -_INF)]
+        risky = np.isfinite(c64) & (a > 0) & np.logical_or.reduce([np.abs(c64 - m) <= 1e-15 * c64 for m in mids])
+    out = np.where(a == 0, np.copysign(_INF, a), c).astype(np.float32)
+    for i in np.flatnonzero(risky.reshape(-1)):
+        out.reshape(-1)[i] = _rsqrt_rn(float(a.reshape(-1)[i]))
+    return out
+
+
+_register("rsqrt_rn", _F1, _rsqrt_rn_array)
 _register("erfcx", _F1, _each(_erfcx))
 _register("erfinv", _F1, _each(_erfinv))
 _register("erfcinv", _F1, _each(_erfcinv))
