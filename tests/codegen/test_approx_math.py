@@ -58,8 +58,8 @@ def _msl(op: str) -> str:
 @pytest.mark.parametrize("op", list(EMITTED))
 def test_each_function_takes_the_documented_form(op):
     msl = _msl(op)
-    assert EMITTED[op] in msl, msl
     body = msl[msl.index("kernel void"):]
+    assert EMITTED[op] in body, body
     # fast:: appears only through the guarded rsqrt helper; no fast math mode anywhere
     assert "fast::" not in body and "math_mode(fast)" not in msl
     if op == "rsqrt":
