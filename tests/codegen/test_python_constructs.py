@@ -189,7 +189,19 @@ def map_not_jit(x_ptr, B: tl.constexpr):
     tl.store(x_ptr + tl.arange(0, B), tl.map_elementwise(_plain_python, x))
 
 
+@enceladus.jit
+def _plus_pid(x):
+    return x + tl.program_id(0)
+
+
+@enceladus.jit
+def map_uses_program_id(x_ptr, B: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, B))
+    tl.store(x_ptr + tl.arange(0, B), tl.map_elementwise(_plus_pid, x))
+
+
 @pytest.mark.parametrize("kernel,sig,consts,text", [
+    (map_uses_program_id, "*i32", {"B": 8}, "'program_id' (program ids, memory, printing, asserts) is not available"),
     (map_bad_pack, "*i32", {"B": 8}, "pack=3 must be a power of two dividing the last dimension"),
     (map_not_jit, "*i32", {"B": 8}, "must be an @enceladus.jit function"),
     (and_on_ints, "*i32,i32", {}, "'and' needs boolean operands"),

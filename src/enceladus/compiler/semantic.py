@@ -857,6 +857,10 @@ def item(b: Builder, input: Any) -> Value:
     return build_reduce(b, input, None, lambda b, lhs, rhs: [lhs[0]], False, "x.item()")
 
 
+# what a map_elementwise region may hold: scalar arithmetic, constants and structured control flow
+_MAP_REGION_OPS = ir.ELEMENTWISE | {"const", "if", "for", "while", "yield"}
+
+
 def build_map_elementwise(b: Builder, inputs: tuple, body: Callable[[Builder, list[Value]], Any], pack: Any) -> Any:
     """tl.map_elementwise: ``body`` (the inlined scalar function) becomes a region run on every element of the
     broadcast inputs, ``pack`` elements per call; one result tile per value it returns (per ``pack`` values)."""
@@ -898,6 +902,11 @@ def build_map_elementwise(b: Builder, inputs: tuple, body: Callable[[Builder, li
                 raise SemanticError(f"tl.map_elementwise: output {k} has different types for the {pack} packed "
                                     "elements", "return the same type for every element (cast with .to(...))")
         block.ops.append(ir.Op("yield", ys, loc=b.loc))
+        for inner in ir.walk(block.ops):
+            if inner.name not in _MAP_REGION_OPS:
+                raise SemanticError(f"the function of tl.map_elementwise computes only on its scalar arguments; "
+                                    f"'{inner.name}' (program ids, memory, printing, asserts) is not available inside it",
+                                    "compute it outside tl.map_elementwise and pass it in as an argument")
     finally:
         b.fn.pop_block()
     op = b.fn.append_op("map_elementwise", xs, [Type(t.element, shape) for t in types], {"pack": pack}, b.loc)
