@@ -222,10 +222,24 @@ class LineTable:
             self._map = self._build()
         return self._map.get(line, default)
 
+    def near(self, line: int) -> Any:
+        """The kernel line of MSL line ``line``, else of the closest mapped MSL line before it (a barrier or helper
+        line the compiler added for the op written there), or None."""
+        if self._map is None:
+            self._map = self._build()
+        before = [k for k in self._map if k <= line]
+        return self._map[max(before)] if before else None
+
     def annotate(self, message: str) -> str:
-        """A debug-mode message with its '(MSL line N)' turned into the kernel line."""
+        """A message of the cpu backend with its MSL lines turned into kernel lines: a trailing '(MSL line N)'
+        (access checks) and every 'at line N' of a barrier report (deadlocks, divergent barriers)."""
         import re
 
+        def barrier_line(b: re.Match) -> str:
+            near = self.near(int(b.group(1)))
+            return f"at MSL line {b.group(1)} (from {near})" if near else b.group(0)
+
+        message = re.sub(r"\bat line (\d+)(?! of )", barrier_line, message)
         m = re.search(r" \(MSL line (\d+)\)$", message)
         where = self.get(int(m.group(1))) if m else None
         return message[:m.start()] + f"\n  at {where} (MSL line {m.group(1)})" if where else message

@@ -235,6 +235,7 @@ def _interrupt_after(seconds: float) -> threading.Timer:
 
 
 def test_ctrl_c_stops_a_spinning_kernel_and_the_process_stays_usable(lib):
+    lib.spin(np.ones(1, np.int32), threads=(4,))  # warm: the signal must find the kernel running, not a first load
     flag = np.zeros(1, np.int32)
     start = time.monotonic()
     _interrupt_after(0.3)
@@ -248,6 +249,7 @@ def test_ctrl_c_stops_a_spinning_kernel_and_the_process_stays_usable(lib):
 
 def test_ctrl_c_stops_a_huge_grid(lib):
     out = np.zeros(1, np.float32)
+    lib.write_at(out, 0, threadgroups=(1, 1, 1), threads_per_threadgroup=(1, 1, 1))  # warm (see above)
     start = time.monotonic()
     _interrupt_after(0.3)
     with pytest.raises(KeyboardInterrupt):
@@ -290,3 +292,26 @@ def test_grid_limits_on_every_axis(grid):
     x = np.zeros(2, np.int32)
     with pytest.raises((ValueError, enceladus.LaunchError)):
         forever[grid](x, 1)
+
+
+def test_barrier_reports_name_the_kernel_lines():
+    """A deadlock report of the cpu runtime names MSL lines; the launcher adds the kernel line each comes from
+    (the closest mapped MSL line before it: a barrier belongs to the op the compiler emitted it for)."""
+    import enceladus.language as tl
+    from enceladus.runtime.launch import LineTable
+
+    @enceladus.jit
+    def row_sums(x_ptr, out_ptr, N: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, N))
+        s = tl.sum(x, axis=0)  # the reduction's barriers come from this line
+        tl.store(out_ptr, s)
+
+    kernel = row_sums.warmup(np.zeros(256, np.float32), np.zeros(1, np.float32), N=256, grid=(1,))
+    msl = kernel.asm["msl"].splitlines()
+    barrier = next(i + 1 for i, text in enumerate(msl) if "threadgroup_barrier" in text)
+    table = LineTable(kernel)
+    message = (f"kernel 'row_sums': threadgroup (0,0,0) deadlocks: threadgroup_barrier at line {barrier} is reached by "
+               f"1 of 128 running threads while thread 1 waits at threadgroup_barrier at line {barrier}")
+    annotated = table.annotate(message)
+    assert annotated.count(f"at MSL line {barrier} (from line ") == 2, annotated
+    assert "s = tl.sum(x, axis=0)" in annotated, annotated

@@ -107,8 +107,11 @@ def _error(name: str, rc: int, err: ctypes.Array, line_table: Mapping[int, str] 
     line = int.from_bytes(raw[:4], "little")
     message = raw[8:].split(b"\0", 1)[0].decode(errors="replace") or f"kernel '{name}' failed"
     if line:
-        where = line_table.get(line) if line_table else None
-        message += f"\n  at {where} (MSL line {line})" if where else f" (MSL line {line})"
+        message += f" (MSL line {line})"
+    if line_table is not None and hasattr(line_table, "annotate"):  # the runtime's LineTable: name kernel lines
+        message = line_table.annotate(message)
+    elif line and line_table and line_table.get(line):
+        message = message.replace(f" (MSL line {line})", f"\n  at {line_table.get(line)} (MSL line {line})")
     return KernelLaunchError(message)
 
 
