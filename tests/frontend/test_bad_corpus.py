@@ -53,7 +53,7 @@ CASES: dict[str, tuple] = {
     "pointer_plus_pointer": ("*fp32, *fp32", {}, "operator + is not defined", "pointer + integer",
                              "x_ptr + y_ptr"),
     "pointer_modulo": ("*fp32", {}, "operator % is not defined", "pointer + integer", "x_ptr % 2"),
-    "pointer_to_float": ("*fp32", {}, "cannot convert *fp32 to fp32", "pointer casts", "x_ptr.to(tl.float32)"),
+    "pointer_to_float": ("*fp32", {}, "cannot convert *fp32 to fp32", ".to(tl.int64)", "x_ptr.to(tl.float32)"),
     "load_through_int": ("*fp32, i32", {}, "expects a pointer", "x_ptr + offs", "tl.load(n)"),
     "store_through_literal": ("*fp32", {}, "expects a pointer", "out_ptr + offs", "tl.store"),
     "store_2d_tile_through_scalar": ("*fp32", {}, "shape [4, 4] through a single pointer", "tl.arange",

@@ -127,6 +127,17 @@ class _TensorMethod:
         self.value = value
 
 
+def _pointer_type_of(element_ty: Any, address_space: Any = 1, const: Any = False) -> pointer_type:
+    """``tl.pointer_type(element_ty)`` in a kernel: global memory (Triton's address space 1) only."""
+    if not isinstance(element_ty, dtype):
+        raise SemanticError(f"tl.pointer_type expects a dtype such as tl.float16, got {element_ty!r}",
+                            "pass a tl.* dtype")
+    if address_space != 1:
+        raise SemanticError(f"tl.pointer_type(address_space={address_space!r}): only global memory (1) exists in "
+                            "Enceladus kernels", "drop address_space")
+    return pointer_type(element_ty)
+
+
 def _block_type(v: ir.Value) -> Any:
     """``x.type``: the element type of a scalar (a ``pointer_type`` for pointers), a block type for a tile."""
     from ..language.dtypes import block_type
@@ -885,6 +896,8 @@ class Lowering(ast.NodeVisitor):
             return any(c is object for c in classes)  # a runtime value is a tl.tensor, and no other tl class
         if fn is str_to_ty:
             return self.apply(node, lambda: str_to_ty(*args, **kwargs))
+        if fn is pointer_type:  # tl.pointer_type(tl.float16): a type for x.to(...) (pointer casts)
+            return self.apply(node, lambda: _pointer_type_of(*args, **kwargs))
         if fn in (static_range, tl_range):
             return fn(*args, **kwargs)
         if fn in (min, max) and args and not kwargs and any(is_value(a) for a in args):

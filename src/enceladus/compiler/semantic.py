@@ -130,12 +130,28 @@ class Builder:
                 )
             return self.emit("bitcast", [x], x.type.with_element(ty))
         if src.is_ptr() or ty.is_ptr():
-            raise SemanticError(f"cannot convert {src} to {ty}", "pointer casts are not supported yet")
+            return self._pointer_cast(x, src, ty)
         if ty.is_fp64():
             raise SemanticError("Apple GPUs have no float64", "use tl.float32")
         if rounding == "rtz":
             return self.emit("cast", [x], x.type.with_element(ty), rounding="rtz")
         return self.emit("cast", [x], x.type.with_element(ty))
+
+    def _pointer_cast(self, x: Value, src: Any, ty: Any) -> Value:
+        """Triton's pointer casts: pointer -> pointer (another element type), integer -> pointer (an address, e.g.
+        a data_ptr() loaded from memory), pointer -> int64/uint64 (its address) or int1 (is it non-null)."""
+        if src.is_ptr() and ty.is_ptr() or ty.is_ptr() and src.is_int() and src.primitive_bitwidth == 64:
+            return self.emit("cast", [x], x.type.with_element(ty))
+        if src.is_ptr() and ty.is_int() and ty.primitive_bitwidth == 64:
+            return self.emit("cast", [x], x.type.with_element(ty))
+        if src.is_ptr() and ty.is_bool():
+            return self.emit("ne", [self.cast(x, D.uint64), self.splat(self.const(0, D.uint64), x.type.shape)
+                                    if x.type.is_tile else self.const(0, D.uint64)], x.type.with_element(D.int1))
+        if ty.is_ptr():
+            raise SemanticError(f"cannot convert {src} to {ty}: an address is a 64-bit integer",
+                                "convert the addresses to tl.int64 first (x.to(tl.int64))")
+        raise SemanticError(f"cannot convert {src} to {ty}: a pointer converts to int64, uint64 or int1 only",
+                            "use .to(tl.int64) for the address")
 
     def to_value(self, x: Any, ty: dtype) -> Value:
         """A Python scalar as a constant of ``ty`` (range-checked), or an IR value converted to ``ty``."""

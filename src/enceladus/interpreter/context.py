@@ -49,6 +49,7 @@ class Launch:
     static_printed: set[tuple[str, int]] = field(default_factory=set)
     rebinder: Any = None  # turns @jit callees into interpreted functions
     debug: bool = False  # debug mode: `assert` statements are checked (Triton's debug=True)
+    buffers: list = field(default_factory=list)  # the array arguments' memory.Buffers (integer addresses map to them)
 
     def set_programs(self, lins: np.ndarray) -> None:
         """Run the programs with these linear ids (x fastest) as one batch."""

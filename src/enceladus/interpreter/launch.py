@@ -38,7 +38,7 @@ from .context import (
 from .memory import Buffer
 from .ops import OPS, PropagateNan, kernel_print
 from .refusals import refuse, refuse_libdevice
-from .tensor import PEAK, Divergence, Tile, block_type, to_tile, unwrap
+from .tensor import PEAK, Divergence, PointerTile, Tile, block_type, to_tile, unwrap
 
 BATCH_ELEMENTS = 1 << 22  # program batches hold tiles of at most about this many elements
 SEQUENTIAL_NAMES = frozenset({"print", "breakpoint", "set_trace", "pdb", "device_print", "atomic_add",
@@ -326,6 +326,16 @@ def _arguments(jitfn: Any, values: dict[str, Any], as_numpy: Callable[[Any], np.
     return args
 
 
+def _leaves(value: Any) -> list[Any]:
+    """The values inside (nested) tuples and descriptors of the bound arguments."""
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _leaves(v)]
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in _leaves(v)]
+    base = getattr(value, "base", None)
+    return [base] if base is not None else [value]
+
+
 def _argument(name: str, v: Any, t: str, as_numpy: Callable[[Any], np.ndarray]) -> Any:
     """One runtime argument as the interpreter sees it: a pointer tile, a scalar tile or None."""
     if t.startswith("*"):
@@ -365,6 +375,7 @@ def interpret_launch(jitfn: Any, grid: tuple[int, int, int], values: dict[str, A
     kernel = rebinder.function(jitfn.fn)
     launch = Launch(kernel=jitfn.__name__, grid=grid, codes=rebinder.codes, rebinder=rebinder,
                     debug=bool(options.get("debug") or getattr(jitfn, "debug", False) or env_flag("ENCELADUS_DEBUG")))
+    launch.buffers = [a.buf for a in _leaves(args) if isinstance(a, PointerTile)]
     sequential = needs_sequential(jitfn.fn) or env_flag("ENCELADUS_INTERPRET_SEQUENTIAL")
     previous = activate(launch)
     try:

@@ -65,8 +65,69 @@ class Buffer:
     def allocation(self) -> int:
         return int(self.flat.size)
 
+    @property
+    def address(self) -> int:
+        """The address of the argument's element 0."""
+        return int(self.flat.ctypes.data) + self.before * self.flat.itemsize if self.flat.size else 0
+
+    def contains(self, address: int) -> bool:
+        """Whether ``address`` lies in the allocation behind the argument, or just past its end (a pointer one past
+        the end belongs to the array, as in C: accesses through it are then out of bounds, not unknown memory)."""
+        lo = int(self.flat.ctypes.data)
+        return self.flat.size > 0 and lo <= address <= lo + self.flat.nbytes
+
+    def as_type(self, elem: dtype) -> Buffer:
+        """The same memory seen as elements of ``elem`` (a pointer cast to another element type)."""
+        if elem == self.elem:
+            return self
+        out = object.__new__(Buffer)
+        out.name, out.elem, out.writeable, out._keep = self.name, elem, self.writeable, self._keep
+        size = np.dtype(elem.to_numpy()).itemsize
+        head = self.before * self.flat.itemsize  # bytes before element 0
+        skip = head % size
+        raw = self.flat.view(np.uint8)[skip:]
+        out.flat = raw[:raw.size // size * size].view(elem.to_numpy())
+        out.before = head // size
+        out.size = self.size * self.flat.itemsize // size
+        return out
+
     def pointer(self) -> PointerTile:
         return PointerTile(np.zeros(1, np.int64), pointer_type(self.elem), self)
+
+
+class RawMemory:
+    """Memory at integer addresses outside every array argument (a data_ptr() of something else): reachable,
+    as in Triton's interpreter, but not bounds-checked. ``cover`` maps the addresses one access touches."""
+
+    def __init__(self, elem: dtype) -> None:
+        self.name = "<memory at an integer address>"
+        self.elem = elem
+        self.writeable = True
+        self.size = 0
+        self.before = 0
+        self.flat = np.empty(0, elem.to_numpy())
+
+    @property
+    def allocation(self) -> int:
+        return int(self.flat.size)
+
+    def cover(self, offsets: np.ndarray, mask: np.ndarray | None) -> None:
+        """Map the elements at ``offsets`` (element offsets from address 0) that ``mask`` keeps."""
+        sel = offsets if mask is None else offsets[np.broadcast_to(mask, np.broadcast_shapes(offsets.shape,
+                                                                                              mask.shape))
+                                                   if mask.shape != offsets.shape else mask]
+        if sel.size == 0:
+            self.flat, self.before = np.empty(0, self.elem.to_numpy()), 0
+            return
+        lo, hi = int(sel.min()), int(sel.max())
+        size = np.dtype(self.elem.to_numpy()).itemsize
+        raw = (ctypes.c_char * ((hi - lo + 1) * size)).from_address(lo * size)
+        self.flat = np.frombuffer(raw, dtype=self.elem.to_numpy())
+        self.before = -lo
+        self.size = self.flat.size
+
+    def as_type(self, elem: dtype) -> RawMemory:
+        return RawMemory(elem)
 
 
 def _full_shape(*arrays: np.ndarray | None) -> tuple[int, ...]:
@@ -117,6 +178,8 @@ def _prepare(op: str, pointer: Any, mask: Any) -> tuple[PointerTile, np.ndarray,
         got = pointer.dtype if isinstance(pointer, Tile) else type(pointer).__name__
         raise TypeError(f"tl.{op} expects a pointer (an array argument plus offsets), got {got}")
     m = _mask_data(mask, pointer.shape, f"tl.{op}")
+    if isinstance(pointer.buf, RawMemory):
+        pointer.buf.cover(pointer.data, m)
     return pointer, pointer.data + pointer.buf.before, m
 
 
@@ -309,3 +372,57 @@ def atomic_poll(pointer: Any, expected_value: Any, sem: Any = None, scope: Any =
                            "programs one at a time in program-id order, so the wait would never end (on a GPU it "
                            "would wait for a program that may never be scheduled too)")
     return Tile(np.ones(current_values.shape, bool), D.int1)
+
+
+# --- pointer casts (Triton's int_to_ptr, ptr_to_int and pointer bitcast) -----------------------------------------
+
+_WARNED_RAW: set[tuple[str, int]] = set()
+
+
+def pointer_to_addresses(ptr: PointerTile) -> np.ndarray:
+    """The addresses (uint64) of a tile of pointers."""
+    size = np.dtype(ptr.dtype.element_ty.to_numpy()).itemsize
+    base = 0 if isinstance(ptr.buf, RawMemory) else ptr.buf.address
+    return (np.int64(base) + ptr.data.astype(np.int64) * size).astype(np.uint64)
+
+
+def pointer_to_pointer(ptr: PointerTile, ty: pointer_type) -> PointerTile:
+    """The same addresses seen as pointers to ``ty.element_ty``."""
+    return addresses_to_pointer(pointer_to_addresses(ptr).astype(np.int64), ty, ptr.buf)
+
+
+def addresses_to_pointer(addr: np.ndarray, ty: pointer_type, hint: Any = None) -> PointerTile:
+    """Pointers from integer addresses: into the array argument that holds them all (checked as that argument),
+    else into raw memory (unchecked, one warning per kernel line, as the cpu backend does)."""
+    elem = ty.element_ty
+    size = np.dtype(elem.to_numpy()).itemsize
+    addr = addr.astype(np.int64)
+    live = addr[addr != 0]  # null pointers (masked-off lanes) are never dereferenced
+    launch = current()
+    candidates = ([hint] if isinstance(hint, Buffer) else []) + list(getattr(launch, "buffers", ()))
+    for buf in candidates:
+        if live.size and all(buf.contains(int(a)) for a in (live.min(), live.max())) and all(
+                buf.contains(int(a)) for a in np.unique(live)):
+            view = buf.as_type(elem)
+            delta = addr - np.int64(view.address)
+            if (delta[addr != 0] % size).any():
+                raise ValueError(f"an address is not a multiple of {size} bytes, the size of {elem}{where_text()}")
+            return PointerTile(np.where(addr != 0, delta // size, 0), ty, view)
+    if (live % size).any():
+        raise ValueError(f"an address is not a multiple of {size} bytes, the size of {elem}{where_text()}")
+    unknown = [int(a) for a in np.unique(live) if not any(b.contains(int(a)) for b in candidates)]
+    if unknown:
+        import sys
+        import warnings
+
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code not in launch.codes:
+            frame = frame.f_back
+        line = frame.f_lineno if frame is not None else 0
+        if (launch.kernel, line) not in _WARNED_RAW:
+            _WARNED_RAW.add((launch.kernel, line))
+            warnings.warn(f"kernel '{launch.kernel}' at line {line}: a pointer made from an integer address points "
+                          "into memory Enceladus does not know (no argument of this launch holds it), so its "
+                          "accesses are not checked; pass the arrays the addresses point into as arguments too to "
+                          "have them checked", RuntimeWarning, stacklevel=2)
+    return PointerTile(addr // size, ty, RawMemory(elem))

@@ -182,13 +182,29 @@ OPS["atomic_poll"] = memory.atomic_poll
 @op("cast", member=True)
 def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> Tile:
     t = to_tile(input)
-    ty = dtype_arg(dtype)
+    ty = unwrap(dtype) if isinstance(unwrap(dtype), D.pointer_type) else dtype_arg(dtype)
     rounding = unwrap(fp_downcast_rounding)
     if rounding not in (None, "rtne", "rtz"):
         raise ValueError(f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
-    if t.dtype.is_ptr():
-        raise TypeError("casting pointers is not supported by the interpreter")
+    if t.dtype.is_ptr() or ty.is_ptr():
+        return _pointer_cast(t, ty)
     return Tile(cast_array(t.data, t.dtype, ty, bool(unwrap(bitcast)), rounding), ty)
+
+
+def _pointer_cast(t: Tile, ty: Any) -> Tile:
+    """Triton's pointer casts: pointer -> pointer, 64-bit integer -> pointer, pointer -> int64/uint64/int1."""
+    if t.dtype.is_ptr() and ty.is_ptr():
+        return memory.pointer_to_pointer(t, ty)
+    if ty.is_ptr():
+        if not (t.dtype.is_int() and t.dtype.primitive_bitwidth == 64):
+            raise TypeError(f"cannot convert {t.dtype} to {ty}: an address is a 64-bit integer")
+        return memory.addresses_to_pointer(t.data, ty)
+    addresses = memory.pointer_to_addresses(t)
+    if ty.is_bool():
+        return Tile(addresses != 0, D.int1)
+    if not (ty.is_int() and ty.primitive_bitwidth == 64):
+        raise TypeError(f"cannot convert {t.dtype} to {ty}: a pointer converts to int64, uint64 or int1 only")
+    return Tile(addresses.astype(ty.to_numpy()), ty)
 
 
 @op("where")

@@ -323,7 +323,7 @@ class JITFunction:
             return None
         # kernels with a device log or 16-bit atomics (padded bindings: launch.launch) keep the slow path
         if fkey is not None and not debug and not timed and not kernel.metadata.get("log_sites") and \
-                not kernel.metadata.get("word_atomics"):
+                not kernel.metadata.get("word_atomics") and not kernel.metadata.get("int_pointers"):
             spec_key = self._key(*self.specialization(values, options), options.get("num_warps", 4))
             if self.cache.get(spec_key) is kernel:
                 self._fast[fkey] = LaunchPlan(spec_key, launcher_for(kernel), self.param_names, self._defaults,

@@ -297,17 +297,49 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
         extents.append(arguments.word_extent(ext) if name in word else ext)
         addresses.append(int(arr.__array_interface__["data"][0]))
     scalars = [values[name] for name in kl.scalar_names]
+    int_pointers = kernel.metadata.get("int_pointers", False)
+    if int_pointers and getattr(kl.backend, "name", "") == "metal":
+        raise LaunchError(f"kernel '{kernel.name}' makes pointers from integer addresses "
+                          "(x.to(tl.pointer_type(...))), which the metal backend does not support yet: the addresses "
+                          "would have to be MTLBuffer gpuAddress values with every buffer made resident "
+                          "(useResource:), and an mps tensor's data_ptr() is not one; run it on the cpu backend "
+                          "(ENCELADUS_BACKEND=cpu) or pass the arrays as pointer arguments")
     try:
         if debug or debug_enabled():
             kl.debug_launch(grid, arrays, scalars, timeout, extents)
-        else:
-            kl.submit(grid, addresses, scalars, arrays, log is None and all(type(a) is Tensor for a in arrays),
-                      extents if kl.checked else None, timeout)
+        else:  # (kernels that make pointers from integers run synchronously: see _warn_unknown_addresses)
+            kl.submit(grid, addresses, scalars, arrays, log is None and not int_pointers and
+                      all(type(a) is Tensor for a in arrays), extents if kl.checked else None, timeout)
     finally:
         for original, copy in copied_back:  # a launch on NumPy arrays is synchronous: it has finished
             original[...] = copy
+        if int_pointers:
+            _warn_unknown_addresses(kl)
     if log is not None:
         devicelog.report(kernel, log)
+
+
+_WARNED_ADDRESSES: set[tuple[str, str]] = set()
+
+
+def _warn_unknown_addresses(kl: KernelLauncher) -> None:
+    """One warning per kernel line whose pointer, made from an integer, pointed outside every argument of the
+    launch (the cpu backend's checked builds note it; such accesses are not checked)."""
+    take = getattr(kl.program, "take_unknown_address_line", None)
+    line = take() if take is not None else 0
+    if not line:
+        return
+    table = getattr(kl.fast, "line_table", None)
+    where = (table.get(line) if table is not None else None) or f"MSL line {line}"
+    if (kl.name, where) in _WARNED_ADDRESSES:
+        return
+    _WARNED_ADDRESSES.add((kl.name, where))
+    import warnings
+
+    warnings.warn(f"kernel '{kl.name}' at {where}: a pointer made from an integer address points into memory "
+                  "Enceladus does not know (no argument of this launch holds it), so its accesses are not checked; "
+                  "pass the arrays the addresses point into as arguments too to have them checked",
+                  RuntimeWarning, stacklevel=5)
 
 
 def _launch_torch_mps(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str, Any]) -> None:

@@ -244,6 +244,7 @@ class CpuFunction:
         self.name = signature.name
         self.signature = signature
         self._library = library
+        self.take_unknown_address_line = library.take_unknown_address_line
         self._address = address
         self._name_buf = ctypes.create_string_buffer(signature.name.encode())
         names = [None] * MAX_BUFFERS
@@ -524,6 +525,15 @@ class CpuLibrary:
             address = ctypes.cast(getattr(self._lib, f"enceladus_thread_{name}"), ctypes.c_void_p).value
             fn = self._functions[name] = CpuFunction(self, self.kernels[name], int(address or 0))
         return fn
+
+    def take_unknown_address_line(self) -> int:
+        """The MSL line of the first pointer made from an integer address outside every argument of the launches
+        since the last call (0: none), then reset. Checked builds only (0 otherwise)."""
+        reader = getattr(self._lib, "enceladus_take_unknown_address_line", None)
+        if reader is None:
+            return 0
+        reader.restype = ctypes.c_uint
+        return int(reader())
 
     def race_checked_function(self, name: str) -> CpuFunction | None:
         """Kernel ``name`` built with threadgroup-memory race tracking (debug mode), or None when that

@@ -484,6 +484,10 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         return back(f"{a[0]} < 0 ? {u}(0) - {u}({a[0]}) : {u}({a[0]})")  # abs(INT_MIN) == INT_MIN, as in Triton
 
     def _cast(self, src: dtype, dst: dtype, x: str, rounding: str | None = None) -> str:
+        if dst.is_ptr():  # from another pointer or from a 64-bit address (docs/memory.md, integer addresses)
+            return f"(({msl_type(dst)})({x}))"
+        if src.is_ptr():  # the address
+            return f"(({MSL_TYPE[dst.name]})({x}))"
         if src.is_fp8() or dst.is_fp8():  # through float32, in integer code (codegen_msl/fp8.py)
             self.helpers.add("enc_fp8")
             if src.is_fp8():

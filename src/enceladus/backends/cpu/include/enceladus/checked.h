@@ -22,6 +22,23 @@ struct ix {
 };
 
 template <class T> struct cptr;
+
+// The MSL line of the first integer-made pointer into unknown memory since the launcher last asked.
+static unsigned __unknown_address_line = 0;
+// The device argument of this launch whose bytes hold `address` (null: none, after noting the line).
+__ENC_INLINE const EncArg* address_owner(unsigned long address, unsigned line = __builtin_LINE()) {
+  const EncThread* t = rt->current_thread();
+  if (t && t->args)
+    for (unsigned i = 0; i < ENC_MAX_BUFFERS; ++i) {
+      const EncArg& g = t->args[i];
+      // one past the end belongs to the argument (as in C): accesses through it fail its check
+      if (g.kind == ENC_ARG_DEVICE && g.hi > g.lo && g.hi != ~0ul && address >= g.lo && address <= g.hi) return &g;
+    }
+  if (address == 0) return nullptr;  // a null pointer (a masked-off lane's address) is never dereferenced
+  unsigned none = 0;
+  __atomic_compare_exchange_n(&__unknown_address_line, &none, line, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return nullptr;
+}
 template <class T> struct is_cptr { static constexpr bool value = false; };
 template <class T> struct is_cptr<cptr<T>> { static constexpr bool value = true; };
 template <class T> struct add_const { typedef const T type; };
@@ -46,8 +63,18 @@ template <class T> struct cptr {
   template <class U, enable_if_t<!(is_same<T, U>::value || is_same<T, typename add_const<U>::type>::value), int> = 0>
   __ENC_INLINE explicit cptr(const cptr<U>& o)
       : __p((T*)(o.__p)), __lo(o.__lo), __hi(o.__hi), __a(o.__a), __line(o.__line) {}
-  // An integer made into a pointer: memory Enceladus cannot see, not checked.
-  __ENC_INLINE explicit cptr(unsigned long address) : __p((T*)address), __lo(0), __hi(~0ul), __a(nullptr), __line(0) {}
+  // An integer made into a pointer (x.to(tl.pointer_type(...)) of a loaded address): checked like the argument
+  // of this launch whose elements hold the address; an address in memory Enceladus does not know is left
+  // unchecked and reported once (its MSL line; the launcher warns naming the kernel line).
+  __ENC_INLINE explicit cptr(unsigned long address, unsigned line = __builtin_LINE())
+      : __p((T*)address), __lo(0), __hi(~0ul), __a(nullptr), __line(line) {
+    const EncArg* g = address_owner(address, line);
+    if (g) {
+      __lo = g->layout ? 0 : g->lo;
+      __hi = g->layout ? 0 : g->hi;
+      __a = g;
+    }
+  }
 
   // The check: one range compare and an alignment test per access (the slow path is out of line).
   __ENC_INLINE T* __checked(unsigned kind, unsigned line) const {
@@ -200,4 +227,8 @@ __ENC_INLINE void simdgroup_store(const simdgroup_matrix<T, R, C>& m, const __en
   simdgroup_store(m, dst.__ptr(__line), elements_per_row, matrix_origin, transpose, __line);
 }
 }  // namespace metal
+// Read (and reset) by the launcher after a launch of a kernel that makes pointers from integers.
+extern "C" __attribute__((visibility("default"))) unsigned enceladus_take_unknown_address_line(void) {
+  return __atomic_exchange_n(&metal::__enc::__unknown_address_line, 0u, __ATOMIC_RELAXED);
+}
 #endif
