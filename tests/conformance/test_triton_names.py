@@ -82,6 +82,7 @@ EXERCISED: dict[str, list[str]] = {
     "tl.associative_scan": ["tests/codegen/test_reductions.py::test_associative_scan_non_commutative_tuple"],
     "tl.atomic_add": ["tests/conformance/test_memory_control.py::test_atomics_under_contention"],
     "tl.atomic_cas": ["tests/conformance/test_memory_control.py::test_atomics_under_contention"],
+    "tl.inline_asm_elementwise": ["tests/codegen/test_inline_msl.py::test_inline_msl_expression"],
     "tl.pointer_type": ["tests/codegen/test_addresses.py::test_pointer_to_pointer_and_to_integer"],
     "tl.atomic_load": ["tests/codegen/test_word_atomics.py::test_atomic_load_and_store"],
     "tl.atomic_poll": ["tests/codegen/test_word_atomics.py::test_chained_sum_with_poll_load_and_store"],

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CompilationError
+from ..language.builtins import inline_asm_elementwise as tl_inline_asm
 from ..language.builtins import range as tl_range
 from ..language.builtins import static_range
 from ..language.core import builtin_name, constexpr
@@ -826,7 +827,7 @@ class Lowering(ast.NodeVisitor):
         fn = self.eval(node.func)
         args = []
         for a in node.args:
-            if fn is tl_tuple and isinstance(a, ast.List):  # tl.tuple([x, y]): a list of tiles only here
+            if (fn is tl_tuple or fn is tl_inline_asm) and isinstance(a, ast.List):  # lists of tiles only here
                 args.append(self.eval_Tuple(a))
             elif isinstance(a, ast.Starred):
                 v = self.eval(a.value)
@@ -840,7 +841,8 @@ class Lowering(ast.NodeVisitor):
         for k in node.keywords:
             if k.arg is None:
                 raise self.error(k, "**kwargs are not supported in kernels", "pass the keyword arguments one by one")
-            kwargs[k.arg] = self.eval(k.value)
+            kwargs[k.arg] = (self.eval_Tuple(k.value) if fn is tl_inline_asm and isinstance(k.value, ast.List)
+                             else self.eval(k.value))
         return self.call(node, fn, args, kwargs)
 
     def call(self, node: ast.AST, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:

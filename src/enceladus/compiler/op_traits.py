@@ -52,7 +52,8 @@ _add("elementwise_unary", TRANSPARENT, True, "emit_value",
      "asinh acosh atanh log10 log1p expm1 exp10 cbrt erfc trunc round rint nearbyint fabs isnan isinf isfinite "
      "signbit")
 _add("elementwise_other", TRANSPARENT, True, "emit_value", "select fma cast bitcast addptr")
-_add("elementwise_other", TRANSPARENT, False, "emit_value", "libdevice")  # attrs fn: codegen_msl/libdevice.py
+_add("elementwise_other", TRANSPARENT, False, "emit_value", "libdevice")
+_add("elementwise_other", TRANSPARENT, False, "emit_value", "inline_msl")  # tl.inline_asm_elementwise  # attrs fn: codegen_msl/libdevice.py
 _add("memory", HOME, True, "emit_value", "load")
 _add("memory", HOME, False, "emit_value", "atomic")
 _add("memory", OWN, False, "emit_store", "store")

@@ -18,9 +18,6 @@ class Refusal(NamedTuple):
 
 
 REFUSED: dict[str, Refusal] = {
-    "inline_asm_elementwise": Refusal(
-        "Metal Shading Language has no inline assembly (Apple GPUs take no PTX or AIR text from kernels)",
-        "write the computation with tl.* builtins; bit tricks usually map to tl.cast(..., bitcast=True)"),
 }
 
 

@@ -1537,6 +1537,59 @@ def atomic_poll(b: Builder, pointer: Any, expected_value: Any, sem: Any = None, 
     return _atomic_access(b, "poll", pointer, expected_value, None, sem, scope, "acquire")
 
 
+# --- inline code -----------------------------------------------------------------------------------------------
+
+# Tokens of NVIDIA PTX that an MSL expression never contains (instruction suffixes, registers, statements)
+_PTX_SIGNS = ("mov.", "cvt.", "ld.", "st.", "add.", "mul.", "shl.", "shr.", "and.b", "or.b", "xor.b", "prmt.",
+              "lop3.", "fma.rn", ".reg", ".b32", ".b16", ".u32", ".s32", ".f32", ".f16", "%r", "%f", "{", ";")
+
+
+def ptx_sign(text: str) -> str | None:
+    """The first PTX-looking token of inline code, or None."""
+    return next((t for t in _PTX_SIGNS if t in text), None)
+
+
+@rule("inline_asm_elementwise")
+def inline_asm_elementwise(b: Builder, asm: Any, constraints: Any, args: Any, dtype: Any, is_pure: Any,
+                           pack: Any) -> Value:
+    what = "tl.inline_asm_elementwise"
+    if not isinstance(asm, str) or not isinstance(constraints, str):
+        raise SemanticError(f"{what} needs the code and the constraints as constant strings",
+                            "pass string literals (or constexprs)")
+    sign = ptx_sign(asm)
+    if sign is not None:
+        raise SemanticError(f"{what}: this looks like PTX (it contains {sign!r}); Apple GPUs run no PTX, and on "
+                            "Apple the inline code is one Metal Shading Language expression in which $i names "
+                            "the i-th operand (outputs first, as in Triton)",
+                            "rewrite it as an MSL expression, e.g. \"$1 * 2.0f + $2\" for "
+                            "constraints \"=r,r,r\", or use tl.* builtins")
+    if isinstance(dtype, (tuple, list)):
+        if len(dtype) != 1:
+            raise SemanticError(f"{what}: an MSL expression has one result, not {len(dtype)}",
+                                "call it once per output")
+        dtype = dtype[0]
+    if pack != 1:
+        raise SemanticError(f"{what}: pack={pack!r}; an MSL expression computes one element at a time",
+                            "pass pack=1")
+    ty = _dtype_arg(dtype)
+    operands = [a if is_value(a) else b.const(a, D.literal_dtype(a)) for a in (list(args) if isinstance(
+        args, (tuple, list)) else [args])]
+    outputs = sum(1 for c in constraints.split(",") if c.strip().startswith("="))
+    if outputs != 1:
+        raise SemanticError(f"{what}: constraints {constraints!r} name {outputs} outputs; the MSL expression "
+                            "gives exactly one", "start the constraints with one '=r'")
+    import re
+
+    used = {int(m) for m in re.findall(r"\$(\d+)", asm)}
+    bad = sorted(i for i in used if not 1 <= i <= len(operands))
+    if bad:
+        raise SemanticError(f"{what}: ${bad[0]} names no argument (there are {len(operands)}: $1..${len(operands)})",
+                            "number the arguments from $1 (the output is $0)")
+    shape = b.broadcast_shapes(*(o.type.shape for o in operands)) if operands else ()
+    operands = [b.broadcast_to(o, shape) for o in operands]
+    return b.emit("inline_msl", operands, Type(ty, shape), code=asm)
+
+
 # --- data movement: gather, histogram, sort ----------------------------------------------------------------
 
 @rule("gather")

@@ -50,6 +50,7 @@ class Launch:
     rebinder: Any = None  # turns @jit callees into interpreted functions
     debug: bool = False  # debug mode: `assert` statements are checked (Triton's debug=True)
     buffers: list = field(default_factory=list)  # the array arguments' memory.Buffers (integer addresses map to them)
+    run_msl: Any = None  # the runtime's runner of one MSL expression over arrays (tl.inline_asm_elementwise)
 
     def set_programs(self, lins: np.ndarray) -> None:
         """Run the programs with these linear ids (x fastest) as one batch."""

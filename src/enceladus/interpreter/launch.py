@@ -359,11 +359,13 @@ def _check_options(jitfn: Any, options: dict[str, Any]) -> None:
 # --- launch --------------------------------------------------------------------------------------------------------
 
 def interpret_launch(jitfn: Any, grid: tuple[int, int, int], values: dict[str, Any],
-                     options: dict[str, Any], as_numpy: Callable[[Any], np.ndarray] = np.asarray) -> None:
+                     options: dict[str, Any], as_numpy: Callable[[Any], np.ndarray] = np.asarray,
+                     run_msl: Callable[..., np.ndarray] | None = None) -> None:
     """Run ``jitfn`` over ``grid`` with the NumPy interpreter; writes land in the caller's arrays.
 
     ``as_numpy`` views an array argument (a Tensor, a torch or MLX array) as NumPy: the runtime passes its own,
-    so the interpreter never imports the runtime."""
+    so the interpreter never imports the runtime. ``run_msl(code, arrays, result_dtype)`` evaluates one MSL
+    expression elementwise (tl.inline_asm_elementwise) on a backend; None: such kernels are refused."""
     _check_options(jitfn, options)
     if env_flag("ENCELADUS_VERIFY"):
         jitfn.compile_for(values, options)  # refuse exactly what the compiler refuses
@@ -376,6 +378,7 @@ def interpret_launch(jitfn: Any, grid: tuple[int, int, int], values: dict[str, A
     launch = Launch(kernel=jitfn.__name__, grid=grid, codes=rebinder.codes, rebinder=rebinder,
                     debug=bool(options.get("debug") or getattr(jitfn, "debug", False) or env_flag("ENCELADUS_DEBUG")))
     launch.buffers = [a.buf for a in _leaves(args) if isinstance(a, PointerTile)]
+    launch.run_msl = run_msl
     sequential = needs_sequential(jitfn.fn) or env_flag("ENCELADUS_INTERPRET_SEQUENTIAL")
     previous = activate(launch)
     try:

@@ -500,3 +500,54 @@ def expect_zero(x: Any, mask: Any) -> Any:
         t = to_tile(x)
         device_assert((t == 0) | (m == 0), "expect_zero expected x == 0 where mask is true")
     return x
+
+
+# --- inline code ------------------------------------------------------------------------------------------------
+
+_PTX_SIGNS = ("mov.", "cvt.", "ld.", "st.", "add.", "mul.", "shl.", "shr.", "and.b", "or.b", "xor.b", "prmt.",
+              "lop3.", "fma.rn", ".reg", ".b32", ".b16", ".u32", ".s32", ".f32", ".f16", "%r", "%f", "{", ";")
+
+
+@op("inline_asm_elementwise")
+def inline_asm_elementwise(asm: Any, constraints: Any, args: Any, dtype: Any, is_pure: Any, pack: Any) -> Tile:
+    """One MSL expression, elementwise (``$i``: the i-th operand, outputs first). NumPy cannot run MSL: the
+    expression runs as a small kernel on the backend the runtime hands over (the cpu backend off a Mac)."""
+    from .context import current
+
+    asm, constraints, pack = unwrap(asm), unwrap(constraints), unwrap(pack)
+    sign = next((t for t in _PTX_SIGNS if isinstance(asm, str) and t in asm), None)
+    if sign is not None:
+        raise TypeError(f"tl.inline_asm_elementwise: this looks like PTX (it contains {sign!r}); Apple GPUs run no "
+                        "PTX, and on Apple the inline code is one Metal Shading Language expression in which $i "
+                        "names the i-th operand (outputs first, as in Triton)")
+    dtype = unwrap(dtype)
+    if isinstance(dtype, (tuple, list)):
+        if len(dtype) != 1:
+            raise TypeError(f"tl.inline_asm_elementwise: an MSL expression has one result, not {len(dtype)}")
+        dtype = unwrap(dtype[0])
+    if pack != 1:
+        raise ValueError(f"tl.inline_asm_elementwise: pack={pack!r}; an MSL expression computes one element at a time")
+    ty = dtype_arg(dtype)
+    tiles = [to_tile(a) for a in (unwrap(args) if isinstance(unwrap(args), (tuple, list)) else [args])]
+    import re
+
+    outputs = sum(1 for c in str(constraints).split(",") if c.strip().startswith("="))
+    if outputs != 1:
+        raise ValueError(f"tl.inline_asm_elementwise: constraints {constraints!r} name {outputs} outputs; the MSL "
+                         "expression gives exactly one")
+    bad = sorted(i for i in {int(m) for m in re.findall(r"\$(\d+)", asm)} if not 1 <= i <= len(tiles))
+    if bad:
+        raise ValueError(f"tl.inline_asm_elementwise: ${bad[0]} names no argument (there are {len(tiles)}: "
+                         f"$1..${len(tiles)})")
+    shape: list[int] = []
+    for t in tiles:
+        shape = broadcast_shapes(shape, t.shape)
+    run = current().run_msl
+    if run is None:
+        raise TypeError("tl.inline_asm_elementwise: the interpreter cannot run MSL text by itself and was given no "
+                        "backend to run it on; launch through @enceladus.jit (the interpreter then runs the "
+                        "expression on the cpu backend)")
+    arrays = [np.broadcast_to(align(t.data, len(shape)), np.broadcast_shapes(*(align(u.data, len(shape)).shape
+                                                                              for u in tiles))) for t in tiles]
+    out = run(asm, [(a, t.dtype.name) for a, t in zip(arrays, tiles)], ty.name)
+    return Tile(out, ty)

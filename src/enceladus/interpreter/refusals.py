@@ -12,8 +12,6 @@ from typing import Any
 
 # name -> (the Apple GPU limit, the fix offered)
 REFUSED: dict[str, tuple[str, str]] = {
-    "inline_asm_elementwise": ("Metal Shading Language has no inline assembly",
-                               "write the computation with tl.* builtins (tl.cast(..., bitcast=True) for bit tricks)"),
 }
 
 

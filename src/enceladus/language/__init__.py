@@ -55,6 +55,7 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     full,
     gather,
     histogram,
+    inline_asm_elementwise,
     interleave,
     join,
     load,
@@ -158,7 +159,7 @@ __all__ = [
     "uint8", "uint16", "uint32", "uint64", "umulhi", "where", "zeros", "zeros_like",
 ]
 __all__ += ["float8e4b8", "float8e4b15", "float8e4nv", "float8e5", "float8e5b16"]
-__all__ += ["extra", "advance", "make_block_ptr", "make_tensor_descriptor", "PropagateNan", "argmax", "argmin", "associative_scan", "assume", "atomic_add", "atomic_and", "atomic_cas", "atomic_load", "atomic_max", "atomic_min", "atomic_or", "atomic_poll", "atomic_store", "atomic_xchg", "atomic_xor", "broadcast", "broadcast_to", "cat", "cumprod", "cumsum", "debug_barrier", "device_assert", "device_print", "dot", "dot_scaled", "expand_dims", "flip", "gather", "histogram", "interleave", "join", "max", "max_constancy", "min", "permute", "philox", "rand", "randint", "randint4x", "randn", "ravel", "reduce", "reduce_or", "reshape", "sort", "split", "squeeze", "sum", "swizzle2d", "topk", "trans", "unsqueeze", "view", "xor_sum"]
+__all__ += ["extra", "advance", "make_block_ptr", "make_tensor_descriptor", "PropagateNan", "argmax", "argmin", "associative_scan", "assume", "atomic_add", "atomic_and", "atomic_cas", "atomic_load", "atomic_max", "atomic_min", "atomic_or", "atomic_poll", "atomic_store", "atomic_xchg", "atomic_xor", "broadcast", "broadcast_to", "cat", "cumprod", "cumsum", "debug_barrier", "device_assert", "device_print", "dot", "dot_scaled", "expand_dims", "flip", "gather", "histogram", "inline_asm_elementwise", "interleave", "join", "max", "max_constancy", "min", "permute", "philox", "rand", "randint", "randint4x", "randn", "ravel", "reduce", "reduce_or", "reshape", "sort", "split", "squeeze", "sum", "swizzle2d", "topk", "trans", "unsqueeze", "view", "xor_sum"]
 __all__ += ["block_type", "div_rn", "map_elementwise", "random", "sqrt_rn", "str_to_ty", "tuple"]
 __all__ += ["pair_uniform_to_normal", "philox_impl", "rand4x", "randn4x", "uint_to_uniform_float"]
 __all__ += ["load_tensor_descriptor", "store_tensor_descriptor"]

@@ -513,6 +513,15 @@ def atomic_cas(pointer, cmp, val, sem=None, scope=None):
 
 
 @builtin
+def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
+    """Elementwise inline code. On Apple GPUs the "assembly" is **one MSL expression**: ``$i`` names the i-th
+    operand of ``constraints`` with the outputs first, as in Triton (with one output, ``$1`` is ``args[0]``).
+    The arguments are broadcast together; one output of ``dtype``; ``pack`` must be 1. PTX text is refused.
+    Example: ``tl.inline_asm_elementwise("fma($1, $2, 1.0f)", "=r,r,r", [x, y], dtype=tl.float32,
+    is_pure=True, pack=1)``. The interpreter runs the expression as a small MSL kernel on the current backend."""
+
+
+@builtin
 def atomic_load(pointer, mask=None, sem=None, scope=None):
     """Atomically load from ``pointer`` where ``mask`` is true (masked-off lanes give 0). ``sem``: ``"acquire"``
     (default) or ``"relaxed"``. 32-bit and 16-bit elements (16-bit: one atomic load of the containing word); Metal

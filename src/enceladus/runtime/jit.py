@@ -334,8 +334,10 @@ class JITFunction:
         """The launch of ``run`` after binding, without the fast path."""
         if self.interpret:
             from ..interpreter import interpret_launch
+            from .shader import run_msl_elementwise
 
-            interpret_launch(self, resolve_grid(grid, values), values, options, arguments.as_numpy)
+            interpret_launch(self, resolve_grid(grid, values), values, options, arguments.as_numpy,
+                             run_msl_elementwise)
             return None
         debug = bool(options.pop("debug", False) or self.debug or debug_enabled())
         timeout = options.pop("timeout", None)  # seconds (cpu backend): the launch is stopped after that long

@@ -303,3 +303,32 @@ class ShaderLibrary:
 def compile_shader(source: str) -> ShaderLibrary:
     """Compile MSL source for the current backend; kernels are attributes of the result."""
     return ShaderLibrary(source)
+
+
+_INLINE: dict[tuple, ShaderLibrary] = {}
+
+
+def run_msl_elementwise(code: str, inputs: Sequence[tuple[np.ndarray, str]], result: str) -> np.ndarray:
+    """``code`` (one MSL expression, ``$i`` the i-th input) evaluated at every element of the broadcast inputs, as
+    a small kernel on the current backend: how the interpreter runs ``tl.inline_asm_elementwise``."""
+    from ..compiler.msl_types import MSL_TYPE
+
+    shape = np.broadcast_shapes(*(a.shape for a, _ in inputs)) if inputs else ()
+    key = (code, tuple(t for _, t in inputs), result)
+    lib = _INLINE.get(key)
+    if lib is None:
+        params = [f"device const {MSL_TYPE[t]}* a{i} [[buffer({i})]]" for i, (_, t) in enumerate(inputs)]
+        k = len(inputs)
+        params += [f"device {MSL_TYPE[result]}* out [[buffer({k})]]", f"constant uint& n [[buffer({k + 1})]]",
+                   "uint i [[thread_position_in_grid]]"]
+        body = re.sub(r"\$(\d+)", lambda m: f"(a{int(m.group(1)) - 1}[i])", code)
+        source = ("#include <metal_stdlib>\nusing namespace metal;\n\n"
+                  f"kernel void enc_inline({', '.join(params)}) {{\n"
+                  f"    if (i >= n) return;\n    out[i] = static_cast<{MSL_TYPE[result]}>({body});\n}}\n")
+        lib = _INLINE[key] = ShaderLibrary(source)
+    n = int(np.prod(shape)) if shape else 1
+    arrays = [np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1) for a, _ in inputs]
+    out = np.empty(n, _np_dtype(D.BY_NAME[result].to_numpy().name if result != "bf16" else "bfloat16"))
+    if n:
+        lib.enc_inline(*arrays, out, n, threads=(n, 1, 1))
+    return out.reshape(shape)

@@ -10,6 +10,7 @@ structured C (``for``, ``if``, ``while``) whose conditions are uniform across th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -403,12 +404,15 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         name = op.name
         rt = op.result.type.element
         src = op.operands[0].type.element if op.operands else None
-        if src is not None and not src.is_ptr() and src.is_bf16() and name not in ("cast", "bitcast", "select"):
+        if src is not None and not src.is_ptr() and src.is_bf16() and name not in ("cast", "bitcast", "select", "inline_msl"):
             # bfloat converts only to/from float in MSL: compute in float, round once
             inner = self._arith(name, [f"float({x})" for x in a], float_type=True, signed=True, src=src)
             return inner if rt.is_bool() else f"static_cast<bfloat>({inner})"
         if name == "addptr":
             return f"({a[0]} + {a[1]})"
+        if name == "inline_msl":  # tl.inline_asm_elementwise: $i is the i-th argument ($0 the result)
+            code = re.sub(r"\$(\d+)", lambda m: f"({a[int(m.group(1)) - 1]})", op.attrs["code"])
+            return f"static_cast<{MSL_TYPE[rt.name]}>({code})"
         if name == "select":
             return f"({a[0]} ? {a[1]} : {a[2]})"
         if name == "cast":
