@@ -4,8 +4,11 @@ multiply-add loop per output element."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import ir
 from ..layout import MmaLayout, TileLayout
+from ..metal_limits import MAX_THREADGROUP_MEMORY
 from ..msl_types import msl_type
 
 _FRAGMENT = {"fp32": "simdgroup_float8x8", "fp16": "simdgroup_half8x8", "bf16": "simdgroup_bfloat8x8"}
@@ -18,6 +21,46 @@ class DotMixin:
         guard = f"if ({own}) " if own else ""
         self.loop(layout, f"{guard}{buf}[{index}] = {self.ref(x, layout)};")
 
+    def dot_k_slice(self, op: ir.Op, home: TileLayout) -> int:
+        """How much of K each staging of the operands covers: all of it when A and B fit in threadgroup memory
+        together, else the largest power-of-two slice (a multiple of 8 for simdgroup fragments) that does."""
+        a, b, _ = op.operands
+        k = a.type.shape[-1]
+        rows_a, cols_b = a.type.numel // k, b.type.numel // k
+        extra = 0
+        if isinstance(home.parent, MmaLayout) and getattr(self, "fragments_via_store", False):
+            extra = op.result.type.numel * 4  # the accumulator fragments pass through threadgroup memory too
+        budget = MAX_THREADGROUP_MEMORY - extra
+        step = 8 if isinstance(home.parent, MmaLayout) else 1
+
+        def need(ks: int) -> int:
+            return (rows_a * ks * a.type.element.itemsize + 15) // 16 * 16 + ks * cols_b * b.type.element.itemsize
+
+        ks = k
+        while need(ks) > budget and ks > step and ks % 2 == 0 and (ks // 2) % step == 0:
+            ks //= 2
+        return ks if need(ks) <= budget else k  # nothing fits: the full staging reports OutOfResources
+
+    def stage_slice(self, x: ir.Value, layout: TileLayout, buf: str, is_a: bool, ks: int) -> None:
+        """Write the elements of ``x`` whose K coordinate lies in [enc_k0, enc_k0 + ks) to ``buf`` (A: rows of
+        ``ks``; B: ``ks`` rows), one K slice of a dot whose operands do not fit in threadgroup memory at once."""
+        shape = x.type.shape
+        kd = len(shape) - 1 if is_a else len(shape) - 2
+        kc = self.value_coord(layout, shape, kd, "e")
+        slice_shape = tuple(ks if i == kd else d for i, d in enumerate(shape))
+        terms, stride = [], 1
+        for i in reversed(range(len(shape))):
+            c = f"({kc} - enc_k0)" if i == kd else self.value_coord(layout, shape, i, "e")
+            if slice_shape[i] > 1:
+                terms.append(c if stride == 1 else f"{c} * {stride}")
+            stride *= slice_shape[i]
+        conds = [f"{kc} >= enc_k0", f"{kc} < enc_k0 + {ks}"]
+        own = self.owner(layout, "e")
+        if own:
+            conds.append(own)
+        self.loop(layout, f"if ({' && '.join(conds)}) {buf}[{' + '.join(reversed(terms)) or '0'}] = "
+                          f"{self.ref(x, layout)};")
+
     def emit_dot(self, op: ir.Op) -> None:
         a, b, acc = op.operands
         r = op.result
@@ -25,6 +68,11 @@ class DotMixin:
         decision = self.plan.dots[r.id]
         la, lb = decision.a_layout, decision.b_layout
         ta, tb = (msl_type(x.type.element) for x in (a, b))
+        k = a.type.shape[-1]
+        ks = k if decision.matmul2d else self.dot_k_slice(op, home)
+        if ks < k:
+            self.emit_sliced_dot(op, home, ks)
+            return
         self.smem_begin()
         sa = self.smem(ta, a.type.numel, f"operand A of dot %{r.id}", a.type.element.itemsize)
         sb = self.smem(tb, b.type.numel, f"operand B of dot %{r.id}", b.type.element.itemsize)
@@ -80,7 +128,48 @@ class DotMixin:
         out_t = msl_type(r.type.element)
         self.loop(home, f"{var}[e] = static_cast<{out_t}>({sc}[{self.flat_index(home, (m, n), 'e')}]);")
 
-    def emit_simdgroup_dot(self, op: ir.Op, mma: MmaLayout, sa: str, sb: str) -> None:
+    def emit_sliced_dot(self, op: ir.Op, home: TileLayout, ks: int) -> None:
+        """``tl.dot`` whose A and B do not fit in threadgroup memory together: a loop over K in slices of ``ks``,
+        each staged (after a barrier) and multiplied into the accumulator, which stays in registers."""
+        a, b, _ = op.operands
+        r = op.result
+        decision = self.plan.dots[r.id]
+        k = a.type.shape[-1]
+        ta, tb = (msl_type(x.type.element) for x in (a, b))
+        self.smem_begin()
+        sa = self.smem(ta, a.type.numel // k * ks, f"operand A of dot %{r.id} (K slices of {ks})",
+                       a.type.element.itemsize)
+        sb = self.smem(tb, b.type.numel // k * ks, f"operand B of dot %{r.id} (K slices of {ks})",
+                       b.type.element.itemsize)
+        self.notes.append(f"dot %{r.id}: A and B staged in {k // ks} slices of K={ks} (all of K would need more "
+                          "than Metal's 32 KB of threadgroup memory)")
+
+        def stage() -> None:
+            self.stage_slice(a, decision.a_layout, sa, True, ks)
+            self.stage_slice(b, decision.b_layout, sb, False, ks)
+
+        if isinstance(home.parent, MmaLayout):
+            self.emit_simdgroup_dot(op, home.parent, sa, sb, ks, stage)
+        else:
+            self.emit_fma_dot(op, home, sa, sb, ks, stage)
+
+    def k_slices(self, k: int, ks: int, stage: Any, body: Any) -> None:
+        """``body(ks)`` once per K slice, each after its operands were staged (``stage``); without ``stage``,
+        ``body(k)`` once over operands staged whole."""
+        if stage is None:
+            body(k)
+            return
+        self.emit(f"for (int enc_k0 = 0; enc_k0 < {k}; enc_k0 += {ks}) {{")
+        self.indent += 1
+        stage()
+        self.barrier()
+        body(ks)
+        self.barrier()  # every thread is done with this slice before the next one overwrites it
+        self.indent -= 1
+        self.emit("}")
+
+    def emit_simdgroup_dot(self, op: ir.Op, mma: MmaLayout, sa: str, sb: str, ks: int | None = None,
+                           stage: Any = None) -> None:
         a, b, acc = op.operands
         r = op.result
         home = TileLayout(mma, (0, 1))
@@ -118,16 +207,19 @@ class DotMixin:
             cast = "float" if acc.type.element.name != "fp32" else ""
             self.emit(f"for (int f = 0; f < {fm * fn}; ++f) {{ {c}[f].thread_elements()[0] = {cast}({accf[0]}); "
                       f"{c}[f].thread_elements()[1] = {cast}({accf[1]}); }}")
-        self.emit(f"for (int kk = 0; kk < {k}; kk += 8) {{")
-        self.indent += 1
-        self.emit(f"{frag_in} fa[{fm}];")
-        self.emit(f"{frag_in} fb[{fn}];")
-        self.emit(f"for (int i = 0; i < {fm}; ++i) simdgroup_load(fa[i], {sa}, {k}, ulong2(kk, {row0} + i * 8));")
-        self.emit(f"for (int j = 0; j < {fn}; ++j) simdgroup_load(fb[j], {sb}, {n}, ulong2({col0} + j * 8, kk));")
-        self.emit(f"for (int i = 0; i < {fm}; ++i) for (int j = 0; j < {fn}; ++j) "
-                  f"simdgroup_multiply_accumulate({c}[i * {fn} + j], fa[i], fb[j], {c}[i * {fn} + j]);")
-        self.indent -= 1
-        self.emit("}")
+        def multiply(kn: int) -> None:  # the K columns of A / rows of B staged now
+            self.emit(f"for (int kk = 0; kk < {kn}; kk += 8) {{")
+            self.indent += 1
+            self.emit(f"{frag_in} fa[{fm}];")
+            self.emit(f"{frag_in} fb[{fn}];")
+            self.emit(f"for (int i = 0; i < {fm}; ++i) simdgroup_load(fa[i], {sa}, {kn}, ulong2(kk, {row0} + i * 8));")
+            self.emit(f"for (int j = 0; j < {fn}; ++j) simdgroup_load(fb[j], {sb}, {n}, ulong2({col0} + j * 8, kk));")
+            self.emit(f"for (int i = 0; i < {fm}; ++i) for (int j = 0; j < {fn}; ++j) "
+                      f"simdgroup_multiply_accumulate({c}[i * {fn} + j], fa[i], fb[j], {c}[i * {fn} + j]);")
+            self.indent -= 1
+            self.emit("}")
+
+        self.k_slices(k, ks or k, stage, multiply)
         out_t = msl_type(r.type.element)
         var = self.declare_tile(r, home)
         conv = (lambda x: x) if r.type.element.name == "fp32" else (lambda x: f"static_cast<{out_t}>({x})")
@@ -139,7 +231,8 @@ class DotMixin:
         self.emit(f"for (int f = 0; f < {fm * fn}; ++f) {{ {var}[2 * f] = {conv(f'{c}[f].thread_elements()[0]')}; "
                   f"{var}[2 * f + 1] = {conv(f'{c}[f].thread_elements()[1]')}; }}")
 
-    def emit_fma_dot(self, op: ir.Op, home: TileLayout, sa: str, sb: str) -> None:
+    def emit_fma_dot(self, op: ir.Op, home: TileLayout, sa: str, sb: str, ks: int | None = None,
+                     stage: Any = None) -> None:
         a, b, acc = op.operands
         r = op.result
         shape = r.type.shape
@@ -151,18 +244,43 @@ class DotMixin:
         self.notes.append(f"dot %{r.id}: multiply-add loop per output element (shape {list(shape)} x K={k}, "
                           f"{a.type.element}) because {why}; A and B staged in threadgroup memory")
         var = self.declare_tile(r, home)
-        self.emit(f"for (int e = 0; e < {home.parent.elems_per_thread}; ++e) {{")
-        self.indent += 1
-        coords = [self.value_coord(home, shape, i, "e") for i in range(len(shape))]
-        if batched:
-            self.emit(f"const int bb = {coords[0]};")
-        self.emit(f"const int row = {coords[-2]};")
-        self.emit(f"const int col = {coords[-1]};")
-        self.emit(f"{acc_t} s = {acc_t}({self.ref(acc, home, 'e')});")
-        a_base = f"(bb * {m} + row) * {k}" if batched else f"row * {k}"
-        b_base = f"bb * {k * n} + col" if batched else "col"
-        self.emit(f"for (int kk = 0; kk < {k}; ++kk) s += {acc_t}({sa}[{a_base} + kk]) * {acc_t}({sb}[{b_base} + kk * {n}]);")
         out_t = msl_type(r.type.element)
-        self.emit(f"{var}[e] = static_cast<{out_t}>(s);")
-        self.indent -= 1
-        self.emit("}")
+        if stage is None:  # A and B staged whole: one sum per output element
+            self.emit(f"for (int e = 0; e < {home.parent.elems_per_thread}; ++e) {{")
+            self.indent += 1
+            coords = [self.value_coord(home, shape, i, "e") for i in range(len(shape))]
+            if batched:
+                self.emit(f"const int bb = {coords[0]};")
+            self.emit(f"const int row = {coords[-2]};")
+            self.emit(f"const int col = {coords[-1]};")
+            self.emit(f"{acc_t} s = {acc_t}({self.ref(acc, home, 'e')});")
+            a_base = f"(bb * {m} + row) * {k}" if batched else f"row * {k}"
+            b_base = f"bb * {k * n} + col" if batched else "col"
+            self.emit(f"for (int kk = 0; kk < {k}; ++kk) s += {acc_t}({sa}[{a_base} + kk]) * "
+                      f"{acc_t}({sb}[{b_base} + kk * {n}]);")
+            self.emit(f"{var}[e] = static_cast<{out_t}>(s);")
+            self.indent -= 1
+            self.emit("}")
+            return
+        nreg = home.parent.elems_per_thread
+        sums = self.fresh("enc_s")
+        self.emit(f"{acc_t} {sums}[{nreg}];")
+        self.loop(home, f"{sums}[e] = {acc_t}({self.ref(acc, home, 'e')});")
+        coords = [self.value_coord(home, shape, i, "e") for i in range(len(shape))]
+
+        def multiply(kn: int) -> None:  # the K columns of A / rows of B staged now
+            self.emit(f"for (int e = 0; e < {nreg}; ++e) {{")
+            self.indent += 1
+            if batched:
+                self.emit(f"const int bb = {coords[0]};")
+            self.emit(f"const int row = {coords[-2]};")
+            self.emit(f"const int col = {coords[-1]};")
+            a_base = f"(bb * {m} + row) * {kn}" if batched else f"row * {kn}"
+            b_base = f"bb * {kn * n} + col" if batched else "col"
+            self.emit(f"for (int kk = 0; kk < {kn}; ++kk) {sums}[e] += {acc_t}({sa}[{a_base} + kk]) * "
+                      f"{acc_t}({sb}[{b_base} + kk * {n}]);")
+            self.indent -= 1
+            self.emit("}")
+
+        self.k_slices(k, ks or k, stage, multiply)
+        self.loop(home, f"{var}[e] = static_cast<{out_t}>({sums}[e]);")
