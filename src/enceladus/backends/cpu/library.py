@@ -28,7 +28,7 @@ from .toolchain import (
 if TYPE_CHECKING:
     from .queue import CpuQueue
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 MAX_BUFFERS = 31
 THREADGROUP_MEMORY_LIMIT = MAX_THREADGROUP_MEMORY
 _U32 = MAX_GRID

@@ -136,6 +136,8 @@ struct Worker {
   unsigned group_epoch = 0;  // epoch at the start of the running group
   unsigned sepoch[kMaxThreads / ENC_SIMD_WIDTH];  // advances at every simdgroup_barrier of that group
   struct Shadow { unsigned epoch, sepoch; unsigned short tid; }* shadow = nullptr;
+  EncSgLog* sglogs = nullptr;  // per SIMD group (allocated by the first kernel that uses simdgroup_matrix)
+  unsigned sg_serial = 0;
 };
 
 thread_local Worker* tls_worker = nullptr;
@@ -180,12 +182,22 @@ void record_error(const EncLaunch* /*L*/, const char* fmt, ...) {
 
 // ---- fibers ----------------------------------------------------------------------------------
 char* alloc_stack() {
-  // A guard page below each stack turns an overflow into a fault instead of silent corruption.
-  size_t total = g_stack_size + g_page;
+  // A guard page below each stack turns an overflow into a fault instead of silent corruption. The stack
+  // is aligned to its size (a power of two), so that kernel code finds its EncFiberTop (abi.h).
+  size_t total = 2 * g_stack_size + g_page;
   void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return nullptr;
-  mprotect(p, g_page, PROT_NONE);
-  return static_cast<char*>(p) + g_page;
+  uintptr_t lo = reinterpret_cast<uintptr_t>(p);
+  uintptr_t base = (lo + g_page + g_stack_size - 1) & ~uintptr_t(g_stack_size - 1);
+  uintptr_t guard = base - g_page, end = base + g_stack_size;
+  if (guard > lo) munmap(p, guard - lo);
+  if (lo + total > end) munmap(reinterpret_cast<void*>(end), lo + total - end);
+  mprotect(reinterpret_cast<void*>(guard), g_page, PROT_NONE);
+  return reinterpret_cast<char*>(base);
+}
+
+EncFiberTop* fiber_top(char* stack) {
+  return reinterpret_cast<EncFiberTop*>(stack + g_stack_size - ENC_FIBER_TOP);
 }
 
 void switch_to(Context* from, Context* to) {
@@ -205,7 +217,7 @@ void ucontext_entry(unsigned lo, unsigned hi) {
 void init_fiber(Fiber* f) {
 #if defined(__x86_64__)
   // Stack image popped by enc_switch: [mxcsr|fpucw][r15][r14][r13][r12][rbx][rbp][ret].
-  uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + g_stack_size) & ~uintptr_t(15);
+  uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + g_stack_size - ENC_FIBER_TOP) & ~uintptr_t(15);
   void** sp = reinterpret_cast<void**>(top);
   // After `ret` into enc_fiber_entry rsp == top (16-aligned), so its `call` enters fiber_main with
   // rsp == 8 (mod 16) as the ABI requires.
@@ -223,7 +235,7 @@ void init_fiber(Fiber* f) {
 #else
   getcontext(&f->ctx.uc);
   f->ctx.uc.uc_stack.ss_sp = f->stack;
-  f->ctx.uc.uc_stack.ss_size = g_stack_size;
+  f->ctx.uc.uc_stack.ss_size = g_stack_size - ENC_FIBER_TOP;
   f->ctx.uc.uc_link = nullptr;
   uintptr_t p = reinterpret_cast<uintptr_t>(f);
   makecontext(&f->ctx.uc, reinterpret_cast<void (*)()>(ucontext_entry), 2, unsigned(p), unsigned(p >> 32));
@@ -274,6 +286,30 @@ bool resolve_simd(Worker* w, unsigned s, unsigned n) {
   unsigned lo = s * ENC_SIMD_WIDTH, hi = lo + ENC_SIMD_WIDTH < n ? lo + ENC_SIMD_WIDTH : n;
   unsigned live = 0;
   for (unsigned i = lo; i < hi; ++i) if (fs[i].state != DONE) live |= 1u << (i - lo);
+  if (w->sglogs && w->sglogs[s].count) {
+    // No lane of the group can run. simdgroup_matrix operations that all 32 lanes executed leave the log;
+    // one that a lane which returned (or never existed) did not execute is an error. Lanes blocked
+    // elsewhere may still reach the rest (it is checked again when they next stop).
+    EncSgLog& g = w->sglogs[s];
+    unsigned dead = ~live, c = 0;
+    while (c < g.count && g.e[c].mask == 0xffffffffu) ++c;
+    for (unsigned k = c; k < g.count; ++k) {
+      const EncSgEntry& e = g.e[k];
+      if (!(~e.mask & dead)) continue;
+      record_error(w->launch,
+                   "kernel '%s': %s (line %u) executed by lanes 0x%08x of simdgroup %u in threadgroup (%u,%u,%u) "
+                   "but not by lanes 0x%08x (they returned or never existed): simdgroup_matrix operations must "
+                   "be reached by all 32 lanes of the SIMD group (uniform control flow)",
+                   w->launch->kernel_name, e.what, e.line, e.mask, s, w->group[0], w->group[1], w->group[2],
+                   ~e.mask & dead);
+      return false;
+    }
+    if (c) {
+      std::memmove(g.e, g.e + c, (g.count - c) * sizeof(EncSgEntry));
+      g.count -= c;
+      for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) g.pos[l] -= c;
+    }
+  }
   unsigned pending = 0;
   for (unsigned i = lo; i < hi; ++i) if (fs[i].state == AT_SIMD) pending |= 1u << (i - lo);
   while (pending) {
@@ -328,6 +364,13 @@ bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
     }
     w->stacks.push_back(s);
   }
+  if (!w->sglogs) {
+    w->sglogs = static_cast<EncSgLog*>(std::calloc(kMaxThreads / ENC_SIMD_WIDTH, sizeof(EncSgLog)));
+    if (!w->sglogs) {
+      record_error(L, "kernel '%s': out of memory allocating SIMD-group state", L->kernel_name);
+      return false;
+    }
+  }
   w->armed = 1;
   if (g_abort.load(std::memory_order_relaxed)) leave_kernel(2);
   Fiber* fs = w->fibers.data();
@@ -340,11 +383,21 @@ bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
     f.state = RUNNABLE;
     f.worker = w;
     f.what = nullptr;
+    EncFiberTop* top = fiber_top(f.stack);
+    top->sg = &w->sglogs[i / ENC_SIMD_WIDTH];
+    top->lane = i % ENC_SIMD_WIDTH;
     init_fiber(&f);
   }
   for (unsigned s = 0; s < nsg; ++s) {
     unsigned lo = s * ENC_SIMD_WIDTH;
     w->running[s] = (lo + ENC_SIMD_WIDTH < n ? ENC_SIMD_WIDTH : n - lo);
+    {
+      EncSgLog& g = w->sglogs[s];
+      g.count = g.mma_count = 0;
+      g.serial = ++w->sg_serial;
+      std::memset(g.pos, 0, sizeof g.pos);
+      std::memset(g.mma_pos, 0, sizeof g.mma_pos);
+    }
   }
   w->in_fibers = true;
   bool ok = true;
@@ -900,14 +953,53 @@ void api_tg_access(const void* base, const void* addr, unsigned long n, int is_w
   }
 }
 
+EncSgLog* api_sg_log_slow(Worker* w, unsigned long scratch_bytes, unsigned* lane);
+EncSgLog* api_sg_log(unsigned long scratch_bytes, unsigned* lane) {
+  Worker* w = tls_worker;
+  Fiber* f = w->cur;
+  if (__builtin_expect(f && w->sglogs != nullptr, 1)) {
+    EncSgLog* g = &w->sglogs[f->t.sg];
+    if (__builtin_expect(g->scratch_size >= scratch_bytes, 1)) {
+      *lane = f->t.lane;
+      return g;
+    }
+  }
+  return api_sg_log_slow(w, scratch_bytes, lane);
+}
+
+EncSgLog* api_sg_log_slow(Worker* w, unsigned long scratch_bytes, unsigned* lane) {
+  static thread_local EncSgLog solo;
+  if (!w->in_fibers || !w->cur) {
+    api_fail("internal: simdgroup_matrix operation in a kernel launched without fibers", 0);
+    *lane = 0;
+    return &solo;
+  }
+  const EncThread& t = w->cur->t;
+  *lane = t.lane;
+  int armed = w->armed.exchange(0);  // an interrupt must not leave an allocation half done
+  EncSgLog* g = &w->sglogs[t.sg];
+  if (g->scratch_size < scratch_bytes) {
+    std::free(g->scratch);
+    g->scratch = std::calloc(1, scratch_bytes);
+    g->scratch_size = g->scratch ? scratch_bytes : 0;
+    if (!g->scratch) {
+      w->armed = armed;
+      api_fail("out of memory allocating SIMD-group state", 0);
+      return &solo;
+    }
+  }
+  w->armed = armed;
+  return g;
+}
+
 const EncThread* api_current_thread() {
   Worker* w = tls_worker;
   return w->cur ? &w->cur->t : w->loop_thread;
 }
 
-const EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier,   api_simd,           api_tg_static,
+EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier,   api_simd,           api_tg_static,
                              api_fail,        api_tg_access, api_current_thread, api_check_access,
-                             api_check_ref};
+                             api_check_ref,   api_sg_log,         256 * 1024};
 
 }  // namespace
 
@@ -961,8 +1053,13 @@ __attribute__((visibility("default"))) unsigned enc_abi_version() { return ENC_A
 
 __attribute__((visibility("default"))) int enc_runtime_init(unsigned nthreads, unsigned long stack_size) {
   if (g_pool) return 0;
-  if (stack_size) g_stack_size = (stack_size + 4095) & ~4095ul;
   g_page = size_t(sysconf(_SC_PAGESIZE));
+  if (stack_size) {  // a power of two (fiber stacks are aligned to their size), at least 4 pages
+    size_t s = 4 * g_page;
+    while (s < stack_size) s *= 2;
+    g_stack_size = s;
+  }
+  g_api.fiber_stack_align = g_stack_size;
   g_pool = new Pool();
   if (nthreads < 1) nthreads = 1;
   for (unsigned i = 0; i < nthreads; ++i) g_pool->workers.push_back(new_worker());
@@ -1097,7 +1194,7 @@ extern "C" __attribute__((visibility("default"))) double enc_measure_switch_ns(u
   for (unsigned i = 0; i <= iterations; ++i) switch_to(&w->sched, &f.ctx);
   auto t1 = std::chrono::steady_clock::now();
   tls_worker = saved;
-  munmap(f.stack - g_page, g_stack_size + g_page);
+  munmap(f.stack - g_page, g_stack_size + g_page);  // alloc_stack kept exactly these pages
   std::free(w->tg_mem);
   delete w;
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / (2.0 * (iterations + 1));

@@ -36,10 +36,11 @@ _TG_DECL = re.compile(
 _LITERAL = re.compile(
     r"(?<![\w.])(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?)(h|bf)\b"
 )
-# Calls that need the fiber scheduler; kernels without them run as a plain loop per threadgroup.
+# Calls that need the fiber scheduler; kernels without them run as a plain loop per threadgroup. Any
+# simdgroup_matrix counts (its operations find their SIMD group's state on the fiber stack, matrix.h).
 _NEEDS_FIBERS = re.compile(
     r"\b(threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|simdgroup_load|simdgroup_store|"
-    r"simdgroup_multiply\w*)\s*\(|\bmatmul2d\b"
+    r"simdgroup_multiply\w*)\s*\(|\bmatmul2d\b|\bsimdgroup_(matrix|float8x8|half8x8|bfloat8x8)\b"
 )
 _UNROLL_FULL = re.compile(r"^(\s*#\s*pragma\s+unroll)\s+full\b", re.MULTILINE)
 _TENSOR_INCLUDE = re.compile(r"^\s*#\s*include\s*<(?:metal_tensor|MetalPerformancePrimitives/)", re.MULTILINE)

@@ -3,7 +3,7 @@
  * Bump ENC_ABI_VERSION on any change: both sides check it when a kernel library is bound. */
 #ifndef ENCELADUS_ABI_H
 #define ENCELADUS_ABI_H
-#define ENC_ABI_VERSION 6u
+#define ENC_ABI_VERSION 7u
 #define ENC_MAX_BUFFERS 31
 #define ENC_SIMD_WIDTH 32
 #define ENC_SIMD_SLOT 32 /* bytes a lane may contribute to one SIMD-group exchange */
@@ -70,6 +70,38 @@ typedef struct EncSimdSnapshot {
   unsigned char data[ENC_SIMD_WIDTH][ENC_SIMD_SLOT];
 } EncSimdSnapshot;
 
+/* Per SIMD group of the running threadgroup: the simdgroup_matrix operations its lanes executed since the
+ * group last met (a rendezvous, a barrier or the end of all its lanes). Loads, stores and multiplies do
+ * not switch fibers: every lane appends an entry (or, at the same position, marks the entry another lane
+ * appended); when no lane of the group can run, the runtime checks that all 32 lanes executed every
+ * entry (uniform control flow) and empties the log. Multiplies are deferred (matrix.h): their operands
+ * go to `scratch`, and the first lane that needs a result computes the whole batch for all 32 lanes. */
+#define ENC_SG_LOG 256
+typedef struct EncSgEntry {
+  const char* what;
+  unsigned line;
+  unsigned mask; /* lanes that executed it */
+} EncSgEntry;
+typedef struct EncSgLog {
+  unsigned count;                   /* entries in use */
+  unsigned pos[ENC_SIMD_WIDTH];     /* each lane's next entry */
+  unsigned serial;                  /* deferred-multiply batch number: advances at every flush and group */
+  unsigned mma_count;               /* deferred multiplies in the batch */
+  unsigned mma_pos[ENC_SIMD_WIDTH]; /* each lane's next multiply */
+  void* scratch;                    /* the batch's operands (matrix.h's layout), scratch_size bytes */
+  unsigned long scratch_size;
+  EncSgEntry e[ENC_SG_LOG];
+} EncSgLog;
+
+/* The last ENC_FIBER_TOP bytes of every fiber stack: who runs on it. Fiber stacks are fiber_stack_align
+ * bytes (a power of two) aligned to that size, so kernel code finds this from any address of its stack. */
+#define ENC_FIBER_TOP 64
+typedef struct EncFiberTop {
+  EncSgLog* sg;   /* the fiber's SIMD-group log */
+  unsigned lane;  /* thread_index_in_simdgroup */
+  unsigned reserved;
+} EncFiberTop;
+
 /* Services the runtime offers to kernel code (barriers, SIMD exchange, threadgroup memory). */
 typedef struct EncRuntimeApi {
   unsigned abi_version;
@@ -92,6 +124,10 @@ typedef struct EncRuntimeApi {
                        unsigned line);
   /* Checked builds: a [[buffer(i)]] reference parameter needs `n` bytes. */
   void (*check_ref)(const EncArg* arg, unsigned long n, const char* type);
+  /* The calling thread's SIMD-group log (fibers only), its scratch at least scratch_bytes long; *lane
+   * receives the caller's lane. */
+  EncSgLog* (*sg_log)(unsigned long scratch_bytes, unsigned* lane);
+  unsigned long fiber_stack_align; /* see EncFiberTop */
 } EncRuntimeApi;
 
 /* Debug mode (ENCELADUS_DEBUG): faults in kernel code are reported; race_check: threadgroup-memory

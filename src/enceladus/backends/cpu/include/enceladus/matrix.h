@@ -1,28 +1,23 @@
 // simdgroup_matrix 8x8 (float, half, bfloat). Each lane holds two adjacent elements of one row, in
 // the lane layout observed on Apple GPUs (METAL_FACTS.md; Apple calls it unspecified):
 //   row = 4*((lane>>4)&1) + 2*((lane>>2)&1) + ((lane>>1)&1),  col = 4*((lane>>3)&1) + 2*(lane&1) + e.
-// Every operation is a SIMD-group rendezvous that requires all 32 lanes (uniform control flow).
+// Every operation must be reached by all 32 lanes (uniform control flow). None switches fibers:
+// - loads, stores and the diagonal constructor touch only the lane's own two elements; each lane
+//   appends the operation to its SIMD group's log (abi.h EncSgLog), which the runtime checks when no
+//   lane of the group can run (every lane executed every entry, or the launch fails);
+// - multiplies are deferred: each lane deposits its operands (by value) in the group's batch and its
+//   destination becomes "pending". The first lane that needs a pending value (thread_elements(), a store,
+//   a copy, an operand) meets the other lanes once (a SIMD-group rendezvous: by then every lane has run
+//   up to its next stop, past the multiply) and computes every complete multiply of the batch for all 32
+//   lanes, writing each lane's destination. One rendezvous per batch instead of one per operation per
+//   lane; the result is the same (an operand's value is taken when the lane executes the multiply).
 // multiply_accumulate computes in float and rounds once to the destination type.
 #ifndef ENCELADUS_MATRIX_H
 #define ENCELADUS_MATRIX_H
 #include "sync.h"
 
 namespace metal {
-template <class T, int R, int C> struct simdgroup_matrix {
-  static_assert(R == 8 && C == 8, "Metal simdgroup_matrix supports only 8x8");
-  static_assert(__enc::is_same<T, float>::value || __enc::is_same<T, half>::value || __enc::is_same<T, bfloat>::value,
-                "simdgroup_matrix element type must be float, half or bfloat");
-  vec<T, 2> __e;
-  simdgroup_matrix() = default;
-  // Metal: constructing from a value gives a diagonal matrix.
-  __ENC_INLINE explicit simdgroup_matrix(T diag, unsigned __line = __builtin_LINE());
-  __ENC_INLINE vec<T, 2>& thread_elements() { return __e; }
-  __ENC_INLINE const vec<T, 2>& thread_elements() const { return __e; }
-};
-typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
-typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
-typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
-
+template <class T, int R, int C> struct simdgroup_matrix;
 namespace __enc {
 #ifdef ENC_TEST_PERMUTED_FRAGMENT_LANES
 // a deliberately wrong twin for the probe tests: another (self-consistent) element-to-lane mapping (MSL_AUDIT D4)
@@ -38,18 +33,225 @@ __ENC_INLINE unsigned sgm_col(unsigned lane) {
   lane = sgm_lane(lane);
   return 4u * ((lane >> 3) & 1u) + 2u * (lane & 1u);
 }
-// Rendezvous of the whole SIMD group; returns this lane's index.
-__ENC_INLINE simd_call sgm_sync(const void* data, unsigned n, const char* what, unsigned line) {
-  simd_call c;
-  c.snap = rt->simd_exchange(data, n, what, line, 1, &c.lane);
+
+// One deferred multiply-accumulate D = A*B + C of a SIMD group, operands gathered from its lanes.
+struct sgm_op {
+  float A[8][8], B[8][8], C[8][8], D[8][8];
+  void* dst[ENC_SIMD_WIDTH];    // each lane's destination matrix (null: overwritten or destroyed since)
+  short csrc[ENC_SIMD_WIDTH];   // per lane: the multiply of this batch whose result is its C (-1: C holds it)
+  void (*write)(void* m, float d0, float d1);  // stores a lane's two results (rounded to the matrix type)
+  float (*round)(float);                        // float -> the destination type -> float
+};
+constexpr unsigned sgm_max_ops = 128;
+struct sgm_batch {
+  unsigned serial;  // EncSgLog::serial this batch belongs to (another: stale, start empty)
+  unsigned done;    // multiplies computed so far
+  sgm_op ops[sgm_max_ops];
+};
+
+struct sgm_msg {
+  char b[360];
+  unsigned n = 0;
+  __ENC_INLINE sgm_msg() { b[0] = 0; }
+  __ENC_INLINE sgm_msg& s(const char* t) {
+    while (t && *t && n + 1 < sizeof b) b[n++] = *t++;
+    b[n] = 0;
+    return *this;
+  }
+  __ENC_INLINE sgm_msg& u(unsigned long v, unsigned base = 10) {
+    char d[24];
+    int k = 0;
+    do { d[k++] = "0123456789abcdef"[v % base]; v /= base; } while (v);
+    if (base == 16) { s("0x"); while (k < 8) d[k++] = '0'; }
+    while (k && n + 1 < sizeof b) b[n++] = d[--k];
+    b[n] = 0;
+    return *this;
+  }
+};
+
+struct sgm_ctx {
+  EncSgLog* g;
+  unsigned lane;
+};
+// The calling fiber's log and lane, read from the top of its stack (abi.h EncFiberTop): kernels that use
+// simdgroup_matrix always run on fibers (translate.py needs_fibers).
+__ENC_INLINE sgm_ctx sgm_get() {
+  unsigned long a = rt->fiber_stack_align;
+  unsigned long top = (reinterpret_cast<unsigned long>(__builtin_frame_address(0)) | (a - 1)) + 1;
+  const EncFiberTop* t = reinterpret_cast<const EncFiberTop*>(top - ENC_FIBER_TOP);
+  sgm_ctx c;
+  c.g = t->sg;
+  c.lane = t->lane;
+  if (__builtin_expect(c.g->scratch_size < sizeof(sgm_batch), 0)) c.g = rt->sg_log(sizeof(sgm_batch), &c.lane);
   return c;
 }
-template <class T> struct sgm_payload { vec<T, 2> a, b, c; };
+__ENC_INLINE sgm_batch* sgm_batch_of(EncSgLog* g) {
+  sgm_batch* b = static_cast<sgm_batch*>(g->scratch);
+  if (b->serial != g->serial) {
+    b->serial = g->serial;
+    b->done = 0;
+  }
+  return b;
+}
+
+// Waits until every other lane of the SIMD group has stopped (a rendezvous of the lanes that call it here).
+__ENC_INLINE void sgm_meet(const char* what, unsigned line) {
+  unsigned lane;
+  rt->simd_exchange(nullptr, 0, what, line, 0, &lane);
+}
+
+// Appends (or marks) this lane's entry in the group's log.
+inline void sgm_record(const sgm_ctx& c, const char* what, unsigned line) {
+  EncSgLog* g = c.g;
+  if (g->pos[c.lane] == ENC_SG_LOG) {
+    sgm_meet(what, line);  // the runtime retires the entries every lane executed
+    if (g->pos[c.lane] == ENC_SG_LOG) {
+      sgm_msg m;
+      m.s(what).s(": lane ").u(c.lane).s(" executed ").u(ENC_SG_LOG)
+          .s(" simdgroup_matrix operations that other lanes of its SIMD group did not execute: simdgroup_matrix "
+             "operations must be reached by all 32 lanes of the SIMD group (uniform control flow)");
+      __enc::rt->fail(m.b, line);
+      return;
+    }
+  }
+  unsigned k = g->pos[c.lane]++;
+  EncSgEntry& e = g->e[k];
+  if (k == g->count) {
+    g->count++;
+    e.what = what;
+    e.line = line;
+    e.mask = 1u << c.lane;
+  } else if (e.line != line || e.what != what) {
+    sgm_msg m;
+    m.s("lane ").u(c.lane).s(" executes ").s(what).s(" (line ").u(line).s(") where lanes ").u(e.mask, 16)
+        .s(" of its SIMD group executed ").s(e.what).s(" (line ").u(e.line)
+        .s("): simdgroup_matrix operations must be reached by all 32 lanes of the SIMD group (uniform control flow)");
+    rt->fail(m.b, line);
+  } else {
+    e.mask |= 1u << c.lane;
+  }
+}
+
+// Computes the multiplies of the batch that every lane has executed, in order; empties the batch when
+// all are done.
+inline void sgm_compute(EncSgLog* g) {
+  sgm_batch* bt = sgm_batch_of(g);
+  unsigned ready = g->mma_count;
+  for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) ready = g->mma_pos[l] < ready ? g->mma_pos[l] : ready;
+  for (unsigned k = bt->done; k < ready; ++k) {
+    sgm_op& op = bt->ops[k];
+    for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) {
+      if (op.csrc[l] < 0) continue;
+      const sgm_op& src = bt->ops[op.csrc[l]];
+      unsigned r = sgm_row(l), col = sgm_col(l);
+      for (unsigned e = 0; e < 2; ++e) op.C[r][col + e] = src.round(src.D[r][col + e]);
+    }
+    for (unsigned i = 0; i < 8; ++i) {  // per element: ((0 + a0*b0) + a1*b1 ...) + c, j innermost (vectorised)
+      float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+      for (unsigned q = 0; q < 8; ++q)
+        for (unsigned j = 0; j < 8; ++j) acc[j] += op.A[i][q] * op.B[q][j];
+      for (unsigned j = 0; j < 8; ++j) op.D[i][j] = acc[j] + op.C[i][j];
+    }
+    for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) {
+      if (!op.dst[l]) continue;
+      unsigned r = sgm_row(l), col = sgm_col(l);
+      op.write(op.dst[l], op.D[r][col], op.D[r][col + 1]);
+      op.dst[l] = nullptr;
+    }
+  }
+  bt->done = ready;
+  if (ready == g->mma_count) {  // every lane is past every multiply: start a new batch
+    g->mma_count = 0;
+    for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) g->mma_pos[l] = 0;
+    bt->serial = ++g->serial;
+    bt->done = 0;
+  }
+}
+}  // namespace __enc
+
+template <class T, int R, int C> struct simdgroup_matrix {
+  static_assert(R == 8 && C == 8, "Metal simdgroup_matrix supports only 8x8");
+  static_assert(__enc::is_same<T, float>::value || __enc::is_same<T, half>::value || __enc::is_same<T, bfloat>::value,
+                "simdgroup_matrix element type must be float, half or bfloat");
+  vec<T, 2> __e;
+  int __op = -1;        // >= 0: the pending multiply of this SIMD group's batch that produces the value
+  unsigned __serial = 0;  // that batch
+
+  __ENC_INLINE simdgroup_matrix() {}
+  // Metal: constructing from a value gives a diagonal matrix.
+  __ENC_INLINE explicit simdgroup_matrix(T diag, unsigned __line = __builtin_LINE());
+  __ENC_INLINE simdgroup_matrix(const simdgroup_matrix& o, unsigned __line = __builtin_LINE()) {
+    o.__resolve("simdgroup_matrix (copy of a multiply's result)", __line);
+    __e = o.__e;
+  }
+  __ENC_INLINE simdgroup_matrix& operator=(const simdgroup_matrix& o) {
+    if (this == &o) return *this;
+    o.__resolve("simdgroup_matrix (copy of a multiply's result)", __builtin_LINE());
+    __forget();
+    __e = o.__e;
+    return *this;
+  }
+  __ENC_INLINE ~simdgroup_matrix() { __forget(); }
+  __ENC_INLINE vec<T, 2>& thread_elements(unsigned __line = __builtin_LINE()) {
+    __resolve("thread_elements", __line);
+    return __e;
+  }
+  __ENC_INLINE const vec<T, 2>& thread_elements(unsigned __line = __builtin_LINE()) const {
+    __resolve("thread_elements", __line);
+    return __e;
+  }
+
+  // Makes the value available: a pending multiply is computed (with the rest of the batch) first.
+  __ENC_INLINE void __resolve(const char* what, unsigned line) const {
+    if (__op >= 0) const_cast<simdgroup_matrix*>(this)->__wait(what, line);
+  }
+  // The matrix gets another value: a pending multiply no longer writes it.
+  __ENC_INLINE void __forget() {
+    if (__op >= 0) __unlink();
+  }
+  void __wait(const char* what, unsigned line) {
+    __enc::sgm_ctx c = __enc::sgm_get();
+    if (__serial != c.g->serial) {  // not of the running batch (cannot happen in a live threadgroup)
+      __op = -1;
+      return;
+    }
+    unsigned op = unsigned(__op);
+    __enc::sgm_meet(what, line);
+    if (__op >= 0 && __serial == c.g->serial) __enc::sgm_compute(c.g);
+    if (__op >= 0) {
+      unsigned missing = 0;
+      for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) missing |= (c.g->mma_pos[l] <= op ? 1u : 0u) << l;
+      __enc::sgm_msg m;
+      m.s(what).s(": lane ").u(c.lane).s(" needs the result of a simdgroup_multiply_accumulate that lanes ")
+          .u(missing, 16).s(" of its SIMD group have not executed: simdgroup_matrix operations must be reached "
+                            "by all 32 lanes of the SIMD group (uniform control flow)");
+      __op = -1;
+      __enc::rt->fail(m.b, line);
+    }
+  }
+  void __unlink() {
+    __enc::sgm_ctx c = __enc::sgm_get();
+    if (__serial == c.g->serial) __enc::sgm_batch_of(c.g)->ops[__op].dst[c.lane] = nullptr;
+    __op = -1;
+  }
+};
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
+
+namespace __enc {
+template <class TD> void sgm_write(void* m, float d0, float d1) {
+  simdgroup_matrix<TD, 8, 8>* x = static_cast<simdgroup_matrix<TD, 8, 8>*>(m);
+  x->__e = vec<TD, 2>(TD(d0), TD(d1));
+  x->__op = -1;
+}
+template <class TD> float sgm_round(float x) { return float(TD(x)); }
 }  // namespace __enc
 
 template <class T, int R, int C>
 __ENC_INLINE simdgroup_matrix<T, R, C>::simdgroup_matrix(T diag, unsigned __line) {
-  __enc::simd_call c = __enc::sgm_sync(nullptr, 0, "simdgroup_matrix(diagonal)", __line);
+  __enc::sgm_ctx c = __enc::sgm_get();
+  __enc::sgm_record(c, "simdgroup_matrix(diagonal)", __line);
   unsigned r = __enc::sgm_row(c.lane), col = __enc::sgm_col(c.lane);
   __e = vec<T, 2>(r == col ? diag : T(0), r == col + 1 ? diag : T(0));
 }
@@ -67,7 +269,9 @@ __ENC_INLINE void simdgroup_load(thread simdgroup_matrix<T, R, C>& m, const S* s
                                  unsigned __line = __builtin_LINE()) {
   static_assert(__enc::is_same<typename __enc::remove_cv<S>::type, T>::value,
                 "simdgroup_load: the source pointer's element type must match the matrix's");
-  __enc::simd_call c = __enc::sgm_sync(nullptr, 0, "simdgroup_load", __line);
+  __enc::sgm_ctx c = __enc::sgm_get();
+  __enc::sgm_record(c, "simdgroup_load", __line);
+  m.__forget();
   unsigned r = __enc::sgm_row(c.lane), col = __enc::sgm_col(c.lane);
   for (unsigned e = 0; e < 2; ++e) {
     ulong i = transpose ? col + e : r, j = transpose ? r : col + e;
@@ -80,7 +284,9 @@ __ENC_INLINE void simdgroup_store(const simdgroup_matrix<T, R, C>& m, D* dst, ul
                                   ulong2 matrix_origin = ulong2(0), bool transpose = false,
                                   unsigned __line = __builtin_LINE()) {
   static_assert(__enc::is_same<D, T>::value, "simdgroup_store: the destination element type must match the matrix's");
-  __enc::simd_call c = __enc::sgm_sync(nullptr, 0, "simdgroup_store", __line);
+  m.__resolve("simdgroup_store", __line);
+  __enc::sgm_ctx c = __enc::sgm_get();
+  __enc::sgm_record(c, "simdgroup_store", __line);
   unsigned r = __enc::sgm_row(c.lane), col = __enc::sgm_col(c.lane);
   for (unsigned e = 0; e < 2; ++e) {
     ulong i = transpose ? col + e : r, j = transpose ? r : col + e;
@@ -92,27 +298,48 @@ template <class TD, class TA, class TB, class TC>
 __ENC_INLINE void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
                                                 const simdgroup_matrix<TB, 8, 8>& b, const simdgroup_matrix<TC, 8, 8>& c,
                                                 unsigned __line = __builtin_LINE()) {
-  struct Payload { float a[2], b[2], c[2]; } mine = {{float(a.__e.x), float(a.__e.y)},
-                                                     {float(b.__e.x), float(b.__e.y)},
-                                                     {float(c.__e.x), float(c.__e.y)}};
-  static_assert(sizeof(Payload) <= ENC_SIMD_SLOT, "payload");
-  __enc::simd_call s = __enc::sgm_sync(&mine, sizeof mine, "simdgroup_multiply_accumulate", __line);
-  float A[8][8], B[8][8], Cm[8][8];
-  for (unsigned l = 0; l < 32u; ++l) {
-    Payload p = s.at<Payload>(l);
-    unsigned r = __enc::sgm_row(l), col = __enc::sgm_col(l);
-    for (unsigned e = 0; e < 2; ++e) {
-      A[r][col + e] = p.a[e];
-      B[r][col + e] = p.b[e];
-      Cm[r][col + e] = p.c[e];
+  const char* what = "simdgroup_multiply_accumulate";
+  a.__resolve(what, __line);
+  b.__resolve(what, __line);
+  __enc::sgm_ctx x = __enc::sgm_get();
+  if (x.g->mma_pos[x.lane] == __enc::sgm_max_ops) {
+    // the batch is full: compute it (every lane arrives here after the same multiplies)
+    __enc::sgm_meet(what, __line);
+    if (x.g->mma_pos[x.lane] == __enc::sgm_max_ops) __enc::sgm_compute(x.g);
+    if (x.g->mma_pos[x.lane] == __enc::sgm_max_ops) {
+      __enc::sgm_msg m;
+      m.s(what).s(": lane ").u(x.lane).s(" executed ").u(__enc::sgm_max_ops)
+          .s(" multiplies that other lanes of its SIMD group did not execute: simdgroup_matrix operations must be "
+             "reached by all 32 lanes of the SIMD group (uniform control flow)");
+      __enc::rt->fail(m.b, __line);
+      return;
     }
   }
-  unsigned r = __enc::sgm_row(s.lane), col = __enc::sgm_col(s.lane);
-  for (unsigned e = 0; e < 2; ++e) {
-    float acc = 0.0f;
-    for (unsigned k = 0; k < 8; ++k) acc += A[r][k] * B[k][col + e];
-    d.__e[int(e)] = TD(acc + Cm[r][col + e]);
+  __enc::sgm_record(x, what, __line);
+  __enc::sgm_batch* bt = __enc::sgm_batch_of(x.g);
+  unsigned k = x.g->mma_pos[x.lane]++;
+  __enc::sgm_op& op = bt->ops[k];
+  if (k == x.g->mma_count) {
+    x.g->mma_count++;
+    op.write = &__enc::sgm_write<TD>;
+    op.round = &__enc::sgm_round<TD>;
   }
+  unsigned r = __enc::sgm_row(x.lane), col = __enc::sgm_col(x.lane);
+  op.A[r][col] = float(a.__e.x);
+  op.A[r][col + 1] = float(a.__e.y);
+  op.B[r][col] = float(b.__e.x);
+  op.B[r][col + 1] = float(b.__e.y);
+  if (c.__op >= 0 && c.__serial == x.g->serial) {
+    op.csrc[x.lane] = short(c.__op);
+  } else {
+    op.csrc[x.lane] = -1;
+    op.C[r][col] = float(c.__e.x);
+    op.C[r][col + 1] = float(c.__e.y);
+  }
+  if (d.__op >= 0 && d.__serial == x.g->serial) bt->ops[d.__op].dst[x.lane] = nullptr;  // d.__forget()
+  op.dst[x.lane] = &d;
+  d.__op = int(k);
+  d.__serial = x.g->serial;
 }
 template <class TD, class TA, class TB>
 __ENC_INLINE void simdgroup_multiply(thread simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
