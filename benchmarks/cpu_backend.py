@@ -1,23 +1,148 @@
-"""Benchmarks of the cpu backend: vector add (1M floats) and a block reduction vs NumPy, fiber switch cost.
+"""The cpu backend (clang and g++) next to the NumPy interpreter and NumPy, on every example and the tutorial matmul.
 
-Run: ``python benchmarks/cpu_backend.py [--cxx clang++]``. Prints a table and writes
+Run: ``python benchmarks/cpu_backend.py [--repeat N] [--compilers clang++,g++]``. Prints one table and writes
 benchmarks/results/cpu_backend.json.
+
+Per case: the best wall-clock time of a launch (after a warm-up launch whose result is checked against NumPy)
+on the cpu backend with each compiler (default access checks on, default thread pool), in Enceladus's NumPy
+interpreter and in NumPy itself, the ratios cpu/interpreter and cpu/NumPy, and the cold build time of each
+kernel on the cpu backend: generated MSL -> C++ compile -> loaded library, with an empty cache. Each compiler
+runs in its own worker process (its own cache directory, ``ENCELADUS_CXX``); the interpreter and NumPy run in
+this process. A few raw-MSL rows (a float4 vector add, a simd_sum block reduction) and the fiber switch cost
+follow. Timings on a shared machine are noisy: compare the ratios of one run, and repeat.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from enceladus.backends.cpu import CpuBackend
+ROOT = Path(__file__).resolve().parent.parent
+WORKER = len(sys.argv) > 1 and sys.argv[1] == "--worker"
+if not WORKER:
+    os.environ["ENCELADUS_INTERPRET"] = "1"  # this process: every launch in the interpreter
 
+import enceladus  # noqa: E402
+import enceladus.language as tl  # noqa: E402
+
+
+@enceladus.jit
+def tutorial_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * sam + (k + rk)[None, :] * sak)
+        b = tl.load(b_ptr + (k + rk)[:, None] * sbk + rn[None, :] * sbn)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty))
+
+
+def load_example(name: str) -> Any:
+    path = ROOT / "examples" / name
+    spec = importlib.util.spec_from_file_location(f"example_{path.stem}", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):  # 01 runs (and prints) at import
+        spec.loader.exec_module(mod)
+    return mod
+
+
+Case = tuple[Callable[[], Any], Callable[[], Any], Callable[[Any], float], bool]
+
+
+def cases() -> dict[str, Case]:
+    """name -> (launch, NumPy equivalent, max error of the launch's result vs NumPy, elementwise)."""
+    rng = np.random.default_rng(0)
+    ex1, ex2, ex3 = load_example("01_vector_add.py"), load_example("02_softmax.py"), load_example("03_matmul.py")
+    ex4, ex5 = load_example("04_flash_attention.py"), load_example("05_layer_norm.py")
+    out: dict[str, Case] = {}
+
+    n = 1 << 20
+    x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    z = np.empty_like(x)
+    out["01 vector add (1M fp32)"] = (
+        lambda: ex1.add_kernel[(enceladus.cdiv(n, 1024),)](x, y, z, n, BLOCK=1024),
+        lambda: np.add(x, y, out=np.empty_like(x)),
+        lambda _: float(np.abs(z - (x + y)).max()), True)
+
+    s = rng.standard_normal((1024, 1024), dtype=np.float32)
+
+    def softmax_ref() -> np.ndarray:
+        e = np.exp(s - s.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+
+    out["02 softmax (1024x1024 fp32)"] = (
+        lambda: ex2.softmax(s), softmax_ref, lambda r: float(np.abs(r - softmax_ref()).max()), False)
+
+    a = rng.standard_normal((256, 256)).astype(np.float16)
+    b = rng.standard_normal((256, 256)).astype(np.float16)
+    ref_ab = a.astype(np.float32) @ b.astype(np.float32)
+    out["03 matmul, autotuned (256^3 fp16)"] = (
+        lambda: ex3.matmul(a, b), lambda: (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16),
+        lambda r: float(np.abs(r.astype(np.float32) - ref_ab).max()), False)
+    c = np.empty((256, 256), np.float16)
+    out["tutorial matmul (256^3 fp16, 64x64x32)"] = (
+        lambda: tutorial_matmul[(4, 4)](a, b, c, 256, 256, 256, 256, 1, 256, 1, 256, 1, BM=64, BN=64, BK=32),
+        lambda: (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16),
+        lambda _: float(np.abs(c.astype(np.float32) - ref_ab).max()), False)
+
+    q, k, v = (rng.standard_normal((4, 256, 64)).astype(np.float16) for _ in range(3))
+    scale = 1 / np.sqrt(64)
+    ref_attn = ex4.reference(q, k, v, False, scale)
+    out["04 flash attention (4x256x64 fp16)"] = (
+        lambda: ex4.attention(q, k, v, False, scale), lambda: ex4.reference(q, k, v, False, scale),
+        lambda r: float(np.abs(r.astype(np.float32) - ref_attn).max()), False)
+
+    xl = rng.standard_normal((1024, 1024), dtype=np.float32)
+    w, bias = rng.standard_normal(1024, dtype=np.float32), rng.standard_normal(1024, dtype=np.float32)
+    ref_ln = ex5.reference(xl, w, bias)[0]
+    out["05 layer norm (1024x1024 fp32)"] = (
+        lambda: ex5.layer_norm(xl, w, bias), lambda: ex5.reference(xl, w, bias),
+        lambda r: float(np.abs(r[0] - ref_ln).max()), False)
+    return out
+
+
+def best_of(fn: Callable[[], Any], repeat: int, budget_s: float = 2.0) -> float:
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < repeat and (len(times) < 2 or time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def measure(repeat: int, all_cases: dict[str, Case] | None = None) -> dict[str, dict[str, float]]:
+    results = {}
+    for name, (launch, _, error, _) in (all_cases or cases()).items():
+        err = error(launch())  # warm-up: compile (or trace) and check
+        results[name] = {"seconds": best_of(launch, repeat), "max_error": err}
+    return results
+
+
+# --- raw MSL on the cpu backend (no compiler front end) ------------------------------------------------
 ADD = """
 #include <metal_stdlib>
 using namespace metal;
@@ -49,85 +174,149 @@ kernel void block_sum(device const float* x [[buffer(0)]], device float* out [[b
 """
 
 
-def best_of(fn: Callable[[], None], repeat: int = 7) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+def raw_msl(repeat: int) -> dict[str, Any]:
+    from enceladus.backends.cpu import CpuBackend
 
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--cxx", default=None, help="C++ compiler (default: ENCELADUS_CXX, clang++, g++)")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "cpu_backend.json"))
-    args = parser.parse_args()
-    backend = CpuBackend(args.cxx)
+    backend = CpuBackend()
     rng = np.random.default_rng(0)
-    rows = []
-
+    rows = {}
     n = 1 << 20
-    x = rng.standard_normal(n, dtype=np.float32)
-    y = rng.standard_normal(n, dtype=np.float32)
+    x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
     out = np.empty_like(x)
-    t0 = time.perf_counter()
     add = backend.compile(ADD).function("add")
-    compile_s = time.perf_counter() - t0
     bufs = {0: x.ctypes.data, 1: y.ctypes.data, 2: out.ctypes.data}
-    t_cpu = best_of(lambda: add.launch((n // 4 // 256, 1, 1), (256, 1, 1), bufs))
+    t = best_of(lambda: add.launch((n // 4 // 256, 1, 1), (256, 1, 1), bufs), repeat)
     np.testing.assert_array_equal(out, x + y)
-    t_np = best_of(lambda: np.add(x, y, out=out))
-    nbytes = 3 * 4 * n
-    rows.append(("vector add 1M float32", t_cpu, t_np, nbytes / t_cpu / 1e9, nbytes / t_np / 1e9))
-
+    rows["raw MSL: vector add 1M fp32 (float4)"] = {"seconds": t, "numpy_s": best_of(lambda: np.add(x, y, out=out),
+                                                                                      repeat)}
     m = 1 << 22
     data = rng.standard_normal(m, dtype=np.float32)
     groups = m // (256 * 16)
     partial = np.empty(groups, np.float32)
     red = backend.compile(REDUCE).function("block_sum")
-    rbufs = {0: data.ctypes.data, 1: partial.ctypes.data}
-    t_red = best_of(lambda: red.launch((groups, 1, 1), (256, 1, 1), rbufs), repeat=3)
+    t = best_of(lambda: red.launch((groups, 1, 1), (256, 1, 1), {0: data.ctypes.data, 1: partial.ctypes.data}),
+                repeat)
     np.testing.assert_allclose(partial.sum(dtype=np.float64), data.sum(dtype=np.float64), rtol=1e-3)
-    t_red_np = best_of(lambda: data.reshape(groups, -1).sum(axis=1))
-    rows.append(
-        (
-            "reduction 4M float32 (fibers, simd_sum)",
-            t_red,
-            t_red_np,
-            4 * m / t_red / 1e9,
-            4 * m / t_red_np / 1e9,
-        )
-    )
+    rows["raw MSL: block reduction 4M fp32 (simd_sum)"] = {
+        "seconds": t, "numpy_s": best_of(lambda: data.reshape(groups, -1).sum(axis=1), repeat)}
+    return {"rows": rows, "fiber_switch_ns": backend.fiber_switch_ns(2_000_000), "compiler": backend.compiler.version}
 
-    switch_ns = backend.fiber_switch_ns(2_000_000)
 
-    print(
-        f"compiler: {backend.compiler.version}   threads: {os.environ.get('ENCELADUS_CPU_THREADS') or os.cpu_count()}"
-    )
-    print(f"{'benchmark':42} {'cpu backend':>12} {'numpy':>10} {'GB/s cpu':>9} {'GB/s np':>8}")
-    for name, a, b, ga, gb in rows:
-        print(f"{name:42} {a * 1e3:10.3f}ms {b * 1e3:8.3f}ms {ga:9.2f} {gb:8.2f}")
-    print(f"{'fiber context switch (one way)':42} {switch_ns:10.1f}ns")
-    print(f"{'compile vector add (cache miss or hit)':42} {compile_s * 1e3:10.1f}ms")
+def cold_builds(dump: Path) -> dict[str, float]:
+    """Seconds from generated MSL to a loaded library for every kernel the run compiled, with a cache miss."""
+    from enceladus.backends.cpu import CpuBackend
+
+    backend = CpuBackend()
+    builds: dict[str, float] = {}
+    for path in sorted(dump.glob("*.metal")):
+        msl = path.read_text() + f"\n// cold build {uuid.uuid4().hex}\n"  # a new cache key: a real build
+        t0 = time.perf_counter()
+        backend.compile(msl)
+        name = path.stem.rsplit("-", 1)[0]
+        builds[name] = max(builds.get(name, 0.0), time.perf_counter() - t0)
+    return builds
+
+
+def worker(repeat: int) -> None:
+    results = measure(repeat)
+    builds = cold_builds(Path(os.environ["ENCELADUS_DUMP"]))
+    print(json.dumps({"results": results, "builds": builds, "raw": raw_msl(repeat)}))
+
+
+KERNELS = {  # case -> kernel names whose cold builds it needs
+    "01 vector add (1M fp32)": ["add_kernel"],
+    "02 softmax (1024x1024 fp32)": ["softmax_kernel"],
+    "03 matmul, autotuned (256^3 fp16)": ["matmul_kernel"],
+    "tutorial matmul (256^3 fp16, 64x64x32)": ["tutorial_matmul"],
+    "04 flash attention (4x256x64 fp16)": ["attn_fwd"],
+    "05 layer norm (1024x1024 fp32)": ["layer_norm_fwd"],
+}
+
+
+def run_worker(cxx: str, repeat: int) -> tuple[dict[str, Any] | None, str]:
+    with tempfile.TemporaryDirectory(prefix="enc-cpu-bench-") as tmp:
+        env = {k: v for k, v in os.environ.items() if k not in ("ENCELADUS_INTERPRET", "ENCELADUS_DEBUG")}
+        env.update(ENCELADUS_CXX=cxx, ENCELADUS_BACKEND="cpu", ENCELADUS_CACHE_DIR=str(Path(tmp) / "cache"),
+                   ENCELADUS_DUMP=str(Path(tmp) / "dump"))
+        res = subprocess.run([sys.executable, __file__, "--worker", str(repeat)], capture_output=True, text=True,
+                             env=env, timeout=1800)
+    if res.returncode != 0:
+        tail = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit status {res.returncode}"
+        return None, f"{cxx} failed: {tail}"
+    return json.loads(res.stdout.strip().splitlines()[-1]), ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7, help="launches timed per case (best is kept)")
+    parser.add_argument("--compilers", default="clang++,g++", help="comma-separated C++ compilers to run")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "cpu_backend.json"))
+    args = parser.parse_args()
+
+    compilers = [c for c in args.compilers.split(",") if c]
+    workers: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
+    for cxx in compilers:
+        if shutil.which(cxx) is None:
+            skipped[cxx] = "not installed"
+            continue
+        data, why = run_worker(cxx, args.repeat)
+        if data is None:
+            skipped[cxx] = why
+        else:
+            workers[cxx] = data
+    all_cases = cases()
+    interp = measure(args.repeat, all_cases)
+    numpy_s = {name: best_of(ref, args.repeat) for name, (_, ref, _, _) in all_cases.items()}
+    elementwise = {name: c[3] for name, c in all_cases.items()}
+
+    names = list(interp)
+    head = f"{'case':40} {'interp':>9} {'numpy':>9}"
+    for cxx in workers:
+        head += f" {cxx:>9} {'/interp':>7} {'/numpy':>7} {'build':>7}"
+    print(f"threads: {os.environ.get('ENCELADUS_CPU_THREADS') or os.cpu_count()}   "
+          f"machine: {platform.machine()}, {os.cpu_count()} CPUs   (times in ms; build = cold MSL -> loaded library, s)")
+    print(head)
+    rows = []
+    for name in names:
+        row: dict[str, Any] = {"case": name, "interpreter_s": interp[name]["seconds"], "numpy_s": numpy_s[name],
+                               "elementwise": elementwise[name], "interpreter_max_error": interp[name]["max_error"]}
+        line = f"{name:40} {interp[name]['seconds'] * 1e3:9.2f} {numpy_s[name] * 1e3:9.2f}"
+        for cxx, data in workers.items():
+            r = data["results"][name]
+            build = max((data["builds"].get(k, 0.0) for k in KERNELS[name]), default=0.0)
+            vs_i, vs_np = r["seconds"] / interp[name]["seconds"], r["seconds"] / numpy_s[name]
+            row[cxx] = {"seconds": r["seconds"], "vs_interpreter": vs_i, "vs_numpy": vs_np, "cold_build_s": build,
+                        "max_error": r["max_error"]}
+            line += f" {r['seconds'] * 1e3:9.2f} {vs_i:6.2f}x {vs_np:6.1f}x {build:7.2f}"
+        rows.append(row)
+        print(line)
+    for cxx, data in workers.items():
+        for rname, r in data["raw"]["rows"].items():
+            print(f"{rname:40} {cxx}: {r['seconds'] * 1e3:.3f} ms, NumPy {r['numpy_s'] * 1e3:.3f} ms "
+                  f"({r['seconds'] / r['numpy_s']:.1f}x)")
+        print(f"{'fiber context switch (one way)':40} {cxx}: {data['raw']['fiber_switch_ns']:.1f} ns")
+    for cxx, why in skipped.items():
+        print(f"{cxx}: not measured ({why})")
 
     result = {
-        "compiler": backend.compiler.version,
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "benchmarks": [
-            {"name": name, "cpu_backend_s": a, "numpy_s": b, "cpu_backend_gbps": ga, "numpy_gbps": gb}
-            for name, a, b, ga, gb in rows
-        ],
-        "fiber_switch_ns": switch_ns,
-        "compile_s": compile_s,
+        "machine": platform.machine(), "cpu_count": os.cpu_count(),
+        "threads": int(os.environ.get("ENCELADUS_CPU_THREADS") or os.cpu_count() or 1),
+        "checks": "default (on)", "timing": "best wall-clock time of the repeats, after a checked warm-up launch",
+        "repeat": args.repeat, "numpy": np.__version__,
+        "compilers": {cxx: data["raw"]["compiler"] for cxx, data in workers.items()}, "skipped": skipped,
+        "cases": rows,
+        "raw_msl": {cxx: data["raw"] for cxx, data in workers.items()},
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(args.out + ".tmp")
     tmp.write_text(json.dumps(result, indent=2) + "\n")
     os.replace(tmp, args.out)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
-    main()
+    if WORKER:
+        worker(int(sys.argv[2]))
+    else:
+        main()

@@ -286,6 +286,23 @@ bool resolve_simd(Worker* w, unsigned s, unsigned n) {
   unsigned lo = s * ENC_SIMD_WIDTH, hi = lo + ENC_SIMD_WIDTH < n ? lo + ENC_SIMD_WIDTH : n;
   unsigned live = 0;
   for (unsigned i = lo; i < hi; ++i) if (fs[i].state != DONE) live |= 1u << (i - lo);
+  if (w->sglogs && w->sglogs[s].mma_count) {
+    EncSgLog& g = w->sglogs[s];
+    unsigned dead = ~live, done = 0;  // lanes that executed the first multiply a returned lane did not
+    for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) {
+      if (!((dead >> l) & 1u) || g.mma_pos[l] >= g.mma_count) continue;
+      unsigned k = g.mma_pos[l];
+      for (unsigned j = 0; j < ENC_SIMD_WIDTH; ++j) done |= (g.mma_pos[j] > k ? 1u : 0u) << j;
+      record_error(w->launch,
+                   "kernel '%s': simdgroup_multiply_accumulate (line %u) executed by lanes 0x%08x of simdgroup %u "
+                   "in threadgroup (%u,%u,%u) but not by lanes 0x%08x (they returned or never existed): "
+                   "simdgroup_matrix operations must be reached by all 32 lanes of the SIMD group (uniform control "
+                   "flow)",
+                   w->launch->kernel_name, g.mma_line[k], done, s, w->group[0], w->group[1], w->group[2],
+                   ~done & dead);
+      return false;
+    }
+  }
   if (w->sglogs && w->sglogs[s].count) {
     // No lane of the group can run. simdgroup_matrix operations that all 32 lanes executed leave the log;
     // one that a lane which returned (or never existed) did not execute is an error. Lanes blocked

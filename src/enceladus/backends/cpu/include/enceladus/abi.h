@@ -71,12 +71,14 @@ typedef struct EncSimdSnapshot {
 } EncSimdSnapshot;
 
 /* Per SIMD group of the running threadgroup: the simdgroup_matrix operations its lanes executed since the
- * group last met (a rendezvous, a barrier or the end of all its lanes). Loads, stores and multiplies do
+ * group last stopped (a rendezvous, a barrier or the end of all its lanes). Loads, stores and multiplies do
  * not switch fibers: every lane appends an entry (or, at the same position, marks the entry another lane
  * appended); when no lane of the group can run, the runtime checks that all 32 lanes executed every
- * entry (uniform control flow) and empties the log. Multiplies are deferred (matrix.h): their operands
+ * entry (uniform control flow; a lane that returned without executing an entry or a multiply of the batch
+ * fails the launch) and drops the entries every lane executed. Multiplies are deferred (matrix.h): their operands
  * go to `scratch`, and the first lane that needs a result computes the whole batch for all 32 lanes. */
 #define ENC_SG_LOG 256
+#define ENC_SG_MMA 128 /* deferred multiplies per batch */
 typedef struct EncSgEntry {
   const char* what;
   unsigned line;
@@ -87,7 +89,8 @@ typedef struct EncSgLog {
   unsigned pos[ENC_SIMD_WIDTH];     /* each lane's next entry */
   unsigned serial;                  /* deferred-multiply batch number: advances at every flush and group */
   unsigned mma_count;               /* deferred multiplies in the batch */
-  unsigned mma_pos[ENC_SIMD_WIDTH]; /* each lane's next multiply */
+  unsigned mma_pos[ENC_SIMD_WIDTH]; /* each lane's next multiply (multiplies are not in e[]) */
+  unsigned mma_line[ENC_SG_MMA];    /* MSL line of each multiply of the batch */
   void* scratch;                    /* the batch's operands (matrix.h's layout), scratch_size bytes */
   unsigned long scratch_size;
   EncSgEntry e[ENC_SG_LOG];

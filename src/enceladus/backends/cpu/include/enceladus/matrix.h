@@ -42,7 +42,7 @@ struct sgm_op {
   void (*write)(void* m, float d0, float d1);  // stores a lane's two results (rounded to the matrix type)
   float (*round)(float);                        // float -> the destination type -> float
 };
-constexpr unsigned sgm_max_ops = 128;
+constexpr unsigned sgm_max_ops = ENC_SG_MMA;
 struct sgm_batch {
   unsigned serial;  // EncSgLog::serial this batch belongs to (another: stale, start empty)
   unsigned done;    // multiplies computed so far
@@ -100,8 +100,22 @@ __ENC_INLINE void sgm_meet(const char* what, unsigned line) {
   rt->simd_exchange(nullptr, 0, what, line, 0, &lane);
 }
 
+inline void sgm_record_slow(const sgm_ctx& c, const char* what, unsigned line);
 // Appends (or marks) this lane's entry in the group's log.
-inline void sgm_record(const sgm_ctx& c, const char* what, unsigned line) {
+__ENC_INLINE void sgm_record(const sgm_ctx& c, const char* what, unsigned line) {
+  EncSgLog* g = c.g;
+  unsigned k = g->pos[c.lane];
+  if (k < g->count) {  // another lane was here first: the common case
+    EncSgEntry& e = g->e[k];
+    if (__builtin_expect(e.line == line && e.what == what, 1)) {
+      e.mask |= 1u << c.lane;
+      g->pos[c.lane] = k + 1;
+      return;
+    }
+  }
+  sgm_record_slow(c, what, line);
+}
+inline void sgm_record_slow(const sgm_ctx& c, const char* what, unsigned line) {
   EncSgLog* g = c.g;
   if (g->pos[c.lane] == ENC_SG_LOG) {
     sgm_meet(what, line);  // the runtime retires the entries every lane executed
@@ -315,14 +329,21 @@ __ENC_INLINE void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8
       return;
     }
   }
-  __enc::sgm_record(x, what, __line);
   __enc::sgm_batch* bt = __enc::sgm_batch_of(x.g);
   unsigned k = x.g->mma_pos[x.lane]++;
   __enc::sgm_op& op = bt->ops[k];
   if (k == x.g->mma_count) {
     x.g->mma_count++;
+    x.g->mma_line[k] = __line;
     op.write = &__enc::sgm_write<TD>;
     op.round = &__enc::sgm_round<TD>;
+  } else if (x.g->mma_line[k] != __line) {
+    __enc::sgm_msg m;
+    m.s(what).s(": lane ").u(x.lane).s(" executes it at line ").u(__line).s(" where other lanes of its SIMD group "
+        "executed one at line ").u(x.g->mma_line[k]).s(": simdgroup_matrix operations must be reached by all 32 "
+        "lanes of the SIMD group (uniform control flow)");
+    __enc::rt->fail(m.b, __line);
+    return;
   }
   unsigned r = __enc::sgm_row(x.lane), col = __enc::sgm_col(x.lane);
   op.A[r][col] = float(a.__e.x);
