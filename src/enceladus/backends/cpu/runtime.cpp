@@ -136,7 +136,10 @@ struct Worker {
   unsigned group_epoch = 0;  // epoch at the start of the running group
   unsigned sepoch[kMaxThreads / ENC_SIMD_WIDTH];  // advances at every simdgroup_barrier of that group
   struct Shadow { unsigned epoch, sepoch; unsigned short tid; }* shadow = nullptr;
-  EncSgLog* sglogs = nullptr;  // per SIMD group (allocated by the first kernel that uses simdgroup_matrix)
+  unsigned nfibers = 0;       // fibers of the running group
+  bool accounted = false;     // the fiber that returned to the scheduler did its own bookkeeping
+  bool chain_failed = false;  // ... and it failed (a SIMD-group check)
+  EncSgLog* sglogs = nullptr;  // per SIMD group
   unsigned sg_serial = 0;
 };
 
@@ -242,9 +245,33 @@ void init_fiber(Fiber* f) {
 #endif
 }
 
+bool resolve_simd(Worker* w, unsigned s, unsigned n);
+
+// Leaves the running fiber (blocked, done or failed). A fiber that blocked or finished does the
+// scheduler's bookkeeping itself and hands over directly to the next runnable fiber of the round (one
+// switch instead of two through the scheduler); at the end of a round, or on a failure, it returns to
+// the scheduler.
 void block_current() {
   Worker* w = tls_worker;
-  switch_to(&w->cur->ctx, &w->sched);
+  Fiber* f = w->cur;
+  if (w->in_fibers && !w->aborted && f->state != RUNNABLE) {
+    Fiber* fs = w->fibers.data();
+    unsigned i = unsigned(f - fs), n = w->nfibers, s = i / ENC_SIMD_WIDTH;
+    w->accounted = true;
+    if (--w->running[s] == 0 && !resolve_simd(w, s, n)) {
+      w->chain_failed = true;
+    } else {
+      for (unsigned j = i + 1; j < n; ++j) {
+        if (fs[j].state != RUNNABLE) continue;
+        w->cur = &fs[j];
+        switch_to(&f->ctx, &fs[j].ctx);
+        return;
+      }
+    }
+  } else {
+    w->accounted = false;
+  }
+  switch_to(&f->ctx, &w->sched);
 }
 
 void fiber_main(Fiber* f) {
@@ -418,18 +445,24 @@ bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
   }
   w->in_fibers = true;
   bool ok = true;
+  w->nfibers = n;
+  w->chain_failed = false;
   for (;;) {
+    // One round: the first runnable fiber runs; each fiber that stops hands over to the next runnable one
+    // (block_current) and the last returns here.
     bool ran = false;
-    for (unsigned i = 0; i < n && ok; ++i) {
-      Fiber& f = fs[i];
-      if (f.state != RUNNABLE) continue;
+    unsigned start = 0;
+    while (start < n && fs[start].state != RUNNABLE) ++start;
+    if (start < n) {
       ran = true;
-      w->cur = &f;
-      switch_to(&w->sched, &f.ctx);
+      w->cur = &fs[start];
+      switch_to(&w->sched, &fs[start].ctx);
+      Fiber& f = *w->cur;
       w->cur = nullptr;
-      if (w->aborted) { ok = false; break; }
-      if (f.state != RUNNABLE) {
-        unsigned s = i / ENC_SIMD_WIDTH;
+      if (w->aborted || w->chain_failed) {
+        ok = false;
+      } else if (!w->accounted && f.state != RUNNABLE) {
+        unsigned s = unsigned(&f - fs) / ENC_SIMD_WIDTH;
         if (--w->running[s] == 0 && !resolve_simd(w, s, n)) ok = false;
       }
     }
