@@ -387,7 +387,7 @@ class CpuFunction:
             )
         return _HEAD.pack(
             self._address if address is None else address, ctypes.addressof(self._name_buf), *tptg,
-            1 if self._library.uses_fibers else 0, max(tg_params) + 1 if tg_params else 0,
+            1 if self._library.uses_fibers else 2, max(tg_params) + 1 if tg_params else 0,
             NO_ARGS_SLOT if args_slot is None else args_slot, args_size, *tg_sizes, THREADGROUP_MEMORY_LIMIT,
             debug_address, ctypes.addressof(self._names), ctypes.addressof(self._tg_names), timeout_ms,
         )
@@ -522,7 +522,9 @@ class CpuLibrary:
                 raise KeyError(
                     f"no kernel named '{name}' in this library; available: {', '.join(self.kernels)}"
                 )
-            address = ctypes.cast(getattr(self._lib, f"enceladus_thread_{name}"), ctypes.c_void_p).value
+            # kernels without fibers: the per-group loop (runtime.cpp run_group, EncLaunch.use_fibers == 2)
+            entry = "thread" if self.uses_fibers else "group"
+            address = ctypes.cast(getattr(self._lib, f"enceladus_{entry}_{name}"), ctypes.c_void_p).value
             fn = self._functions[name] = CpuFunction(self, self.kernels[name], int(address or 0))
         return fn
 

@@ -361,6 +361,7 @@ bool resolve_simd(Worker* w, unsigned s, unsigned n) {
     unsigned par = w->snap_parity[s] ^= 1u;  // alternate snapshots: the previous one may still be read
     EncSimdSnapshot* snap = &w->snaps[s][par];
     snap->active = 0;
+    snap->memo_set = 0;
     for (unsigned i = lo; i < hi; ++i) {
       Fiber& f = fs[i];
       if (f.state == AT_SIMD && f.line == lead.line && f.what == lead.what) {
@@ -548,6 +549,14 @@ bool run_group(Worker* w, const EncLaunch* L, unsigned long gi) {
     a.kind = ENC_ARG_TG_PARAM;
     w->tg_used += (L->tg_param_sizes[i] + 15) & ~15ul;
   }
+  if (L->use_fibers == 2) {
+    EncThread t;
+    fill_thread(&t, L, g, sz, 0, 0, 0, w->tg_ptrs);
+    w->loop_thread = &t;
+    L->fn(&t);
+    w->loop_thread = nullptr;
+    return !g_failed.load(std::memory_order_relaxed);
+  }
   if (!L->use_fibers) {
     EncThread t;
     for (unsigned z = 0; z < sz[2]; ++z)
@@ -558,6 +567,7 @@ bool run_group(Worker* w, const EncLaunch* L, unsigned long gi) {
           w->loop_thread = &t;
           L->fn(&t);
         }
+    w->loop_thread = nullptr;
     return !g_failed.load(std::memory_order_relaxed);
   }
   return run_fibers(w, L, sz);
@@ -661,7 +671,9 @@ bool in_fiber_guard(Worker* w, unsigned long a) {
   return false;
 }
 
-unsigned current_tid(Worker* w) { return w->cur ? unsigned(w->cur - w->fibers.data()) : w->loop_tid; }
+unsigned current_tid(Worker* w) {
+  return w->cur ? unsigned(w->cur - w->fibers.data()) : w->loop_thread ? w->loop_thread->tiitg : w->loop_tid;
+}
 
 void report_fault(Worker* w, const EncLaunch* L) {
   unsigned long a = w->fault_addr;
@@ -905,6 +917,7 @@ const EncSimdSnapshot* api_simd(const void* data, unsigned nbytes, const char* w
     static thread_local EncSimdSnapshot solo;
     api_fail("internal: SIMD-group function in a kernel launched without fibers", line);
     solo.active = 1;
+    solo.memo_set = 0;
     if (nbytes) std::memcpy(solo.data[0], data, nbytes);
     *my_lane = 0;
     return &solo;
@@ -958,7 +971,7 @@ void api_tg_access(const void* base, const void* addr, unsigned long n, int is_w
     w->armed = armed;
     if (!w->shadow) return;
   }
-  unsigned me = w->cur ? unsigned(w->cur - w->fibers.data()) : w->loop_tid;
+  unsigned me = current_tid(w);
   unsigned sg = me / ENC_SIMD_WIDTH;
   for (unsigned long i = 0; i < n; ++i) {
     Worker::Shadow& s = w->shadow[off + i];

@@ -67,6 +67,9 @@ typedef void (*EncThreadFn)(const EncThread*);
 /* Result of a SIMD-group rendezvous: which lanes arrived together and what each contributed. */
 typedef struct EncSimdSnapshot {
   unsigned active;                                   /* bit i: lane i took part */
+  unsigned memo_set;                                 /* 0 when the rendezvous resolves; see memo */
+  unsigned char memo[ENC_SIMD_SLOT];                 /* a result every lane shares (a reduction), kept by the
+                                                        first lane that computes it */
   unsigned char data[ENC_SIMD_WIDTH][ENC_SIMD_SLOT];
 } EncSimdSnapshot;
 
@@ -146,7 +149,9 @@ typedef struct EncLaunch {
   EncThreadFn fn;
   const char* kernel_name;
   unsigned tptg[3];        /* nominal threads per threadgroup */
-  int use_fibers;          /* 0: plain loop per group (no barriers or SIMD calls in the kernel) */
+  int use_fibers;          /* 0: plain loop per group (no barriers or SIMD calls in the kernel); 1: fibers;
+                              2: plain loop inside the kernel library: fn is enceladus_group_NAME, called once
+                              per group with the builtins of thread (0,0,0), which it moves to each thread */
   unsigned n_tg_params;
   unsigned args_slot;      /* ENC_NO_ARGS_SLOT: none */
   unsigned long args_size;

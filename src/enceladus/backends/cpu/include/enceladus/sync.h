@@ -57,13 +57,22 @@ __ENC_INLINE void simdgroup_barrier(mem_flags f, unsigned __line = __builtin_LIN
   __enc::rt->barrier(ENC_BARRIER_SIMDGROUP, uint(f), "simdgroup_barrier", __line);
 }
 
-// Reductions over the active lanes, in ascending lane order.
+// Reductions over the active lanes, in ascending lane order; the first lane to resume computes the result
+// for all (the snapshot's memo).
 #define __ENC_SIMD_REDUCE(NAME, EXPR)                                                               \
   template <class T> __ENC_INLINE T NAME(T x, unsigned __line = __builtin_LINE()) {                 \
     __enc::simd_call c = __enc::simd_exchange(x, #NAME, __line);                                     \
-    T acc = __enc::simd_first_active<T>(c);                                                         \
+    EncSimdSnapshot* s = const_cast<EncSimdSnapshot*>(c.snap);                                      \
+    T acc;                                                                                          \
+    if (s->memo_set) {                                                                              \
+      __builtin_memcpy(&acc, s->memo, sizeof(T));                                                   \
+      return acc;                                                                                   \
+    }                                                                                               \
+    acc = __enc::simd_first_active<T>(c);                                                           \
     for (unsigned l = unsigned(__builtin_ctz(c.snap->active)) + 1; l < 32u; ++l)                    \
       if (c.active(l)) { T b = c.at<T>(l); acc = EXPR; }                                            \
+    __builtin_memcpy(s->memo, &acc, sizeof(T));                                                     \
+    s->memo_set = 1;                                                                                \
     return acc;                                                                                     \
   }
 __ENC_SIMD_REDUCE(simd_sum, T(acc + b))
@@ -137,6 +146,21 @@ __ENC_INLINE bool simd_is_first(unsigned __line = __builtin_LINE()) {
 }
 
 namespace __enc {
+// The builtins of thread (x, y, z) of the running threadgroup, from those of its thread (0, 0, 0) (whose
+// thread_position_in_grid is b0, b1, b2): the generated enceladus_group_NAME loop (translate.py).
+__ENC_INLINE void set_thread_position(EncThread* t, unsigned x, unsigned y, unsigned z, unsigned b0, unsigned b1,
+                                      unsigned b2) {
+  t->tpitg[0] = x;
+  t->tpitg[1] = y;
+  t->tpitg[2] = z;
+  t->tpig[0] = b0 + x;
+  t->tpig[1] = b1 + y;
+  t->tpig[2] = b2 + z;
+  unsigned i = x + t->tptg[0] * (y + t->tptg[1] * z);
+  t->tiitg = i;
+  t->lane = i % ENC_SIMD_WIDTH;
+  t->sg = i / ENC_SIMD_WIDTH;
+}
 // Function-scope `threadgroup T x[N];` becomes a reference to one instance per running threadgroup.
 template <class T> __ENC_INLINE T& threadgroup_static(unsigned slot, const char* name) {
   return *static_cast<T*>(rt->threadgroup_static(slot, sizeof(T), alignof(T), name));
