@@ -1,0 +1,181 @@
+"""simdgroup_matrix on the cpu backend without a rendezvous per operation (matrix.h): deferred multiplies are
+computed per batch, loads and stores are checked through the SIMD group's log. Each kernel checks against NumPy;
+the divergent ones must fail with a message that names the operation and its line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from enceladus.backends.cpu import CpuBackend, KernelLaunchError
+
+HEADER = "#include <metal_stdlib>\nusing namespace metal;\n"
+RNG = np.random.default_rng(25)
+
+
+def lane_layout() -> tuple[np.ndarray, np.ndarray]:
+    """Row and first column of each lane's two elements (the layout matrix.h documents)."""
+    lane = np.arange(32)
+    row = 4 * ((lane >> 4) & 1) + 2 * ((lane >> 2) & 1) + ((lane >> 1) & 1)
+    col = 4 * ((lane >> 3) & 1) + 2 * (lane & 1)
+    return row, col
+
+
+CHAIN = HEADER + """
+// acc = A_0 B_0 + A_1 B_1 + ... over `steps` 8x8 tiles (more multiplies than one batch holds), then one lane
+// alone reads the result (thread_elements is per lane: the others do not wait with it), all lanes store it.
+kernel void chain(device const T* a [[buffer(0)]], device const T* b [[buffer(1)]], device float* out [[buffer(2)]],
+                  device float* lane3 [[buffer(3)]], constant uint& steps [[buffer(4)]],
+                  ushort lane [[thread_index_in_simdgroup]]) {
+    simdgroup_matrix<D, 8, 8> acc = make_filled_simdgroup_matrix<D, 8, 8>(D(0));
+    for (uint s = 0; s < steps; ++s) {
+        simdgroup_matrix<T, 8, 8> ma, mb;
+        simdgroup_load(ma, a + 64 * s);
+        simdgroup_load(mb, b + 64 * s);
+        simdgroup_multiply_accumulate(acc, ma, mb, acc);
+    }
+    if (lane == 3) lane3[0] = float(acc.thread_elements()[1]);
+    simdgroup_matrix<D, 8, 8> copy = acc;
+    vec<D, 2> e = copy.thread_elements();
+    out[2 * lane] = float(e.x);
+    out[2 * lane + 1] = float(e.y);
+}
+"""
+
+
+@pytest.mark.parametrize("steps", [1, 5, 300])
+def test_long_chain_of_multiplies_and_a_single_lane_read(backend: CpuBackend, run, steps: int) -> None:
+    a = RNG.integers(-2, 3, (steps, 8, 8)).astype(np.float32)
+    b = RNG.integers(-2, 3, (steps, 8, 8)).astype(np.float32)
+    out, lane3 = np.zeros(64, np.float32), np.zeros(1, np.float32)
+    lib = backend.compile("#define T float\n#define D float\n" + CHAIN)
+    run(lib, "chain", (1, 1, 1), (32, 1, 1), a, b, out, lane3, np.array([steps], np.uint32))
+    ref = np.einsum("sij,sjk->ik", a, b)  # small integers: exact in float
+    row, col = lane_layout()
+    np.testing.assert_array_equal(out[0::2], ref[row, col])
+    np.testing.assert_array_equal(out[1::2], ref[row, col + 1])
+    assert lane3[0] == ref[row[3], col[3] + 1]
+
+
+def test_half_accumulator_rounds_after_every_multiply(backend: CpuBackend, run) -> None:
+    steps = 40
+    a = RNG.standard_normal((steps, 8, 8)).astype(np.float16)
+    b = RNG.standard_normal((steps, 8, 8)).astype(np.float16)
+    out, lane3 = np.zeros(64, np.float32), np.zeros(1, np.float32)
+    lib = backend.compile("#define T half\n#define D half\n" + CHAIN)
+    run(lib, "chain", (1, 1, 1), (32, 1, 1), a, b, out, lane3, np.array([steps], np.uint32))
+    acc = np.zeros((8, 8), np.float16)
+    for s in range(steps):  # float products summed in k order, + C, rounded once to half per multiply
+        prod = np.zeros((8, 8), np.float32)
+        for q in range(8):
+            prod = prod + a[s][:, q:q + 1].astype(np.float32) * b[s][q:q + 1, :].astype(np.float32)
+        acc = (prod + acc.astype(np.float32)).astype(np.float16)
+    row, col = lane_layout()
+    np.testing.assert_array_equal(out[0::2], acc[row, col].astype(np.float32))
+    np.testing.assert_array_equal(out[1::2], acc[row, col + 1].astype(np.float32))
+
+
+MANY_LOADS = HEADER + """
+// More loads and stores than the SIMD group's log holds between two stops, in uniform control flow.
+kernel void many(device const float* x [[buffer(0)]], device float* y [[buffer(1)]], constant uint& n [[buffer(2)]]) {
+    for (uint s = 0; s < n; ++s) {
+        simdgroup_float8x8 m;
+        simdgroup_load(m, x + 64 * s);
+        simdgroup_store(m, y + 64 * s, 8, ulong2(0), true);
+    }
+}
+"""
+
+
+def test_more_loads_and_stores_than_the_log_holds(backend: CpuBackend, run) -> None:
+    n = 300
+    x = RNG.standard_normal((n, 8, 8)).astype(np.float32)
+    y = np.zeros_like(x)
+    run(backend.compile(MANY_LOADS), "many", (1, 1, 1), (64, 1, 1), x, y, np.array([n], np.uint32))
+    np.testing.assert_array_equal(y, x.transpose(0, 2, 1))
+
+
+DIVERGENT_MMA = HEADER + """
+kernel void bad(device float* x [[buffer(0)]], ushort lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a = make_filled_simdgroup_matrix<float, 8, 8>(1.0f), d;
+    if (lane < 16) simdgroup_multiply(d, a, a);
+    x[lane] = 0.0f;
+}
+"""
+
+DIVERGENT_READ = HEADER + """
+kernel void bad_read(device float* x [[buffer(0)]], ushort lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 a = make_filled_simdgroup_matrix<float, 8, 8>(1.0f), d;
+    if (lane < 16) {
+        simdgroup_multiply(d, a, a);
+        x[lane] = d.thread_elements()[0];
+    }
+}
+"""
+
+MISMATCHED_LOADS = HEADER + """
+kernel void bad_loads(device float* x [[buffer(0)]], ushort lane [[thread_index_in_simdgroup]]) {
+    simdgroup_float8x8 m;
+    if (lane < 16) simdgroup_load(m, x);
+    else simdgroup_load(m, x + 64);
+    x[lane] = 0.0f;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "src, name, pattern",
+    [
+        (DIVERGENT_MMA, "bad", r"kernel 'bad': simdgroup_multiply_accumulate \(line 6\) executed by lanes 0x0000ffff"
+                               r".*but not by lanes 0xffff0000.*uniform control flow"),
+        (DIVERGENT_READ, "bad_read", r"kernel 'bad_read'.*simdgroup_multiply_accumulate \(line 7\).*uniform control flow"),
+        (MISMATCHED_LOADS, "bad_loads", r"lane 16 executes simdgroup_load \(line 7\) where lanes 0x0000ffff of its "
+                                        r"SIMD group executed simdgroup_load \(line 6\).*uniform control flow"),
+    ],
+)
+def test_divergent_simdgroup_matrix_operations_fail(backend: CpuBackend, run, src: str, name: str,
+                                                    pattern: str) -> None:
+    with pytest.raises(KernelLaunchError, match=pattern):
+        run(backend.compile(src), name, (1, 1, 1), (32, 1, 1), np.zeros(128, np.float32))
+
+
+GROUP_LOOP = HEADER + """
+// No barrier or SIMD-group call: a threadgroup runs as one loop inside the kernel library.
+kernel void builtins(device uint4* out [[buffer(0)]], device float* x [[buffer(1)]],
+                     uint3 tpig [[thread_position_in_grid]], uint3 tpitg [[thread_position_in_threadgroup]],
+                     uint tiitg [[thread_index_in_threadgroup]], ushort lane [[thread_index_in_simdgroup]],
+                     ushort sg [[simdgroup_index_in_threadgroup]], uint3 grid [[threads_per_grid]]) {
+    uint i = tpig.x + grid.x * (tpig.y + grid.y * tpig.z);
+    out[i] = uint4(tpitg.x + 100 * tpitg.y + 10000 * tpitg.z, tiitg, lane, sg);
+    x[i] += 1.0f;
+}
+"""
+
+
+def test_group_loop_gives_every_thread_its_builtins(backend: CpuBackend, run) -> None:
+    groups, tptg = (3, 2, 2), (8, 5, 3)
+    gx, gy, gz = (g * t for g, t in zip(groups, tptg))
+    out = np.zeros((gz, gy, gx, 4), np.uint32)
+    x = np.zeros((gz, gy, gx), np.float32)
+    run(backend.compile(GROUP_LOOP), "builtins", groups, tptg, out, x)
+    z, y, xx = np.meshgrid(np.arange(gz), np.arange(gy), np.arange(gx), indexing="ij")
+    px, py, pz = xx % tptg[0], y % tptg[1], z % tptg[2]
+    tiitg = px + tptg[0] * (py + tptg[1] * pz)
+    np.testing.assert_array_equal(out[..., 0], px + 100 * py + 10000 * pz)
+    np.testing.assert_array_equal(out[..., 1], tiitg)
+    np.testing.assert_array_equal(out[..., 2], tiitg % 32)
+    np.testing.assert_array_equal(out[..., 3], tiitg // 32)
+    np.testing.assert_array_equal(x, 1.0)
+
+
+OOB = HEADER + """
+kernel void oob(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    x[i == 37 ? 1000 : i] = 1.0f;
+}
+"""
+
+
+def test_group_loop_reports_the_failing_thread(backend: CpuBackend, run) -> None:
+    x = np.zeros(128, np.float32)
+    with pytest.raises(KernelLaunchError, match=r"program \(0,0,0\), thread 37\b"):
+        run(backend.compile(OOB), "oob", (2, 1, 1), (64, 1, 1), x, buffer_sizes={0: x.nbytes})
