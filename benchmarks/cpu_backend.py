@@ -124,13 +124,19 @@ def cases() -> dict[str, Case]:
     return out
 
 
-def best_of(fn: Callable[[], Any], repeat: int, budget_s: float = 2.0) -> float:
+def best_of(fn: Callable[[], Any], repeat: int, budget_s: float = 2.0, cpu: list[float] | None = None) -> float:
+    """Best wall-clock seconds of up to `repeat` calls; `cpu` receives the best CPU seconds of the process (all
+    its threads: less sensitive than wall time to other load on a shared machine)."""
     times: list[float] = []
+    cpu_times: list[float] = []
     start = time.perf_counter()
     while len(times) < repeat and (len(times) < 2 or time.perf_counter() - start < budget_s):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
+        cpu_times.append(time.process_time() - c0)
+    if cpu is not None:
+        cpu.append(min(cpu_times))
     return min(times)
 
 
@@ -138,7 +144,8 @@ def measure(repeat: int, all_cases: dict[str, Case] | None = None) -> dict[str, 
     results = {}
     for name, (launch, _, error, _) in (all_cases or cases()).items():
         err = error(launch())  # warm-up: compile (or trace) and check
-        results[name] = {"seconds": best_of(launch, repeat), "max_error": err}
+        cpu: list[float] = []
+        results[name] = {"seconds": best_of(launch, repeat, cpu=cpu), "cpu_seconds": cpu[0], "max_error": err}
     return results
 
 
@@ -280,6 +287,7 @@ def main() -> None:
     rows = []
     for name in names:
         row: dict[str, Any] = {"case": name, "interpreter_s": interp[name]["seconds"], "numpy_s": numpy_s[name],
+                               "interpreter_cpu_s": interp[name]["cpu_seconds"],
                                "elementwise": elementwise[name], "interpreter_max_error": interp[name]["max_error"]}
         line = f"{name:40} {interp[name]['seconds'] * 1e3:9.2f} {numpy_s[name] * 1e3:9.2f}"
         for cxx, data in workers.items():
@@ -287,10 +295,15 @@ def main() -> None:
             build = max((data["builds"].get(k, 0.0) for k in KERNELS[name]), default=0.0)
             vs_i, vs_np = r["seconds"] / interp[name]["seconds"], r["seconds"] / numpy_s[name]
             row[cxx] = {"seconds": r["seconds"], "vs_interpreter": vs_i, "vs_numpy": vs_np, "cold_build_s": build,
+                        "cpu_seconds": r["cpu_seconds"],
+                        "cpu_time_vs_interpreter": r["cpu_seconds"] / interp[name]["cpu_seconds"],
                         "max_error": r["max_error"]}
             line += f" {r['seconds'] * 1e3:9.2f} {vs_i:6.2f}x {vs_np:6.1f}x {build:7.2f}"
         rows.append(row)
         print(line)
+    print("CPU time (all threads of the process) of the same best launches, cpu backend / interpreter: " + "; ".join(
+        f"{row['case'].split(' (')[0]}: " + ", ".join(f"{cxx} {row[cxx]['cpu_time_vs_interpreter']:.2f}x"
+                                                      for cxx in workers) for row in rows))
     for cxx, data in workers.items():
         for rname, r in data["raw"]["rows"].items():
             print(f"{rname:40} {cxx}: {r['seconds'] * 1e3:.3f} ms, NumPy {r['numpy_s'] * 1e3:.3f} ms "
@@ -302,7 +315,8 @@ def main() -> None:
     result = {
         "machine": platform.machine(), "cpu_count": os.cpu_count(),
         "threads": int(os.environ.get("ENCELADUS_CPU_THREADS") or os.cpu_count() or 1),
-        "checks": "default (on)", "timing": "best wall-clock time of the repeats, after a checked warm-up launch",
+        "checks": "default (on)", "load_average": os.getloadavg(),
+        "timing": "best wall-clock time (and best process CPU time) of the repeats, after a checked warm-up launch",
         "repeat": args.repeat, "numpy": np.__version__,
         "compilers": {cxx: data["raw"]["compiler"] for cxx, data in workers.items()}, "skipped": skipped,
         "cases": rows,
