@@ -45,12 +45,12 @@ class Recorder:
         recorder = self
 
         def submit(kl: Any, grid: Any, addresses: list[int], scalars: list[Any], keepalive: Any,
-                   asynchronous: bool) -> None:
+                   asynchronous: bool, *rest: Any, **options: Any) -> None:  # extents, timeout: passed through
             from enceladus.runtime.stream import wait_all_idle
 
             wait_all_idle()
             state = recorder.before(kl, grid, addresses, scalars, keepalive)
-            original(kl, grid, addresses, scalars, keepalive, False)
+            original(kl, grid, addresses, scalars, keepalive, False, *rest, **options)
             if state is not None:
                 recorder.after(*state)
 

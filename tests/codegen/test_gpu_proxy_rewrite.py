@@ -1,11 +1,16 @@
 """The GPU proxy's MSL -> CUDA rewrite (benchmarks/gpu_proxy/rewrite.py) on reviewed MSL: what each rule
-produces. The conftest of this folder also rewrites and type-checks every kernel the codegen tests launch."""
+produces. tests/conftest.py also rewrites and type-checks every kernel a test session launches."""
 
 import os
 import pathlib
 import re
 
+import numpy as np
 import pytest
+
+import enceladus
+import enceladus.language as tl
+from paths import needs_cpu
 
 from .gpu_proxy_loader import gpu_proxy
 
@@ -83,3 +88,28 @@ def test_nvcc_compiles_golden(tmp_path):
 
     for name in ("softmax", "vector_add", "copy2d", "divmod_chain"):
         build_cubin(translate((GOLDEN / f"{name}.metal").read_text()).source, str(tmp_path / f"{name}.cubin"))
+
+
+
+@enceladus.jit
+def scaled(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+@needs_cpu
+def test_the_recorder_saves_a_launch(tmp_path, monkeypatch):
+    """record.py wraps KernelLauncher.submit: it must pass every argument through (extents and timeout joined the
+    signature with the cpu backend's access checks, and the recorder's fixed signature broke every launch)."""
+    from enceladus.runtime import launch
+
+    monkeypatch.setattr(launch.KernelLauncher, "submit", launch.KernelLauncher.submit)  # restored after the test
+    recorder = gpu_proxy("record").Recorder(str(tmp_path), 1 << 20)
+    recorder.install()
+    x = np.arange(10, dtype=np.float32)
+    out = np.zeros(10, np.float32)
+    scaled[(1,)](x, out, 10, BLOCK=16, timeout=30)
+    np.testing.assert_array_equal(out, x * 2)
+    assert len(recorder.sizes) == 1, recorder.skipped
+    digest = next(iter(recorder.sizes))
+    assert (tmp_path / f"{digest}.metal").read_text().count("kernel void scaled") == 1
