@@ -130,7 +130,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
                   "log_sites": module.log_sites, "dot_backend": dot_backend, "matmul2d_tiles": module.matmul2d_tiles,
                   "enable_fp_fusion": enable_fp_fusion,
                   "uses_tensor_ops": module.uses_tensor_ops, "line_table": module.line_table,
-                  "word_atomics": module.word_atomics,
+                  "word_atomics": module.word_atomics, "offset_checks": module.offset_checks,
                   # pointers made from integer addresses (x.to(tl.pointer_type(...))): the cpu launcher reports
                   # addresses outside the launch's arguments
                   "int_pointers": any(op.name == "cast" and op.result.type.element.is_ptr()

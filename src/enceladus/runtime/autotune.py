@@ -322,8 +322,9 @@ class Autotuner(KernelInterface):
             kernel = self.fn.warmup(*args, grid=grid, **kwargs, **config.all_kwargs())
             if getattr(kernel, "program", 1) is None:
                 from .backend import get_backend
+                from .launch import build_program
 
-                kernel.program = get_backend().compile(kernel.asm["msl"]).function(kernel.abi.kernel_name)
+                kernel.program = build_program(get_backend(), kernel)
 
         failures: dict[Config, BaseException] = {}
         workers = max(1, min(len(configs), os.cpu_count() or 1, 8))

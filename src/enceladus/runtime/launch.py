@@ -25,6 +25,15 @@ _PACK = {"int1": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "ui
          "uint32": "I", "uint64": "Q", "fp32": "f"}
 
 
+def build_program(backend: Any, kernel: CompiledKernel) -> Any:
+    """The backend's program for a compiled kernel. The cpu backend also gets the kernel's int32 pointer-offset
+    arithmetic (``metadata["offset_checks"]``), which its checked builds compute with an overflow check."""
+    checks = kernel.metadata.get("offset_checks")
+    if checks and getattr(backend, "name", "") == "cpu":
+        return backend.compile(kernel.asm["msl"], offset_checks=checks).function(kernel.abi.kernel_name)
+    return backend.compile(kernel.asm["msl"]).function(kernel.abi.kernel_name)
+
+
 def debug_enabled() -> bool:
     """``ENCELADUS_DEBUG=1``: every launch checks out-of-bounds accesses and threadgroup-memory races."""
     return os.environ.get("ENCELADUS_DEBUG", "0") not in ("", "0", "false", "False")
@@ -101,7 +110,7 @@ class KernelLauncher:
     def __init__(self, kernel: CompiledKernel) -> None:
         backend = get_backend()
         if kernel.program is None or kernel.__dict__.get("_enceladus_backend", backend) is not backend:
-            kernel.program = backend.compile(kernel.asm["msl"]).function(kernel.abi.kernel_name)
+            kernel.program = build_program(backend, kernel)
             kernel.__dict__["_enceladus_backend"] = backend
         self.backend = backend
         abi = kernel.abi

@@ -791,6 +791,23 @@ void api_check_ref(const EncArg* arg, unsigned long n, const char* type) {
   leave_kernel(3);
 }
 
+void api_offset_overflow(char op, long a, long b, unsigned line) {
+  Worker* w = tls_worker;
+  const EncLaunch* L = w->launch;
+  const char* sym = op == '+' ? "+" : op == '-' ? "-" : op == '*' ? "*" : "<<";
+  // the exact result: |a|, |b| < 2^31 (and b < 32 for a shift), so it fits in 64 bits
+  long exact = op == '+' ? a + b : op == '-' ? a - b : op == '*' ? a * b : a * (1L << b);
+  int wrapped = int(static_cast<unsigned>(static_cast<unsigned long>(exact) & 0xffffffffUL));
+  g_err_line = line;
+  record_error(L,
+               "kernel '%s', program (%u,%u,%u), thread %u: int32 overflow in pointer-offset arithmetic: %ld %s "
+               "%ld = %ld does not fit in int32 (compiled code would wrap it to %d and address the wrong "
+               "element); compute the offset in int64, e.g. row.to(tl.int64) * stride, or pass the stride as "
+               "an int64",
+               L->kernel_name, w->group[0], w->group[1], w->group[2], current_tid(w), a, sym, b, exact, wrapped);
+  leave_kernel(3);
+}
+
 // ---- thread pool -----------------------------------------------------------------------------
 struct Pool {
   std::mutex mu;
@@ -1062,7 +1079,8 @@ const EncThread* api_current_thread() {
 
 EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier,   api_simd,           api_tg_static,
                              api_fail,        api_tg_access, api_current_thread, api_check_access,
-                             api_check_ref,   api_sg_log,         256 * 1024};
+                             api_check_ref,   api_sg_log,         256 * 1024,
+                             api_offset_overflow};
 
 }  // namespace
 

@@ -22,6 +22,7 @@ from ..layout import WARP_SIZE, BlockedLayout, MmaLayout, TileLayout
 from ..msl_types import MSL_TYPE, const_literal, msl_type, safe_name
 from ..op_traits import OPS, VIEW, ops_where
 from ..passes.axis_info import AxisInfo
+from ..passes.offset_arith import offset_arithmetic
 from ..passes.layouts import LayoutPlan
 from . import fp8
 from .debug import DebugMixin
@@ -58,6 +59,8 @@ class MSLModule:
     # buffer params reached by 16-bit atomics (a loop on the containing 32-bit word): the runtime binds them so
     # that the word of every element lies in memory it owns (runtime/arguments.word_padded)
     word_atomics: list[str] = field(default_factory=list)
+    # int32 arithmetic feeding a pointer offset: [msl_line, expression, op, left, right] (passes/offset_arith.py)
+    offset_checks: list = field(default_factory=list)
 
 
 # atomics that only read memory (tl.atomic_load, tl.atomic_poll): their buffers are not written
@@ -106,6 +109,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.fragments_via_store = False  # set from the device probes (see driver.py and matmul.py)
         self.atomic_u64_minmax = True  # the device has 64-bit atomic_max/min (driver: device probes)
         self.device_fences = False  # a non-relaxed gpu-scope atomic: written buffers are coherent(device)
+        self.offset_values = offset_arithmetic(fn)  # int32 results that feed pointer offsets
+        self.offset_exprs: dict[str, tuple[str, str, str]] = {}  # their MSL expressions -> (op, left, right)
 
     # --- text -----------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -439,7 +444,10 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 self.helpers.add("enc_umulhi64")
                 return f"as_type<{t}>(enc_umulhi64(as_type<ulong>({a[0]}), as_type<ulong>({a[1]})))"
             return f"as_type<{t}>(mulhi(as_type<{u}>({a[0]}), as_type<{u}>({a[1]})))"
-        return self._arith(name, a, float_type=src.is_floating(), signed=src.is_int_signed(), src=src)
+        expr = self._arith(name, a, float_type=src.is_floating(), signed=src.is_int_signed(), src=src)
+        if op.result.id in self.offset_values and rt.name == "int32" and name in ("add", "sub", "mul", "shl"):
+            self.offset_exprs[expr] = (name, a[0], a[1])  # the checked cpu backend computes it exactly
+        return expr
 
     def _arith(self, name: str, a: list[str], float_type: bool, signed: bool, src: Any = None) -> str:
         wide = _WRAP_UNSIGNED.get(src.name) if src is not None and not float_type else None
@@ -717,10 +725,16 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 lines += [[at + k, loc.lineno] for k in range(text.count("\n") + 1)]
             at += text.count("\n") + 1
         line_table = {"file": files.pop(), "lines": lines} if len(files) == 1 else {}
+        offset_checks = []
+        at = first
+        for text in self.body:
+            for k, line in enumerate(text.split("\n")):
+                offset_checks += [[at + k, expr, *what] for expr, what in self.offset_exprs.items() if expr in line]
+            at += text.count("\n") + 1
         return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
                          WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
                          list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops,
-                         list(dict.fromkeys(self.matmul2d_tiles)), line_table, sorted(word_roots))
+                         list(dict.fromkeys(self.matmul2d_tiles)), line_table, sorted(word_roots), offset_checks)
 
 
 def pointer_roots(fn: ir.Function) -> dict[int, str]:

@@ -126,6 +126,33 @@ template <class T> __ENC_INLINE T& checked_ref(void* p, const EncArg* a, const c
   return *(T*)p;
 }
 
+// int32 arithmetic that feeds a pointer offset (the compiler lists it in metadata["offset_checks"];
+// translate.py substitutes these for the MSL's wrapping `as_type<int>(uint(a) OP uint(b))`): computed
+// exactly, a result outside int32 fails the launch instead of wrapping to another element's offset.
+__ENC_INLINE bool __fits_i32(long r) { return r >= -2147483648L && r <= 2147483647L; }
+__ENC_INLINE int ofs32_add(long a, long b, unsigned line = __builtin_LINE()) {
+  const long r = a + b;
+  if (__builtin_expect(!__fits_i32(r), 0)) rt->offset_overflow('+', a, b, line);
+  return int(r);
+}
+__ENC_INLINE int ofs32_sub(long a, long b, unsigned line = __builtin_LINE()) {
+  const long r = a - b;
+  if (__builtin_expect(!__fits_i32(r), 0)) rt->offset_overflow('-', a, b, line);
+  return int(r);
+}
+__ENC_INLINE int ofs32_mul(long a, long b, unsigned line = __builtin_LINE()) {
+  const long r = a * b;
+  if (__builtin_expect(!__fits_i32(r), 0)) rt->offset_overflow('*', a, b, line);
+  return int(r);
+}
+// A shift by 0..31 is checked like a multiplication by 2^b; other amounts keep the MSL's unsigned shift.
+__ENC_INLINE int ofs32_shl(long a, long b, unsigned line = __builtin_LINE()) {
+  if (b < 0 || b > 31) return as_type<int>(uint(a) << uint(b));
+  const long r = a * (1L << b);
+  if (__builtin_expect(!__fits_i32(r), 0)) rt->offset_overflow('<', a, b, line);
+  return int(r);
+}
+
 // A function-scope threadgroup array: indexing checks against the declared size.
 template <class A> struct tg_array;
 template <class T, unsigned long N> struct tg_array<T[N]> {
