@@ -7,7 +7,7 @@ implementation of the language's semantics that the compiler is tested against.
 
 from __future__ import annotations
 
-from .context import DeviceAssertionError, InterpreterError, OutOfBoundsError
+from .context import DeviceAssertionError, InterpreterError, OffsetOverflowError, OutOfBoundsError
 from .launch import interpret_launch
 
-__all__ = ["DeviceAssertionError", "InterpreterError", "OutOfBoundsError", "interpret_launch"]
+__all__ = ["DeviceAssertionError", "InterpreterError", "OffsetOverflowError", "OutOfBoundsError", "interpret_launch"]

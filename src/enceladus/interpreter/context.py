@@ -31,6 +31,10 @@ class OutOfBoundsError(InterpreterError, IndexError):
     """A load, store or atomic under a true mask reached outside its argument's allocation."""
 
 
+class OffsetOverflowError(InterpreterError, OverflowError):
+    """A pointer offset was computed with int32 arithmetic that wrapped (see ``tensor.Wrap``)."""
+
+
 class DeviceAssertionError(InterpreterError, AssertionError):
     """``tl.device_assert`` found a false element."""
 

@@ -188,7 +188,11 @@ def cast(input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool
         raise ValueError(f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
     if t.dtype.is_ptr() or ty.is_ptr():
         return _pointer_cast(t, ty)
-    return Tile(cast_array(t.data, t.dtype, ty, bool(unwrap(bitcast)), rounding), ty)
+    out = Tile(cast_array(t.data, t.dtype, ty, bool(unwrap(bitcast)), rounding), ty)
+    if t.wrap is not None and not bitcast and t.dtype.is_int() and ty.is_int() and not ty.is_bool() \
+            and ty.primitive_bitwidth >= t.dtype.primitive_bitwidth:
+        out.wrap = t.wrap  # a widened wrapped value is still the wrong offset
+    return out
 
 
 def _pointer_cast(t: Tile, ty: Any) -> Tile:

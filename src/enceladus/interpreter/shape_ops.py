@@ -41,7 +41,7 @@ def reshape(input: Any, *shape: Any, can_reorder: bool = False) -> Tile:
     if int(np.prod(dims, dtype=np.int64)) != t.numel:
         raise ValueError(f"cannot reshape a tile of shape {t.shape} ({t.numel} elements) to {list(dims)}")
     shape_arg(dims) if dims else None
-    return t.like(t.data.reshape((t.data.shape[0], *dims)))
+    return t.view_of(t.data.reshape((t.data.shape[0], *dims)))
 
 
 OPS["view"] = reshape
@@ -59,7 +59,7 @@ def permute(input: Any, *dims: Any) -> Tile:
     order = _dims(dims)
     if sorted(order) != list(py.range(len(t.shape))):
         raise ValueError(f"permute dims {list(order)} must be a permutation of 0..{len(t.shape) - 1}")
-    return t.like(np.ascontiguousarray(np.transpose(t.data, (0, *(d + 1 for d in order)))))
+    return t.view_of(np.ascontiguousarray(np.transpose(t.data, (0, *(d + 1 for d in order)))))
 
 
 @op("trans", member=True)
@@ -86,7 +86,7 @@ def expand_dims(input: Any, axis: Any) -> Tile:
     data = t.data
     for a in norm:
         data = np.expand_dims(data, a + 1)
-    return t.like(data)
+    return t.view_of(data)
 
 
 @op("unsqueeze", member=True)
@@ -100,7 +100,7 @@ def squeeze(input: Any, dim: Any) -> Tile:
     d = _axis(t, dim, "squeeze")
     if t.shape[d] != 1:
         raise ValueError(f"squeeze: dimension {d} of a tile of shape {t.shape} has size {t.shape[d]}, not 1")
-    return t.like(np.squeeze(t.data, axis=d + 1))
+    return t.view_of(np.squeeze(t.data, axis=d + 1))
 
 
 @op("broadcast_to", member=True)
@@ -110,7 +110,7 @@ def broadcast_to(input: Any, *shape: Any) -> Tile:
     if t.shape and (len(t.shape) != len(dims) or broadcast_shapes(t.shape, dims) != dims):
         raise ValueError(f"cannot broadcast a tile of shape {t.shape} to {dims}")
     data = t.data.reshape(t.data.shape + (1,) * (len(dims) - len(t.shape)))
-    return t.like(np.broadcast_to(data, (data.shape[0], *dims)))
+    return t.view_of(np.broadcast_to(data, (data.shape[0], *dims)))
 
 
 @op("broadcast")
@@ -119,7 +119,7 @@ def broadcast(input: Any, other: Any) -> tuple[Tile, Tile]:
     # a tile of lower rank gains leading dimensions of size 1 first (valid in Triton)
     rank = max(len(a.shape), len(b.shape))
     a, b = (t if len(t.shape) in (0, rank) else
-            t.like(t.data.reshape(t.data.shape[:1] + (1,) * (rank - len(t.shape)) + t.data.shape[1:]))
+            t.view_of(t.data.reshape(t.data.shape[:1] + (1,) * (rank - len(t.shape)) + t.data.shape[1:]))
             for t in (a, b))
     shape = broadcast_shapes(a.shape, b.shape)
     return broadcast_to(a, *shape), broadcast_to(b, *shape)

@@ -216,20 +216,32 @@ PEAK = [0]  # the largest tile data created so far (elements): sizes the program
 
 
 class Tile:
-    """A tile-language tensor (or scalar) during interpretation."""
+    """A tile-language tensor (or scalar) during interpretation.
 
-    __slots__ = ("data", "dtype")
+    ``wrap``: None, or the first int32 add/sub/mul/shl on the way to this value that wrapped (a ``Wrap``).
+    It follows the value through views, integer widening casts and further integer + - * <<, the way the
+    compiler's ``passes/offset_arith.py`` follows offset arithmetic; adding such a value to a pointer is
+    reported (``pointer_arith``)."""
+
+    __slots__ = ("data", "dtype", "wrap")
     __array_ufunc__ = None  # keep NumPy from swallowing tiles in mixed expressions
 
     def __init__(self, data: np.ndarray, ty: dtype | pointer_type):
         self.data = data
         self.dtype = ty
+        self.wrap: Wrap | None = None
         if data.size > PEAK[0]:
             PEAK[0] = data.size
 
     def like(self, data: np.ndarray, ty: Any = None) -> Tile:
         """A tile of the same kind (pointer tiles keep their buffer) with new data."""
         return Tile(data, self.dtype if ty is None else ty)
+
+    def view_of(self, data: np.ndarray) -> Tile:
+        """``like`` for a view of this tile's elements (reshape, broadcast, ``x[:, None]``...): keeps ``wrap``."""
+        t = self.like(data)
+        t.wrap = self.wrap
+        return t
 
     # --- introspection ---------------------------------------------------------------------------
     @property
@@ -317,7 +329,7 @@ class Tile:
                 raise ValueError(f"unsupported tensor index: {k!r}; tiles accept only None and ':' (x[:, None])")
         if sum(1 for k in index[1:] if k is not None) > len(self.shape):
             raise ValueError(f"too many ':' indices for a tile of shape {self.shape}")
-        return self.like(self.data[tuple(index)])
+        return self.view_of(self.data[tuple(index)])
 
     # --- operators -------------------------------------------------------------------------------------
     def __add__(self, o: Any) -> Tile:
@@ -548,7 +560,7 @@ def binary(op: str, x: Any, y: Any) -> Tile:
                 raise TypeError(f"invalid operands of type {ty} for operator {op}: it needs integer operands; "
                                 "cast with .to(...) first")
             if op in ("<<", ">>"):
-                return _shift(op, x if isinstance(x, Tile) else y, a, b, ty)
+                return _shift(op, x if isinstance(x, Tile) else y, a, b, ty, x)
             return Tile(_BIT[op](a, b), ty)
         if op in _CMP:
             a, b, ty, _ = operands(x, y)
@@ -556,20 +568,53 @@ def binary(op: str, x: Any, y: Any) -> Tile:
         a, b, ty, _ = operands(x, y)
         if ty.is_bool():
             a, b = a.astype(np.uint8), b.astype(np.uint8)
-        if op == "+":
-            r = a + b
-        elif op == "-":
-            r = a - b
-        elif op == "*":
-            r = a * b
-        else:
+        if op not in _ARITH:
             raise TypeError(f"unsupported operator {op}")
+        if ty == D.int32:  # computed exactly, so that a wrap can be reported if the result becomes an offset
+            exact = _ARITH[op](a.astype(np.int64), b.astype(np.int64))
+            r = exact.astype(np.int32)
+            return _wrapped(Tile(r, ty), x, y, op, a, b, exact, r)
+        r = _ARITH[op](a, b)
         if ty.is_bool():
             r = (r & 1).astype(bool)
-        return Tile(r, ty)
+        return _wrapped(Tile(r, ty), x, y) if ty.is_int() else Tile(r, ty)
 
 
-def _shift(op: str, decides: Any, a: np.ndarray, b: np.ndarray, ty: dtype) -> Tile:
+_ARITH = {"+": np.add, "-": np.subtract, "*": np.multiply}
+
+
+class Wrap:
+    """An int32 add/sub/mul/shl that wrapped: its first wrapped element (program and values, as text) and where
+    it was computed."""
+
+    __slots__ = ("text", "where")
+
+    def __init__(self, text: str, where: str):
+        self.text = text
+        self.where = where
+
+
+def _wrapped(t: Tile, x: Any, y: Any, op: str = "", a: Any = None, b: Any = None, exact: Any = None,
+             r: Any = None) -> Tile:
+    """``t`` (the integer result of ``x op y``) with the wrap it inherits from its operands, or the one this
+    operation makes (``exact`` differs from the int32 result ``r``)."""
+    if exact is not None:
+        bad = exact != r
+        if bad.any():
+            from .context import current, where_text
+
+            i = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            av, bv = np.broadcast_to(a, bad.shape)[i], np.broadcast_to(b, bad.shape)[i]
+            launch = current()
+            program = f", program {launch.program(int(i[0]))}" if bad.shape[0] > 1 or launch.batch == 1 else ""
+            t.wrap = Wrap(f"{program}: {int(av)} {op} {int(bv)} = {int(exact[i])} does not fit in int32 (compiled "
+                          f"code wraps it to {int(r[i])} and addresses the wrong element)", where_text())
+            return t
+    t.wrap = (x.wrap if isinstance(x, Tile) else None) or (y.wrap if isinstance(y, Tile) else None)
+    return t
+
+
+def _shift(op: str, decides: Any, a: np.ndarray, b: np.ndarray, ty: dtype, left: Any = None) -> Tile:
     """``<<`` and ``>>`` in the common type ``ty``; ``>>`` is arithmetic when the left tile is signed (the right
     tile decides when the left is a literal), as in Triton, whatever the signedness of ``ty``."""
     if ty.is_bool():  # a 1-bit integer: 1 << 1 wraps to 0
@@ -580,7 +625,15 @@ def _shift(op: str, decides: Any, a: np.ndarray, b: np.ndarray, ty: dtype) -> Ti
         signed = decides.dtype.is_int_signed() if isinstance(decides, Tile) else ty.is_int_signed()
         work = np.dtype(f"{'i' if signed else 'u'}{a.dtype.itemsize}")
     r = _BIT[op](a.view(work), b.astype(work))
-    return Tile(r.astype(work).view(a.dtype), ty)
+    out = Tile(r.astype(work).view(a.dtype), ty)
+    if op != "<<" or not isinstance(left, Tile):
+        return out
+    if ty == D.int32:  # a shift by 0..31 wraps like a multiplication by 2**b
+        amount = np.broadcast_to(b, out.data.shape if out.data.shape else b.shape).astype(np.int64)
+        ok = (amount >= 0) & (amount < 32)
+        exact = np.where(ok, a.astype(np.int64) * (np.int64(1) << np.where(ok, amount, 0)), out.data)
+        return _wrapped(out, left, None, "<<", a, b, exact, out.data)
+    return _wrapped(out, left, None)
 
 
 def pointer_arith(op: str, x: Any, y: Any) -> Tile:
@@ -595,7 +648,25 @@ def pointer_arith(op: str, x: Any, y: Any) -> Tile:
     if not off.dtype.is_int():
         raise TypeError(f"cannot offset a pointer by a {off.dtype} value; offsets must be integers "
                         "(e.g. offs.to(tl.int32))")
+    if off.wrap is not None:
+        _report_wrap(x, off.wrap)
     shape = broadcast_shapes(x.shape, off.shape)
     o = align(off.data, len(shape)).astype(np.int64)
     base = align(x.data, len(shape))
     return x.like(base + o if op == "+" else base - o)
+
+
+def _report_wrap(ptr: Any, wrap: Wrap) -> None:
+    """A pointer offset computed with int32 arithmetic that wrapped: report it (unless ``ENCELADUS_CHECKS=0``)."""
+    import os
+
+    from .context import OffsetOverflowError, current, where_text
+
+    if os.environ.get("ENCELADUS_CHECKS", "1").strip().lower() in ("0", "false", "no", "off"):
+        return
+    name = getattr(getattr(ptr, "buf", None), "name", "?")
+    computed = f"\n  computed{wrap.where.replace(chr(10) + '  ', ' ', 1)}" if wrap.where else ""
+    raise OffsetOverflowError(
+        f"int32 overflow in pointer-offset arithmetic in kernel '{current().kernel}'{wrap.text}{computed}"
+        f"\n  used as an offset of '{name}'{where_text().replace(chr(10) + '  ', ' ', 1)}"
+        "\n  fix: compute the offset in int64, e.g. row.to(tl.int64) * stride (or pass the stride as an int64)")

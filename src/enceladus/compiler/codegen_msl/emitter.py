@@ -22,8 +22,8 @@ from ..layout import WARP_SIZE, BlockedLayout, MmaLayout, TileLayout
 from ..msl_types import MSL_TYPE, const_literal, msl_type, safe_name
 from ..op_traits import OPS, VIEW, ops_where
 from ..passes.axis_info import AxisInfo
-from ..passes.offset_arith import offset_arithmetic
 from ..passes.layouts import LayoutPlan
+from ..passes.offset_arith import offset_arithmetic
 from . import fp8
 from .debug import DebugMixin
 from .libdevice import CALLS as LIBDEVICE_CALLS
