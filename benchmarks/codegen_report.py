@@ -40,6 +40,10 @@ HAND_TUNED = {
                   "thread), sum and sum of squares together, ~264 B threadgroup memory, 3 barriers, 4 simd_sum",
     "matmul": "MLX steel GEMM: simdgroup_matrix 8x8 MMA, tiles staged in threadgroup memory, e.g. 32x32x16 "
               "or 64x64x16 blocks with 2x2 SIMD groups",
+    "tutorial matmul fp16": "MLX steel GEMM: operand tiles loaded into threadgroup memory with 16-byte reads, "
+                            "simdgroup_matrix 8x8 MMA, e.g. 32x32x16 or 64x64x16 blocks with 2x2 SIMD groups",
+    "tutorial matmul fp32": "MLX steel GEMM: operand tiles loaded into threadgroup memory with 16-byte reads, "
+                            "simdgroup_matrix 8x8 MMA, e.g. 32x32x16 or 64x64x16 blocks with 2x2 SIMD groups",
     "flash attention": "MLX steel_attention: Q tile in registers, K/V tiles staged in threadgroup memory, "
                        "simdgroup_matrix MMAs, online softmax with simd reductions",
 }
@@ -91,6 +95,15 @@ def cases(modules: dict[str, tuple[Path, Path]]) -> list[tuple[str, Any, tuple, 
     A, B, C = (rng.standard_normal((m, m), dtype=np.float32) for _ in range(3))
     out.append(("matmul", mod.matmul_kernel, (A, B, C, m, m, m, m, 1, m, 1, m, 1),
                 {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4}))
+
+    # the tutorial matmul itself (examples/03: grouped ordering, a fused activation, @autotune), at its first
+    # config: its operand pointer tiles are carried across the K loop (`a_ptrs += BLOCK_K * stride_ak`)
+    mod = import_path(ROOT / "examples" / "03_matmul.py")
+    config = mod.matmul_kernel.configs[0]
+    for dtype, tag in ((np.float16, "fp16"), (np.float32, "fp32")):
+        A, B, C = (rng.standard_normal((m, m)).astype(dtype) for _ in range(3))
+        out.append((f"tutorial matmul {tag}", mod.matmul_kernel.fn, (A, B, C, m, m, m, m, 1, m, 1, m, 1),
+                    {**config.kwargs, "ACTIVATION": "leaky_relu", "num_warps": config.num_warps}))
 
     mod = import_path(modules["FLASH_ATTENTION"][0])
     q, k, v, oo = (rng.standard_normal((4, 1024, 64)).astype(np.float16) for _ in range(4))
@@ -159,15 +172,15 @@ def main() -> None:
     os.environ.pop("ENCELADUS_DUMP", None)
     rows = compute_rows()
 
-    head = f"{'kernel':<16} {'threads':>7} {'elems/thr':>9} {'tg mem':>7} {'barriers':>8}  {'accesses (l/s, vector x dtype)':<34} simd ops"
+    head = f"{'kernel':<20} {'threads':>7} {'elems/thr':>9} {'tg mem':>7} {'barriers':>8}  {'accesses (l/s, vector x dtype)':<34} simd ops"
     print(head)
     print("-" * len(head))
     for r in rows:
         if r["status"] != "ok":
-            print(f"{r['kernel']:<16} {r['status']}: {r['reason']}")
+            print(f"{r['kernel']:<20} {r['status']}: {r['reason']}")
             continue
         ops = ", ".join(f"{k} x{v}" for k, v in sorted(r["simd_ops"]["call_sites"].items())) or "-"
-        print(f"{r['kernel']:<16} {r['threads_per_threadgroup']:>7} {r['max_elements_per_thread']:>9} "
+        print(f"{r['kernel']:<20} {r['threads_per_threadgroup']:>7} {r['max_elements_per_thread']:>9} "
               f"{r['threadgroup_memory_bytes']:>6}B {r['barriers']:>8}  {access_summary(r):<34} {ops}")
     print("\nhand-tuned Metal for the same job (MLX):")
     for r in rows:
