@@ -72,3 +72,15 @@ def nested_carried_pointers(X, Y, stride, R, N, BLOCK: tl.constexpr):
             yp += BLOCK
         x_row += stride
         y_row += stride
+
+
+@enceladus.jit
+def row_copy_carried_pointers_unmasked(X, Y, stride, ITERS, BLOCK: tl.constexpr, STEP: tl.constexpr):
+    """Carried pointer tiles without a mask: nothing but the pointers' own facts bounds the access width."""
+    row = tl.program_id(0)
+    x_ptrs = X + row * stride + tl.arange(0, BLOCK)
+    y_ptrs = Y + row * stride + tl.arange(0, BLOCK)
+    for _ in range(0, ITERS):
+        tl.store(y_ptrs, tl.load(x_ptrs))
+        x_ptrs += STEP
+        y_ptrs += STEP

@@ -160,3 +160,18 @@ def test_nested_loops_carry_row_and_column_pointers(n, stride, vec, path):
     acc = _launch(lk.nested_carried_pointers, path, (2,), [(x, 0), (y, 0)], (stride, rows_per_program, n),
                   {"BLOCK": 1024}, exp)
     assert acc in (None, [("load", vec), ("store", vec)]), acc
+
+
+@pytest.mark.parametrize("path", ALL_PATHS)
+@pytest.mark.parametrize("step,vec", [(1024, 4), (8, 4), (6, 2), (3, 1), (1, 1)])
+def test_unmasked_carried_pointers_step_decides_the_width(step, vec, path):
+    # no mask to hide a wrong fact: a step of 3 elements taken as 16-byte aligned would make a misaligned
+    # vector access in the second iteration (a fault on the cpu backend)
+    iters, stride = 5, 8192
+    x, y = _rows(np.float32, stride, stride)
+    touched = (iters - 1) * step + 1024
+    exp = np.zeros_like(x)
+    exp[:, :touched] = x[:, :touched]
+    acc = _launch(lk.row_copy_carried_pointers_unmasked, path, (ROWS,), [(x, 0), (y, 0)], (stride, iters),
+                  {"BLOCK": 1024, "STEP": step}, exp)
+    assert acc in (None, [("load", vec), ("store", vec)]), (step, acc)
