@@ -178,3 +178,74 @@ def test_dump_writes_ir_and_msl(tmp_path, monkeypatch):
     msl = (tmp_path / files[1]).read_text()
     assert "kernel void scale_kernel(" in msl
     assert "blocked<shape=[1024], spt=[4], tpw=[32], wpc=[4]" in (tmp_path / files[0]).read_text()
+
+
+def test_launch_plan_follows_every_change_of_the_kernel_cache():
+    """The fast path skips hashing the specialization key while JITFunction.cache is unchanged (a dict that
+    notes its changes): every way of changing it sends the next launch back to the cache."""
+    k = lk.scale_kernel
+    k.cache.clear()
+    assert isinstance(k.cache, dict)
+    x = enceladus.tensor(np.arange(64, dtype=np.float32))
+    out = enceladus.tensor(np.zeros(64, np.float32))
+    grid = (1,)
+
+    def launch(alpha):
+        kernel = k[grid](x, out, 64, alpha)
+        np.testing.assert_allclose(out.numpy(), alpha * np.arange(64, dtype=np.float32))
+        return kernel
+
+    first = launch(2.0)
+    assert launch(3.0) is first  # the launch plan
+    (key,) = k.cache
+    k.cache.pop(key)
+    second = launch(4.0)
+    assert second is not first and k.cache[key] is second
+    k.cache[key] = first  # replaced: the plan of `second` must not be used
+    assert launch(5.0) is first
+    k.cache |= {key: second}
+    assert launch(6.0) is second
+    k.cache.update({key: first})
+    assert launch(7.0) is first
+    del k.cache[key]
+    third = launch(8.0)
+    assert third is not first and third is not second
+    k.cache.popitem()
+    fourth = launch(9.0)
+    assert fourth is not third
+    k.cache.clear()
+    assert launch(1.5) is not fourth
+    k.cache = {}  # a plain dict put in its place: still followed
+    fifth = launch(2.5)
+    assert k.cache[key] is fifth
+    k.cache[key] = first
+    assert launch(3.5) is first
+
+
+def test_debug_environment_variable_is_read_at_every_launch(monkeypatch):
+    k = lk.scale_kernel
+    x = enceladus.tensor(np.arange(64, dtype=np.float32))
+    out = enceladus.tensor(np.zeros(64, np.float32))
+    plain = k[(1,)](x, out, 64, 2.0)
+    assert k[(1,)](x, out, 64, 2.0) is plain
+    monkeypatch.setenv("ENCELADUS_DEBUG", "1")
+    debug = k[(1,)](x, out, 64, 2.0)
+    assert debug is not plain  # the debug build
+    monkeypatch.setenv("ENCELADUS_DEBUG", "0")
+    assert k[(1,)](x, out, 64, 2.0) is plain
+    os.environ.pop("ENCELADUS_DEBUG")
+    assert k[(1,)](x, out, 64, 2.0) is plain
+
+
+def test_kernel_cache_notes_every_change():
+    from enceladus.runtime.fastpath import KernelCache
+
+    c = KernelCache({"a": 1})
+    seen = {c.version}
+    for change in (lambda: c.__setitem__("b", 2), lambda: c.pop("b"), lambda: c.pop("zz", None),
+                   lambda: c.setdefault("c", 3), lambda: c.update(d=4), lambda: c.__ior__({"e": 5}),
+                   lambda: c.__delitem__("e"), lambda: c.popitem(), lambda: c.clear()):
+        change()
+        assert c.version not in seen
+        seen.add(c.version)
+    assert c == {} and isinstance(c, dict)

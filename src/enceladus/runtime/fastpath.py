@@ -13,6 +13,7 @@ grids) takes the slow path, which reports errors with full context.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,15 +64,109 @@ def arg_key(a: Any) -> Any:
     raise SlowPath
 
 
+_versions = itertools.count(1)
+
+
+class KernelCache(dict):
+    """``JITFunction.cache``: a dict that notes when it changes, so that a launch plan can tell its kernel is
+    still the cached one without hashing the specialization key (a nested tuple: ~2 us with 16 arguments).
+
+    ``version`` takes a new value *after* every change; a plan that verified its key at version ``v`` (read
+    before the check) skips the check while the version is still ``v``."""
+
+    __slots__ = ("version",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.version = next(_versions)
+
+    def _changed(self) -> None:
+        self.version = next(_versions)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        dict.__setitem__(self, key, value)
+        self._changed()
+
+    def __delitem__(self, key: Any) -> None:
+        dict.__delitem__(self, key)
+        self._changed()
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self._changed()
+
+    def pop(self, *args: Any) -> Any:
+        try:
+            return dict.pop(self, *args)
+        finally:
+            self._changed()
+
+    def popitem(self) -> Any:
+        try:
+            return dict.popitem(self)
+        finally:
+            self._changed()
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        try:
+            return dict.setdefault(self, key, default)
+        finally:
+            self._changed()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            dict.update(self, *args, **kwargs)
+        finally:
+            self._changed()
+
+    def __ior__(self, other: Any) -> KernelCache:
+        try:
+            dict.update(self, other)
+        finally:
+            self._changed()
+        return self
+
+    def __reduce__(self) -> Any:
+        return (KernelCache, (dict(self),))
+
+
+_INT32_KEYS = tuple((0, bool(i & 1), bool(i & 2)) for i in range(4))  # arg_key of a 32-bit int, by index
+
+
+def positional_key(args: tuple, cflags: tuple) -> list:
+    """``arg_key`` of each positional argument (``(class, value)`` for constexprs), with the common kinds
+    (Tensors, 32-bit ints) inlined: the same keys as ``arg_key``, without a call per argument."""
+    key = []
+    append = key.append
+    for a, c in zip(args, cflags):
+        t = a.__class__
+        if c:
+            append((t, a))
+        elif t is Tensor:
+            k = a._key
+            if k is None:
+                raise SlowPath
+            append(k)
+        elif t is int and -2147483648 <= a <= 2147483647:
+            append(_INT32_KEYS[(a & 15 == 0) + 2 * (a == 1)])
+        else:
+            append(arg_key(a))
+    return key
+
+
 class LaunchPlan:
     """How to launch one kernel from positional/keyword arguments of one fast key."""
 
     __slots__ = ("spec_key", "kernel", "launcher", "nargs", "tail", "buffer_index", "scalar_index",
-                 "numpy_writes", "asynchronous", "names", "guard")
+                 "numpy_writes", "asynchronous", "names", "guard", "cache", "version", "grid", "grid3")
 
     def __init__(self, spec_key: Any, launcher: KernelLauncher, names: Sequence[str], defaults: Sequence[Any],
                  nargs: int, values: Sequence[Any], guard: Any = None) -> None:
         self.spec_key = spec_key
+        self.cache: Any = None  # the KernelCache and its version at which spec_key last mapped to kernel
+        self.version = 0
+        self.grid: Any = None  # the last grid tuple seen valid, and its 3-D form (tuples of ints are immutable)
+        self.grid3: Any = None
         self.guard = guard  # runtime/guards.KernelGuard: the globals the kernel was compiled with, or None
         self.launcher = launcher
         self.kernel = launcher.kernel
@@ -85,6 +180,17 @@ class LaunchPlan:
                                   if w and type(values[i]) is np.ndarray)
         self.asynchronous = all(type(values[i]) is Tensor for i in self.buffer_index)
 
+    def current(self, cache: Any) -> bool:
+        """Whether ``cache`` still maps this plan's specialization key to its kernel."""
+        if cache is self.cache and cache.version == self.version:
+            return True
+        version = getattr(cache, "version", None)  # read before the check (KernelCache bumps it after a change)
+        if cache.get(self.spec_key) is not self.kernel:
+            return False
+        if version is not None:
+            self.cache, self.version = cache, version
+        return True
+
     def run(self, args: tuple, kwargs: dict[str, Any], grid: Any) -> None:
         """Launch (queued when every array is a Tensor, else synchronously)."""
         if self.tail:
@@ -93,8 +199,12 @@ class LaunchPlan:
                 vals.append(kwargs.get(name, default))
         else:
             vals = args
-        if type(grid) is tuple and 1 <= len(grid) <= 3 and all(type(g) is int and 0 <= g <= MAX_GRID for g in grid):
+        if grid is self.grid:
+            grid3 = self.grid3
+        elif type(grid) is tuple and 1 <= len(grid) <= 3 and \
+                all(type(g) is int and 0 <= g <= MAX_GRID for g in grid):
             grid3 = grid if len(grid) == 3 else (grid + (1, 1))[:3]
+            self.grid, self.grid3 = grid, grid3
         else:
             from .jit import resolve_grid
 

@@ -23,7 +23,7 @@ from ..language.dtypes import dtype
 from . import arguments, knobs, structs
 from .arguments import ArgSpec
 from .backend import get_backend
-from .fastpath import LaunchPlan, SlowPath, arg_key
+from .fastpath import KernelCache, LaunchPlan, SlowPath, arg_key, positional_key
 from .guards import check as check_globals
 from .guards import guard_of
 from .launch import debug_enabled, launch, launcher_for
@@ -117,7 +117,7 @@ class JITFunction:
         self.debug = debug
         env_interp = os.environ.get("ENCELADUS_INTERPRET", "0") not in ("", "0", "false", "False")
         self.interpret = env_interp if interpret is None else interpret
-        self.cache: dict[Any, CompiledKernel] = {}
+        self.cache: dict[Any, CompiledKernel] = KernelCache()  # a dict (runtime/fastpath.py)
         self._lock = threading.Lock()
         # Fast path (runtime/fastpath.py): fast key -> LaunchPlan; per-position "is constexpr" flags.
         self._fast: dict[Any, LaunchPlan] = {}
@@ -292,7 +292,7 @@ class JITFunction:
         cflags = self._cflags
         if len(args) > len(cflags):
             raise SlowPath
-        key = [(a.__class__, a) if c else arg_key(a) for a, c in zip(args, cflags)]
+        key = positional_key(args, cflags)
         if kwargs:
             by_value = self._key_by_value
             for name, v in kwargs.items():
@@ -307,7 +307,7 @@ class JITFunction:
                 plan = self._fast.get(fkey)
             except (SlowPath, TypeError):  # TypeError: an unhashable constexpr
                 fkey = plan = None
-            if plan is not None and self.cache.get(plan.spec_key) is plan.kernel and not debug_enabled() and \
+            if plan is not None and plan.current(self.cache) and not debug_enabled() and \
                     (not plan.tail or self._defaults_current()):
                 if plan.guard is not None:
                     plan.guard.check()  # the globals it was compiled with (runtime/guards.py)
