@@ -217,10 +217,8 @@ class LaunchPlan:
                                  "stores through it; pass a writeable array (e.g. arr.copy())")
         launcher = self.launcher
         if self.asynchronous:
-            arrays = [vals[i] for i in self.buffer_index]
-            addresses = [a._address for a in arrays]
-            launcher.submit(grid3, addresses, [vals[i] for i in self.scalar_index], (args, kwargs), True,
-                            [a._extent for a in arrays] if launcher.checked else None)
+            launcher.queue_tensors(grid3, [vals[i] for i in self.buffer_index], [vals[i] for i in self.scalar_index],
+                                   (args, kwargs))
         else:
             arrays = [vals[i] for i in self.buffer_index]
             addresses = [a._address if type(a) is Tensor else int(a.__array_interface__["data"][0]) for a in arrays]

@@ -228,6 +228,17 @@ class FastLauncher:
         packet = self.head + self.body.pack(*groups, *gsize, *values[:n], *fields, *values[n:])
         return packet + blobs if blobs else packet
 
+    def pack_parts(self, groups: Sequence[int], gsize: Sequence[int], addresses: Sequence[int],
+                   scalars: Sequence[object], extents: Sequence[tuple]) -> bytes:
+        """``pack`` with the addresses, scalars and extents as lists (the launch fast path): plain extents
+        ``(lo, hi, itemsize)`` are flattened in place; a strided one takes ``pack``."""
+        fields: list = []
+        for e in extents:
+            if len(e) != 3:
+                return self.pack(groups, gsize, *addresses, *scalars, extents=extents)
+            fields += e
+        return self.head + self.body.pack(*groups, *gsize, *addresses, *fields, *scalars)
+
     def run(self, packet: bytes) -> None:
         """Execute one packet to completion on the calling thread."""
         err = ctypes.create_string_buffer(ERROR_CAPACITY)
