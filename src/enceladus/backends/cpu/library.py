@@ -116,6 +116,11 @@ def _error(name: str, rc: int, err: ctypes.Array, line_table: Mapping[int, str] 
     return KernelLaunchError(message)
 
 
+# One error buffer per thread for FastLauncher.run (the stream worker runs every queued launch): filled by
+# enc_launch only on failure, read into the exception, then zeroed again.
+_ERR = threading.local()
+
+
 def checks_enabled() -> bool:
     """Whether cpu-backend kernels are built with access checks: yes unless ``ENCELADUS_CHECKS=0``."""
     return os.environ.get("ENCELADUS_CHECKS", "1").strip().lower() not in ("0", "false", "no", "off")
@@ -241,10 +246,14 @@ class FastLauncher:
 
     def run(self, packet: bytes) -> None:
         """Execute one packet to completion on the calling thread."""
-        err = ctypes.create_string_buffer(ERROR_CAPACITY)
+        err = getattr(_ERR, "buf", None)  # this thread's error buffer: all zeros between launches
+        if err is None:
+            err = _ERR.buf = ctypes.create_string_buffer(ERROR_CAPACITY)
         rc = self._enc_launch(packet, err, ERROR_CAPACITY)
         if rc != 0:
-            raise _error(self.name, rc, err, self.line_table, self.timeout_ms)
+            exc = _error(self.name, rc, err, self.line_table, self.timeout_ms)
+            ctypes.memset(err, 0, ERROR_CAPACITY)
+            raise exc
 
 
 class CpuFunction:
