@@ -5,7 +5,10 @@
 - Every kernel launched in a session (any test directory) also goes through the GPU proxy's MSL -> CUDA
   rewrite (benchmarks/gpu_proxy); the rewrite must type-check as C++ against a CUDA stub header (no GPU
   or nvcc needed). Checked once per session and xdist worker, over every kernel that worker launched;
-  ENCELADUS_PROXY_CHECK=0 turns it off (the long fuzz campaign of docs/robustness.md).
+  ENCELADUS_PROXY_CHECK=0 turns it off (the long fuzz campaign of docs/robustness.md; the child runs of
+  tests/cpu_modes.py, whose parent checks the same kernels).
+- A child run of tests/cpu_modes.py (a cpu-backend build mode over the kernel corpus) records the ops of
+  every launched kernel and the mode's reports, per test.
 """
 
 import hashlib
@@ -51,3 +54,32 @@ def gpu_proxy_rewrite_of_every_kernel():
     if problems:
         pytest.fail(f"the GPU proxy's rewrite of {len(seen)} kernels launched by this test session failed:\n"
                     + "\n".join(problems)[:12000], pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cpu_mode_recorder():
+    """In a child run of tests/cpu_modes.py (ENCELADUS_TEST_MODE_RECORD set): record the IR ops of every
+    launched kernel and every report of a cpu-backend build mode, per test. Otherwise nothing."""
+    from cpu_modes import recorder_from_env
+
+    recorder = recorder_from_env()
+    if recorder is not None:
+        recorder.install()
+    try:
+        yield recorder
+    finally:
+        if recorder is not None:
+            recorder.uninstall()
+            recorder.write(os.environ.get("PYTEST_XDIST_WORKER", "main"))
+
+
+@pytest.fixture(autouse=True)
+def _cpu_mode_record_test(request, _cpu_mode_recorder):
+    if _cpu_mode_recorder is None:
+        yield
+        return
+    t0 = _cpu_mode_recorder.start(request.node.nodeid)
+    try:
+        yield
+    finally:
+        _cpu_mode_recorder.stop(request.node.nodeid, t0)
