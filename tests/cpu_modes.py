@@ -12,8 +12,9 @@ the mode). The child records, through this module's hooks (installed by tests/co
 - every launch error whose message carries one of the mode's report markers, with the test that launched it,
   so a report counts even when a test expected *some* launch error and caught it.
 
-A second mode plugs in by adding a ``Mode`` to ``MODES`` (environment, report markers) and a test that calls
-``run_corpus``; see tests/test_cpu_modes.py.
+A second mode plugs in by adding a ``Mode`` to ``MODES`` (environment, report markers, how to tell a library
+built in it), a corpus file (``python tests/cpu_modes.py survey NAME``) and a test that calls ``run_corpus``
+and checks the records; see tests/backends/test_cpu_modes.py.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 RECORD_ENV = "ENCELADUS_TEST_MODE_RECORD"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,13 +40,13 @@ class Mode:
     name: str
     env: dict[str, str]
     report_markers: tuple[str, ...]
-    library_attr: str  # the CpuLibrary attribute that is true for a library built in this mode
+    built_in_mode: Callable[[Any], bool]  # whether a CpuLibrary was built in this mode
     doc: str = ""
 
 
 MODES: dict[str, Mode] = {
     "ubsan": Mode("ubsan", {"ENCELADUS_CPU_UBSAN": "1"}, ("undefined behaviour in MSL (UBSan mode)",),
-                  "ubsan", "no -fwrapv; -fsanitize=signed-integer-overflow,shift (docs/cpu_backend.md)"),
+                  lambda lib: bool(lib.ubsan), "no -fwrapv; -fsanitize=signed-integer-overflow,shift (docs/cpu_backend.md)"),
 }
 
 
@@ -106,7 +109,7 @@ class Recorder:
         self.kernels: dict[str, int] = {}
         self.seconds: dict[str, float] = {}
         self.reports: list[dict[str, str]] = []
-        self.libraries: dict[str, dict[str, int]] = {}  # mode attribute -> {"True"/"False": libraries built}
+        self.libraries: dict[str, dict[str, int]] = {}  # mode name -> {"True"/"False": libraries built}
         self._undo: list = []
 
     def install(self) -> None:
@@ -139,8 +142,8 @@ class Recorder:
         def record_library(backend, *args, **kwargs):
             lib = compile_(backend, *args, **kwargs)
             for mode in MODES.values():
-                counts = self.libraries.setdefault(mode.library_attr, {})
-                key = str(bool(getattr(lib, mode.library_attr, False)))
+                counts = self.libraries.setdefault(mode.name, {})
+                key = str(bool(mode.built_in_mode(lib)))
                 counts[key] = counts.get(key, 0) + 1
             return lib
 
@@ -193,8 +196,8 @@ def read_records(directory: str) -> dict:
             for test, v in data[key].items():
                 merged[key][test] = merged[key].get(test, 0) + v
         merged["reports"].extend(data["reports"])
-        for attr, counts in data.get("libraries", {}).items():
-            into = merged["libraries"].setdefault(attr, {})
+        for name, counts in data.get("libraries", {}).items():
+            into = merged["libraries"].setdefault(name, {})
             for key, n in counts.items():
                 into[key] = into.get(key, 0) + n
     return merged

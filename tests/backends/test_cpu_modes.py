@@ -4,7 +4,7 @@ UBSan mode (ENCELADUS_CPU_UBSAN=1, MSL_AUDIT B2): kernels built without -fwrapv,
 checks. A child pytest process (tests/cpu_modes.py) runs tests/backends/data/ubsan_corpus.txt in that mode: a
 subset of tests/codegen and tests/conformance that launches every feature (IR op and dtype, function a kernel
 body calls) that the whole of both directories launches (tests/backends/data/kernel_corpus_features.txt), at
-about a fifth of the cost. Clean means zero reports: the child records every report, also one that a test
+about a fifth of the cost (186 of 1271 tests). Clean means zero reports: the child records every report, also one that a test
 caught as an expected launch error. The raw MSL canaries of test_ubsan_mode.py run in the same child and must
 be reported, so a mode that silently does nothing fails here. The whole corpus in the mode:
 ``ENCELADUS_CPU_UBSAN=1 pytest -n 2 tests/codegen tests/conformance``; refresh the files after changing those
@@ -26,9 +26,9 @@ UBSAN_CANARIES = (
     "tests/backends/cpu/test_ubsan_mode.py::test_ubsan_mode_reports_a_signed_overflow_in_raw_msl",
     "tests/backends/cpu/test_ubsan_mode.py::test_ubsan_mode_through_compile_shader",
 )
-# IR ops that no test of tests/codegen or tests/conformance launches (so the corpus cannot either): float-only
-# rounding and predicates, and a hint that emits no code. Any other op of the op-trait table must be launched.
-NOT_IN_THE_CORPUS = {"isfinite", "max_contiguous", "nearbyint", "round"}
+# IR ops that no test of tests/codegen or tests/conformance launches (so the corpus cannot either): a float-only
+# predicate. Any other op of the op-trait table must be launched.
+NOT_IN_THE_CORPUS = {"isfinite"}
 
 
 def _clang_env() -> dict[str, str]:
@@ -68,7 +68,7 @@ def test_ubsan_mode_over_the_kernel_corpus(tmp_path):
         f"{r['test']}: {r['message']}" for r in stray[:20])
     assert {r["test"] for r in run.reports} == set(UBSAN_CANARIES), \
         f"the canaries' overflows were not reported: {run.reports}"
-    built = run.records["libraries"].get(mode.library_attr, {})
+    built = run.records["libraries"].get(mode.name, {})
     assert built.get("True", 0) > 0 and not built.get("False"), \
         f"kernel libraries built in the mode / not in it: {built}"
     missing = required - run.features
