@@ -4,7 +4,7 @@ UBSan mode (ENCELADUS_CPU_UBSAN=1, MSL_AUDIT B2): kernels built without -fwrapv,
 checks. A child pytest process (tests/cpu_modes.py) runs tests/backends/data/ubsan_corpus.txt in that mode: a
 subset of tests/codegen and tests/conformance that launches every feature (IR op and dtype, function a kernel
 body calls) that the whole of both directories launches (tests/backends/data/kernel_corpus_features.txt), at
-about a fifth of the cost (186 of 1271 tests). Clean means zero reports: the child records every report, also one that a test
+about a fifth of the cost (187 of 1273 tests). Clean means zero reports: the child records every report, also one that a test
 caught as an expected launch error. The raw MSL canaries of test_ubsan_mode.py run in the same child and must
 be reported, so a mode that silently does nothing fails here. The whole corpus in the mode:
 ``ENCELADUS_CPU_UBSAN=1 pytest -n 2 tests/codegen tests/conformance``; refresh the files after changing those
