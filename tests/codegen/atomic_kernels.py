@@ -70,10 +70,11 @@ def histogram_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, BINS: tl.constexpr)
 
 
 @enceladus.jit
-def sort_kernel(x_ptr, out_ptr, top_ptr, M: tl.constexpr, N: tl.constexpr, DIM: tl.constexpr, DESC: tl.constexpr,
-                K: tl.constexpr):
+def sort_kernel(x_ptr, out_ptr, top_ptr, bottom_ptr, M: tl.constexpr, N: tl.constexpr, DIM: tl.constexpr,
+                DESC: tl.constexpr, K: tl.constexpr):
     rm = tl.arange(0, M)
     rn = tl.arange(0, N)
     x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
     tl.store(out_ptr + rm[:, None] * N + rn[None, :], tl.sort(x, DIM, DESC))
     tl.store(top_ptr + rm[:, None] * K + tl.arange(0, K)[None, :], tl.topk(x, K))
+    tl.store(bottom_ptr + rm[:, None] * K + tl.arange(0, K)[None, :], tl.topk(x, K, descending=False))

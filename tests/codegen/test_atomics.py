@@ -102,5 +102,7 @@ def test_sort_and_topk(dim, desc, dtype):
     if desc:
         s = np.flip(s, dim)
     top = -np.sort(-x, axis=1)[:, :K]
-    run_on_all_paths(ak.sort_kernel, (1,), lambda: (x, np.zeros_like(x), np.zeros((M, K), dtype)),
-                     lambda x, o, t: {1: s, 2: top}, constexprs={"M": M, "N": N, "DIM": dim, "DESC": desc, "K": K})
+    bottom = np.sort(x, axis=1)[:, :K]  # tl.topk(..., descending=False): the K smallest, smallest first
+    run_on_all_paths(ak.sort_kernel, (1,),
+                     lambda: (x, np.zeros_like(x), np.zeros((M, K), dtype), np.zeros((M, K), dtype)),
+                     lambda x, o, t, b: {1: s, 2: top, 3: bottom}, constexprs={"M": M, "N": N, "DIM": dim, "DESC": desc, "K": K})

@@ -96,6 +96,39 @@ def test_none_and_none_slice_indexing_and_constexpr_call():
 
 
 @enceladus.jit
+def colons_past_rank(x_ptr, out_ptr, total_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    x = tl.load(x_ptr + offs[:, None] * B + offs[None, :])
+    total = tl.sum(x, axis=None, keep_dims=True)  # shape (1, 1)
+    # As in Triton: None inserts a dimension at its position and ':' keeps the tile, so ':'s beyond the rank
+    # are accepted (Triton's test_reduce stores a keep_dims full reduction through Z[None, None, :]).
+    tl.store(total_ptr[None, None, :], total)
+    row = x[None, :, :, :]  # (1, B, B): the third ':' is beyond the rank
+    tl.store(out_ptr + offs[None, :, None] * B + offs[None, None, :], row * 2.0)
+
+
+def test_colons_beyond_the_rank_are_accepted_as_in_triton():
+    B = 8
+    x = RNG.standard_normal((B, B)).astype(np.float32)
+    run_on_all_paths(colons_past_rank, (1,), lambda: (x.copy(), np.zeros(B * B, np.float32), np.zeros(1, np.float32)),
+                     lambda x, out, total: {1: (x * 2.0).ravel(), 2: np.array([x.sum()], np.float32)},
+                     constexprs={"B": B}, rtol=1e-5, atol=1e-4)
+
+
+@enceladus.jit
+def none_past_rank(x_ptr, B: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, B))
+    tl.store(x_ptr + tl.arange(0, B), tl.sum(x[:, :, None], axis=1))
+
+
+@pytest.mark.parametrize("path", ["interpreter", "cpu"])
+def test_none_past_the_rank_is_refused(path):
+    x = np.zeros(8, np.float32)
+    with pytest.raises(CompilationError, match="None at index position 2 of a tile of rank 1"):
+        on_path(none_past_rank, path)[(1,)](x, B=8)
+
+
+@enceladus.jit
 def introspect(x_ptr, out_ptr, B: tl.constexpr):
     offs = tl.arange(0, B)
     x = tl.load(x_ptr + offs)

@@ -805,12 +805,15 @@ class Lowering(ast.NodeVisitor):
             if idx is not None:
                 raise self.error(sub, "tiles can only be indexed with None and ':' (e.g. x[:, None])",
                                  "slicing and element access are not supported; use masks or tl.where")
+            if dim > len(x.type.shape):
+                raise self.error(sub, f"None at index position {dim} of a tile of rank {len(x.type.shape)}: a new "
+                                 f"dimension can go at positions 0 to {len(x.type.shape)} only",
+                                 "use one index (or None / :) per dimension of the tile")
             x = self.apply(node, lambda x=x, dim=dim: self.b.emit(
                 "expand_dims", [x], x.type.with_shape(x.type.shape[:dim] + (1,) + x.type.shape[dim:]), axis=dim))
             dim += 1
-        if dim > len(x.type.shape):
-            raise self.error(node, f"too many indices for a tile of rank {len(base.type.shape)}",
-                             "use one index (or None / :) per dimension of the tile")
+        # As in Triton, each None inserts a dimension at its position and ':' keeps the tile as it is, so ':'s
+        # beyond the tile's rank are accepted (Triton's tests write Z[None, None, :] for a scalar pointer Z).
         return x
 
     def _is_full_slice(self, sub: ast.expr) -> bool:

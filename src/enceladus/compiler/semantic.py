@@ -1647,14 +1647,14 @@ def sort(b: Builder, x: Any, dim: Any = None, descending: Any = False) -> Value:
 
 
 @rule("topk")
-def topk(b: Builder, x: Any, k: Any, dim: Any = None) -> Value:
+def topk(b: Builder, x: Any, k: Any, dim: Any = None, descending: Any = True) -> Value:
     t = _tile(x, "tl.topk")
     k = _const_int(k, "k of tl.topk")
     axis = len(t.type.shape) - 1 if dim is None else _axis_arg(dim, len(t.type.shape), "tl.topk")
     if not is_pow2(k) or k > t.type.shape[axis]:
         raise SemanticError(f"tl.topk: k={k} must be a power of two no larger than {t.type.shape[axis]}",
                             "use a power-of-two k no larger than the dimension")
-    return _sorted(b, t, dim, True, k, "tl.topk")
+    return _sorted(b, t, dim, descending, k, "tl.topk")
 
 
 # --- block pointers and tensor descriptors ------------------------------------------------------------------

@@ -398,13 +398,13 @@ def sort(x: Any, dim: Any = None, descending: bool = False) -> Tile:
 
 
 @op("topk", member=True)
-def topk(x: Any, k: Any, dim: Any = None) -> Tile:
+def topk(x: Any, k: Any, dim: Any = None, descending: Any = True) -> Tile:
     t = to_tile(x)
     d = len(t.shape) - 1 if unwrap(dim) is None else _axis(t, dim, "topk")
     kk = const_int(k, "k")
     if kk < 1 or kk & (kk - 1) or kk > t.shape[d]:
         raise ValueError(f"topk: k={kk} must be a power of two no larger than {t.shape[d]}")
-    full = sort(t, d, True)
+    full = sort(t, d, descending)
     return full.like(np.ascontiguousarray(np.take(full.data, np.arange(kk), axis=d + 1)))
 
 

@@ -442,8 +442,9 @@ def sort(x, dim=None, descending=False):
 
 
 @builtin
-def topk(x, k, dim=None):
-    """The ``k`` largest values along ``dim`` (default: the last), in descending order (``k`` a power of two)."""
+def topk(x, k, dim=None, descending=True):
+    """The ``k`` largest values along ``dim`` (default: the last), largest first (``k`` a power of two);
+    with ``descending=False`` the ``k`` smallest, smallest first."""
 
 
 @builtin
