@@ -42,6 +42,9 @@ def small_dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: t
         c = tl.dot(a, b)
     elif OUT == "fp16":
         c = tl.dot(a, b, out_dtype=tl.float16)
+    elif OUT == "int8":  # Triton ignores out_dtype for int8 operands: the result is int32
+        c = tl.dot(a, b, out_dtype=tl.int8)
+        tl.static_assert(c.dtype == tl.int32)
     else:
         c = tl.dot(a, b, acc=tl.full((M, N), 1.0, tl.float32))
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)

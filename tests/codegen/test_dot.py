@@ -81,12 +81,13 @@ def test_small_and_out_dtypes(M, N, K, out):
                      constexprs={"M": M, "N": N, "K": K, "OUT": out}, rtol=2e-3, atol=2e-3)
 
 
-def test_int8_dot_accumulates_in_int32():
+@pytest.mark.parametrize("out", ["default", "int8"])  # out_dtype=tl.int8 is ignored, as in Triton
+def test_int8_dot_accumulates_in_int32(out):
     a = RNG.integers(-128, 128, (16, 32)).astype(np.int8)
     b = RNG.integers(-128, 128, (32, 16)).astype(np.int8)
     run_on_all_paths(dk.small_dot_kernel, (1,), lambda: (a, b, np.zeros((16, 16), np.int32)),
                      lambda a, b, c: {2: a.astype(np.int32) @ b.astype(np.int32)},
-                     constexprs={"M": 16, "N": 16, "K": 32, "OUT": "default"})
+                     constexprs={"M": 16, "N": 16, "K": 32, "OUT": out})
 
 
 def test_batched_dot():

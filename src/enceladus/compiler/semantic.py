@@ -1279,6 +1279,9 @@ def dot(b: Builder, input: Any, other: Any, acc: Any = None, input_precision: An
             raise SemanticError(f"tl.dot: acc is {acc_v.type.element} but out_dtype is {out_ty}",
                                 "make them agree (acc decides the result's dtype)")
         acc_v = b.broadcast_to(acc_v, shape)
+    elif ta.name == "int8":  # as in Triton (and our interpreter): int8 dots give int32, whatever out_dtype says
+        out_ty = D.int32
+        acc_v = b.splat(b.const(0, out_ty), shape)
     else:
         out_ty = default_out if out_dtype is None else _dtype_arg(out_dtype)
         acc_v = b.splat(b.const(0, out_ty), shape)
