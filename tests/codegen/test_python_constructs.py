@@ -139,6 +139,7 @@ def introspect(x_ptr, out_ptr, B: tl.constexpr):
     tl.static_assert(isinstance(pair, tl.tuple) and len(pair) == 2)
     tl.static_assert(x.numel == B and x.type.numel == B and len(x.type.shape) == 1 and x.type.shape[0] == B and x.type.element_ty == x.dtype)
     tl.static_assert(x_ptr.dtype.element_ty == tl.int32 and x_ptr.type.element_ty == tl.int32)
+    tl.static_assert(x.shape == [B] and first.shape == [])  # lists, as Triton's (test_full compares so)
     tl.static_assert(isinstance(x.type, tl.block_type) and not isinstance(first.type, tl.block_type))
     tl.static_assert(isinstance(x.type, tl.block_type) and not isinstance(first.type, tl.block_type))
     tl.static_assert(tl.str_to_ty("*i32") == x_ptr.dtype and tl.str_to_ty("i32") == tl.int32)

@@ -149,7 +149,7 @@ def _block_type(v: ir.Value) -> Any:
 # attributes of runtime values (tiles and scalars), as Triton's tensor has them
 _VALUE_PROPERTIES = {
     "dtype": lambda v: v.type.element,
-    "shape": lambda v: v.type.shape,
+    "shape": lambda v: list(v.type.shape),  # a list, as Triton's (tl.static_assert(x.shape == [M, N]) holds)
     "numel": lambda v: v.type.numel,
     "type": _block_type,
 }
