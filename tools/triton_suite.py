@@ -16,7 +16,9 @@ Excluded by id, and counted separately: cases with float64 parameters (Apple GPU
 atomic read-modify-write cases (Metal has no 64-bit atomics). A case that crashes the process or runs past
 ``--case-timeout`` is recorded as such and the run continues after it.
 
-The Python running the tests (``--python``, default this one) needs torch (CPU), scipy, numpy and pytest.
+The Python running the tests (``--python``, default this one) needs torch (CPU), scipy, numpy, pytest and
+ml_dtypes (``enceladus[bfloat16]``: without it every bfloat16 torch tensor is refused, which would count as
+failures); the run stops at once, naming what is missing, when one of them cannot be imported.
 Results: a summary on stdout and, with ``--json``, every case's outcome and failure class.
 """
 
@@ -175,6 +177,25 @@ def _env(python: str, mode: str) -> dict[str, str]:
     return env
 
 
+NEEDED = ("torch", "scipy", "numpy", "pytest", "ml_dtypes")
+
+
+def check_python(python: str) -> None:
+    """Stop with a clear message when ``python`` lacks a module the tests (or bfloat16 tensors) need."""
+    probe = ("import importlib.util, sys; "
+             f"print(' '.join(m for m in {NEEDED!r} if importlib.util.find_spec(m) is None))")
+    try:
+        out = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=300)
+    except OSError as e:
+        raise SystemExit(f"--python {python} does not run: {e}") from None
+    if out.returncode != 0:
+        raise SystemExit(f"--python {python} does not run: {out.stderr.strip()[-500:]}")
+    missing = out.stdout.split()
+    if missing:
+        raise SystemExit(f"--python {python} lacks {', '.join(missing)}: install them into it "
+                         f"(pip install {' '.join(missing)}; torch from https://download.pytorch.org/whl/cpu)")
+
+
 def collect(python: str, pydir: str, mode: str) -> list[str]:
     """Every interpreter-marked case id of the five files."""
     args = [python, "-m", "pytest", "--collect-only", "-q", "-m", "interpreter", "--device", "cpu", "-p",
@@ -304,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
             summarize(mode, res, list(res), data.get("baseline"))
         return 0
     pydir = os.path.abspath(args.triton_python)
+    check_python(args.python)
     ids = collect(args.python, pydir, "compiled")
     exclusions = {i: why for i in ids if (why := excluded(i))}
     counted = [i for i in ids if i not in exclusions]

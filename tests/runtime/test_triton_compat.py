@@ -271,6 +271,28 @@ def test_suite_script_exclusions_and_classes():
     assert suite.classify("CompilationError: x\n    tl.foo()\nerror: tl.foo takes 2 arguments")[0] == "compile error"
 
 
+def test_suite_script_names_the_modules_the_test_python_lacks(tmp_path):
+    import importlib.util
+    import pathlib
+    import sys
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "tools" / "triton_suite.py"
+    spec = importlib.util.spec_from_file_location("triton_suite_under_test", path)
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    # a Python whose torch, scipy and ml_dtypes cannot be imported: a wrapper that hides them
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nexec " + sys.executable + " -c 'import sys; sys.modules.update(torch=None, scipy=None, "
+                    "ml_dtypes=None); import importlib.util as u; f = u.find_spec; "
+                    "u.find_spec = lambda m, *a: None if m in (\"torch\", \"scipy\", \"ml_dtypes\") else f(m, *a); "
+                    "exec(sys.argv[2])' \"$@\"\n")
+    fake.chmod(0o755)
+    with pytest.raises(SystemExit, match=r"lacks torch, scipy, ml_dtypes: install them"):
+        suite.check_python(str(fake))
+    with pytest.raises(SystemExit, match="does not run"):
+        suite.check_python(str(tmp_path / "no-such-python"))
+
+
 def test_warmup_under_the_interpreter():
     interpreted = enceladus.jit(interpret=True)(_double.fn)
     x = np.arange(100, dtype=np.float32)
