@@ -53,10 +53,11 @@ def test_ragged_tails_and_misaligned_views(dtype, block, vec, path):
     # n a multiple of 16 but not of BLOCK: the last program's mask cuts off at a vector boundary
     acc = _copy(dtype, block + 16, 0, 0, block, path)
     assert acc in (None, [("load", vec), ("store", vec)])
-    # ragged n: the masks are constant only in runs of 1, every access is scalar
+    # ragged n: the masks are constant only in runs of 1, so every run checks its mask: a vector where it is
+    # true throughout, element by element in the run that holds n (a vector there would cross n)
     for n in (block + 1, block + vec - 1 if vec > 2 else block + 3):
         acc = _copy(dtype, n, 0, 0, block, path)
-        assert acc in (None, [("load", 1), ("store", 1)])
+        assert acc in (None, [("load", vec), ("store", vec)])
     # a view offset by one element: only the access through that pointer loses its vectors
     acc = _copy(dtype, 2 * block, 1, 0, block, path)
     assert acc in (None, [("load", 1), ("store", vec)])
@@ -103,3 +104,24 @@ def test_a_compiler_ignoring_alignment_fails_on_a_misaligned_view(tmp_path: Path
                          timeout=300)
     assert "MUTATED [4, 4]" in out.stdout, out.stdout + out.stderr  # the mutation took effect
     assert "PASSED" not in out.stdout and out.returncode != 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("path", ALL_PATHS)
+@pytest.mark.parametrize("n", [4096, 4096 - 16, 4093, 4090, 1])
+def test_masked_load_with_varying_other(n, path):
+    # the run that holds n takes each element from memory or from `other` (-offset) on its own
+    if path == "cpu" and not cpu_available():
+        path_missing("cpu", "no C++ compiler")
+    block, size = 1024, 4096
+    x = (np.arange(size) % 97 + 1).astype(np.float32)
+    gx, go = guard(x), guard(np.zeros(size, np.float32))
+    grid = (size // block,)
+    on_path(vk.copy_other_varies, path)[grid](gx.view, go.view, n, BLOCK=block)
+    gx.check("x")
+    go.check("out")
+    expected = np.where(np.arange(size) < n, x, -np.arange(size, dtype=np.float32))
+    np.testing.assert_array_equal(go.view, expected, err_msg=f"n={n} on the {path} path")
+    if path == "cpu":
+        (load, store) = vk.copy_other_varies.warmup(gx.view, go.view, n, BLOCK=block, grid=grid).accesses
+        assert (load.vector, store.vector) == (4, 4)
+        assert "each run checks it" in load.reason  # `other` varies inside every run: each run checks

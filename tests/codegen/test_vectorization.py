@@ -49,11 +49,15 @@ def test_vector_add_layout_matches_triton_blocked_layout():
     assert msl.count("uint4") >= 2
 
 
-def test_size_not_divisible_by_16_masks_scalar():
+def test_size_not_divisible_by_16_checks_the_mask_per_run():
+    # the mask `offs < n` varies inside a run: each run is one vector where the mask is true throughout and
+    # element by element where it is not (the ragged tail); values: test_vector_safety.py
     x = np.zeros(1000, np.float32)
     ck = vk.copy_kernel.warmup(x, x.copy(), 1000, BLOCK=256, grid=(4,))
-    assert widths(ck) == [("load", 1, 4), ("store", 1, 4)]
+    assert widths(ck) == [("load", 2, 8), ("store", 2, 8)]
     assert "mask is constant only in runs of 1" in ck.accesses[0].reason
+    assert "each run checks it" in ck.accesses[0].reason
+    assert ck.asm["msl"].count("enc_all = enc_all &&") == 2
 
 
 def test_misaligned_pointer_is_scalar():
@@ -126,7 +130,9 @@ def test_compile_accepts_alignment_hints_in_the_signature():
     sig = {"x_ptr": "*fp32:16", "out_ptr": "*fp32", "n": "i32"}
     ck = enceladus.compile(vk.copy_kernel, signature=sig, constexprs={"BLOCK": 1024})
     assert sig["x_ptr"] == "*fp32:16"  # the caller's dict is left alone
-    assert widths(ck) == [("load", 1, 4), ("store", 1, 4)]  # n not divisible: masks break the vectors
+    # n not divisible: the mask varies inside a run, so the aligned load checks it per run; the store's pointer
+    # is only 4-byte aligned, so it stays scalar
+    assert widths(ck) == [("load", 4, 16), ("store", 1, 4)]
     with pytest.raises(TypeError, match="only specialization hint"):
         enceladus.compile(vk.copy_kernel, signature="*fp32:8, *fp32, i32", constexprs={"BLOCK": 1024})
 

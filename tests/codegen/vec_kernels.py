@@ -41,3 +41,11 @@ def copy_2d(x_ptr, out_ptr, stride_m, BLOCK_M: tl.constexpr, BLOCK_N: tl.constex
 def copy_hinted(x_ptr, out_ptr, start, BLOCK: tl.constexpr):
     offs = tl.multiple_of(start, 16) + tl.arange(0, BLOCK)
     tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+@enceladus.jit
+def copy_other_varies(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """A masked load whose `other` differs per element (-offset), stored unmasked: the run that holds n mixes
+    loaded elements and `other`."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=-offs.to(tl.float32)))

@@ -13,7 +13,12 @@ _WORD = {4: "uint", 8: "uint2", 16: "uint4"}
 
 class MemoryMixin:
     def vector_width(self, op: ir.Op, layout: TileLayout, itemsize: int) -> tuple[int, str]:
-        """Elements per memory access, and why not more."""
+        """Elements per memory access, and why not more.
+
+        The width follows the pointers (contiguity, alignment) and the layout (runs per thread). A mask (or
+        ``other``) that is not constant over such a run does not narrow it: the access then checks the mask
+        per run (``mask_checked_per_run``) -- a vector where it is true throughout, element by element where it
+        is not (the ragged tail)."""
         p = layout.parent
         fast = p.order[0]
         ptr = op.operands[0]
@@ -29,22 +34,37 @@ class MemoryMixin:
                   (max(1, info.divisibility[i] // itemsize),
                    f"the pointers are only known to be {info.divisibility[i]}-byte aligned "
                    "(arguments aligned to 16 bytes and offsets divisible by 16 are specialized)")]
-        mask = op.operands[2] if op.name == "store" and len(op.operands) > 2 else (
-            op.operands[1] if op.name == "load" and len(op.operands) > 1 else None)
-        if mask is not None:
-            k = self.axis[mask.id].constancy[i]
-            limits.append((k, f"the mask is constant only in runs of {k} (e.g. n is not known to be a multiple "
-                              "of 16)"))
-        if op.name == "load" and len(op.operands) > 2:
-            k = self.axis[op.operands[2].id].constancy[i]
-            limits.append((k, f"`other` is constant only in runs of {k}"))
         vec, why = min(limits, key=lambda x: x[0])
         vec = 1 << (max(vec, 1).bit_length() - 1)
         if vec * itemsize < 4 or ptr.type.element.element_ty.is_bool():
             return 1, "accesses narrower than 4 bytes are not vectorized" if vec > 1 else why
         if vec == 16 // itemsize:
             why = "full 16-byte vectors"
+        k = self.mask_constancy(op, i)
+        if vec > 1 and k < vec:
+            why += (f"; the mask is constant only in runs of {k} (e.g. n is not known to be a multiple of 16): "
+                    "each run checks it, a vector where it is true throughout, element by element where not")
         return vec, why
+
+    def mask_constancy(self, op: ir.Op, i: int) -> int:
+        """Length of the runs along dimension ``i`` over which the access's mask and ``other`` are constant."""
+        k = 1 << 30
+        mask = op.operands[2] if op.name == "store" and len(op.operands) > 2 else (
+            op.operands[1] if op.name == "load" and len(op.operands) > 1 else None)
+        if mask is not None:
+            k = min(k, self.axis[mask.id].constancy[i])
+        if op.name == "load" and len(op.operands) > 2:
+            k = min(k, self.axis[op.operands[2].id].constancy[i])
+        return k
+
+    def mask_checked_per_run(self, op: ir.Op, layout: TileLayout, vec: int) -> bool:
+        """Whether a ``vec``-wide access must check its mask per run (the mask varies inside a run)."""
+        if vec == 1:
+            return False
+        fast = layout.parent.order[0]
+        ptr = op.operands[0]
+        i = next(i for i, d in enumerate(layout.dims) if d == fast and ptr.type.shape[i] > 1)
+        return self.mask_constancy(op, i) < vec
 
     def emit_load(self, op: ir.Op, layout: TileLayout) -> None:
         r = op.result
@@ -69,7 +89,13 @@ class MemoryMixin:
         word = _WORD[vec * itemsize]
         lines = [f"const {word} w = *((device const {word}*){ptr});"]
         lines += _unpack(var, "w", t, itemsize, vec * itemsize)
-        if masked:
+        if masked and self.mask_checked_per_run(op, layout, vec):
+            m, o = self.ref(op.operands[1], layout, "(e + j)"), self.ref(op.operands[2], layout, "(e + j)")
+            p1 = self.ref(op.operands[0], layout, "(e + j)")
+            body = (f"{{ bool enc_all = true; for (int j = 0; j < {vec}; ++j) enc_all = enc_all && {m}; "
+                    f"if (enc_all) {{ {' '.join(lines)} }} else {{ for (int j = 0; j < {vec}; ++j) "
+                    f"{var}[e + j] = {m} ? *{p1} : {o}; }} }}")
+        elif masked:
             m = self.ref(op.operands[1], layout)
             o = self.ref(op.operands[2], layout, "e + j")
             body = f"if ({m}) {{ {' '.join(lines)} }} else {{ for (int j = 0; j < {vec}; ++j) {var}[e + j] = {o}; }}"
@@ -111,6 +137,16 @@ class MemoryMixin:
             self.emit(f"for (int e = 0; e < {n}; ++e) {guard}*{ptr} = {val.replace('{e}', 'e')};")
             return
         word = _WORD[vec * itemsize]
+        if len(op.operands) > 2 and self.mask_checked_per_run(op, layout, vec):
+            m = self.ref(op.operands[2], layout, "(e + j)")
+            own_j = self.owner(layout, "(e + j)", ptr_v.type.shape)
+            each = f"{m} && {own_j}" if own_j else m
+            p1 = self.ref(ptr_v, layout, "(e + j)")
+            self.emit(f"for (int e = 0; e < {n}; e += {vec}) {{ bool enc_all = {own or 'true'}; "
+                      f"for (int j = 0; j < {vec}; ++j) enc_all = enc_all && {m}; "
+                      f"if (enc_all) *((device {word}*){ptr}) = {_pack(val, t, itemsize, vec * itemsize)}; "
+                      f"else for (int j = 0; j < {vec}; ++j) if ({each}) *{p1} = {val.replace('{e}', '(e + j)')}; }}")
+            return
         self.emit(f"for (int e = 0; e < {n}; e += {vec}) {guard}*((device {word}*){ptr}) = "
                   f"{_pack(val, t, itemsize, vec * itemsize)};")
 
