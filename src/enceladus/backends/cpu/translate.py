@@ -147,8 +147,23 @@ def apply_offset_checks(text: str, offset_checks: list | tuple) -> str:
             raise ValueError(f"internal error: offset check {entry!r} does not match MSL line {line} "
                              f"({lines[line - 1].strip() if 1 <= line <= len(lines) else 'no such line'!r}); "
                              "please report it with the kernel")
-        lines[line - 1] = lines[line - 1].replace(expr, f"::metal::__enc::ofs32_{op}({left}, {right})")
+        text = lines[line - 1]
+        checked = f"::metal::__enc::ofs32_{op}({left}, {right})"
+        tile = _TILE_LOOP.match(text)
+        if tile and text.rstrip().endswith(f"= {expr};") and text.count(expr) == 1:
+            # a tile: the arithmetic stays as it is (it vectorizes); after it, on the same line, one OR over
+            # the elements' overflow tests, and the reporting form only when one of them is bad
+            n = tile.group(1)
+            text = (f"{text.rstrip()} {{ bool __enc_bad = false; for (int e = 0; e < {n}; ++e) __enc_bad |= "
+                    f"::metal::__enc::ofs32_bad_{op}({left}, {right}); if (__builtin_expect(__enc_bad, 0)) "
+                    f"for (int e = 0; e < {n}; ++e) (void){checked}; }}")
+        else:
+            text = text.replace(expr, checked)
+        lines[line - 1] = text
     return "\n".join(lines)
+
+
+_TILE_LOOP = re.compile(r"^\s*for \(int e = 0; e < (\d+); \+\+e\) \w+\[e\] = ")
 
 
 def _element(msl_type: str) -> str:

@@ -129,28 +129,38 @@ template <class T> __ENC_INLINE T& checked_ref(void* p, const EncArg* a, const c
 // int32 arithmetic that feeds a pointer offset (the compiler lists it in metadata["offset_checks"];
 // translate.py substitutes these for the MSL's wrapping `as_type<int>(uint(a) OP uint(b))`): computed
 // exactly, a result outside int32 fails the launch instead of wrapping to another element's offset.
-__ENC_INLINE bool __fits_i32(long r) { return r >= -2147483648L && r <= 2147483647L; }
-__ENC_INLINE int ofs32_add(long a, long b, unsigned line = __builtin_LINE()) {
-  const long r = a + b;
-  if (__builtin_expect(!__fits_i32(r), 0)) rt->offset_overflow('+', a, b, line);
-  return int(r);
+// (The operands are the MSL's int32 values; __builtin_*_overflow is one instruction and a branch.)
+__ENC_INLINE int ofs32_add(int a, int b, unsigned line = __builtin_LINE()) {
+  int r;
+  if (__builtin_expect(__builtin_add_overflow(a, b, &r), 0)) rt->offset_overflow('+', a, b, line);
+  return r;
 }
-__ENC_INLINE int ofs32_sub(long a, long b, unsigned line = __builtin_LINE()) {
-  const long r = a - b;
-  if (__builtin_expect(!__fits_i32(r), 0)) rt->offset_overflow('-', a, b, line);
-  return int(r);
+__ENC_INLINE int ofs32_sub(int a, int b, unsigned line = __builtin_LINE()) {
+  int r;
+  if (__builtin_expect(__builtin_sub_overflow(a, b, &r), 0)) rt->offset_overflow('-', a, b, line);
+  return r;
 }
-__ENC_INLINE int ofs32_mul(long a, long b, unsigned line = __builtin_LINE()) {
-  const long r = a * b;
-  if (__builtin_expect(!__fits_i32(r), 0)) rt->offset_overflow('*', a, b, line);
-  return int(r);
+__ENC_INLINE int ofs32_mul(int a, int b, unsigned line = __builtin_LINE()) {
+  int r;
+  if (__builtin_expect(__builtin_mul_overflow(a, b, &r), 0)) rt->offset_overflow('*', a, b, line);
+  return r;
 }
 // A shift by 0..31 is checked like a multiplication by 2^b; other amounts keep the MSL's unsigned shift.
-__ENC_INLINE int ofs32_shl(long a, long b, unsigned line = __builtin_LINE()) {
+__ENC_INLINE int ofs32_shl(int a, int b, unsigned line = __builtin_LINE()) {
   if (b < 0 || b > 31) return as_type<int>(uint(a) << uint(b));
-  const long r = a * (1L << b);
-  if (__builtin_expect(!__fits_i32(r), 0)) rt->offset_overflow('<', a, b, line);
+  const long r = long(a) * (1L << b);
+  if (__builtin_expect(r < -2147483648L || r > 2147483647L, 0)) rt->offset_overflow('<', a, b, line);
   return int(r);
+}
+
+// Whether a op b leaves int32: branch-free, so that the check of a whole tile (translate.py: an OR over its
+// elements, then ofs32_* on the elements only when one is bad) vectorizes like the arithmetic itself.
+__ENC_INLINE bool ofs32_bad_add(int a, int b) { const long r = long(a) + long(b); return r != long(int(r)); }
+__ENC_INLINE bool ofs32_bad_sub(int a, int b) { const long r = long(a) - long(b); return r != long(int(r)); }
+__ENC_INLINE bool ofs32_bad_mul(int a, int b) { const long r = long(a) * long(b); return r != long(int(r)); }
+__ENC_INLINE bool ofs32_bad_shl(int a, int b) {
+  const long r = long(a) * (1L << (b & 31));
+  return (b >= 0) & (b <= 31) & (r != long(int(r)));
 }
 
 // A function-scope threadgroup array: indexing checks against the declared size.
