@@ -31,7 +31,7 @@ def example(name):
     return mod
 
 def median_ms(fn, reps=15):
-    """[median wall ms, median CPU ms (process_time: every thread of this process)]."""
+    # [median wall ms, median CPU ms (process_time: every thread of this process)]
     fn()
     wall, cpu = [], []
     for _ in range(reps):
