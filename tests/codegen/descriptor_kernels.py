@@ -73,7 +73,8 @@ def _scaled_copy(src: tl.tensor_descriptor, dst: tl.tensor_descriptor, i, j):
     tl.static_assert(isinstance(src.type, tl.tensor_descriptor_type))
     tl.static_assert(src.type.block_shape == [16, 32])
     tl.static_assert(src.type.element_ty == tl.float32)
-    dst.store([i, j], src.load([i, j]) * 3)
+    tl.static_assert(src.dtype == tl.float32 and src.block_shape == [16, 32])  # desc.dtype, as Triton's
+    dst.store([i, j], (src.load([i, j]) * 3).to(dst.dtype))
 
 
 @enceladus.jit

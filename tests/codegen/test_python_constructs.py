@@ -116,6 +116,30 @@ def test_colons_beyond_the_rank_are_accepted_as_in_triton():
 
 
 @enceladus.jit
+def rank_broadcast(x_ptr, y_ptr, out_ptr, hist_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    row = tl.load(x_ptr + rn)  # [N]
+    mat = tl.load(y_ptr + rm[:, None] * N + rn[None, :])  # [M, N]
+    # a tile of lower rank gets leading size-1 dimensions, as in Triton 3.9 (its test_histogram adds [N] + [M, N])
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], row + mat * 2 + tl.where(row > 3, 1.0, 0.0))
+    h = tl.histogram(rm % N, N)
+    tl.store(hist_ptr + rm[:, None] * N + rn[None, :], h + tl.full([M, N], 1, tl.int32))
+
+
+def test_lower_rank_tiles_broadcast_with_leading_dimensions():
+    M, N = 4, 8
+    x = RNG.standard_normal(N).astype(np.float32) * 4
+    y = RNG.standard_normal((M, N)).astype(np.float32)
+    hist = np.bincount(np.arange(M) % N, minlength=N).astype(np.int32)
+    run_on_all_paths(rank_broadcast, (1,),
+                     lambda: (x.copy(), y.copy(), np.zeros((M, N), np.float32), np.zeros((M, N), np.int32)),
+                     lambda x, y, o, h: {2: x[None, :] + y * 2 + (x > 3)[None, :].astype(np.float32),
+                                         3: np.broadcast_to(hist + 1, (M, N)).copy()},
+                     constexprs={"M": M, "N": N})
+
+
+@enceladus.jit
 def none_past_rank(x_ptr, B: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, B))
     tl.store(x_ptr + tl.arange(0, B), tl.sum(x[:, :, None], axis=1))

@@ -302,3 +302,19 @@ def test_warmup_under_the_interpreter():
     assert compiled.n_regs > 0 and compiled.metadata.num_warps == 4
     compiled[(2,)](x, y, x.size, 64)
     np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_dtype_mantissa_width_and_exponent_bias_match_numpy_finfo():
+    # Triton's tests read tl.float16.fp_mantissa_width / exponent_bias on the host; checked against NumPy's
+    # (and ml_dtypes') own description of each format: bias = 1 - minexp for these formats
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    formats = {tl.float16: np.float16, tl.float32: np.float32, tl.float64: np.float64,
+               tl.bfloat16: ml_dtypes.bfloat16, tl.float8e4nv: ml_dtypes.float8_e4m3fn,
+               tl.float8e5: ml_dtypes.float8_e5m2, tl.float8e4b8: ml_dtypes.float8_e4m3fnuz,
+               tl.float8e5b16: ml_dtypes.float8_e5m2fnuz}
+    for ty, np_ty in formats.items():
+        info = ml_dtypes.finfo(np_ty)
+        assert (ty.fp_mantissa_width, ty.exponent_bias) == (info.nmant, 1 - info.minexp), ty
+    assert (tl.float8e4b15.fp_mantissa_width, tl.float8e4b15.exponent_bias) == (3, 15)
+    with pytest.raises(AttributeError, match="'int32' is not a floating-point type"):
+        tl.int32.fp_mantissa_width  # noqa: B018 - the attribute access is what is tested

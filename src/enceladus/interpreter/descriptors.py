@@ -67,6 +67,11 @@ class TensorDescriptor:
     def type(self) -> structs.tensor_descriptor_type:
         return structs.tensor_descriptor_type(self.base.dtype.element_ty, list(self.block_shape))
 
+    @property
+    def dtype(self) -> Any:
+        """The element type, as Triton's ``desc.dtype``."""
+        return self.base.dtype.element_ty
+
     def load(self, offsets: Any) -> Any:
         offs = _tuple(offsets, len(self.block_shape), "the offsets of a descriptor load")
         ptr, mask = _block(self.base, self.shape, self.strides, offs, self.block_shape, range(len(offs)))

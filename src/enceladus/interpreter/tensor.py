@@ -468,13 +468,14 @@ class PointerTile(Tile):
 # --- broadcasting ----------------------------------------------------------------------------------------------
 
 def broadcast_shapes(a: list[int], b: list[int]) -> list[int]:
-    """Triton's implicit broadcast of two tile shapes (scalars broadcast to anything, ranks must match)."""
+    """Triton's implicit broadcast of two tile shapes: scalars broadcast to anything, and the tile of lower rank
+    gets leading size-1 dimensions first (as Triton 3.9 and the compiler do: [N] with [M, N] gives [M, N])."""
     if not a:
         return list(b)
     if not b:
         return list(a)
-    if len(a) != len(b):
-        raise ValueError(f"Cannot make_shape_compatible: blocks must have the same rank ({a} vs {b})")
+    a = [1] * (len(b) - len(a)) + list(a)
+    b = [1] * (len(a) - len(b)) + list(b)
     out = []
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y and x != 1 and y != 1:
@@ -484,9 +485,10 @@ def broadcast_shapes(a: list[int], b: list[int]) -> list[int]:
 
 
 def align(data: np.ndarray, rank: int) -> np.ndarray:
-    """Give a scalar's data trailing unit axes so it broadcasts against a tile of ``rank`` dimensions."""
+    """Give a tile's data leading unit axes (after the program axis) so that it broadcasts against a tile of
+    ``rank`` dimensions (a scalar's data gets them all)."""
     extra = rank - (data.ndim - 1)
-    return data.reshape(data.shape + (1,) * extra) if extra > 0 else data
+    return data.reshape(data.shape[:1] + (1,) * extra + data.shape[1:]) if extra > 0 else data
 
 
 def to_tile(x: Any, ty: dtype | None = None) -> Tile:

@@ -71,6 +71,21 @@ class dtype:
     def int_bitwidth(self) -> int:
         return self.primitive_bitwidth
 
+    @property
+    def fp_mantissa_width(self) -> int:
+        """Stored mantissa bits of a floating-point type (Triton's ``dtype.fp_mantissa_width``)."""
+        return self._fp_layout("fp_mantissa_width")[0]
+
+    @property
+    def exponent_bias(self) -> int:
+        """Exponent bias of a floating-point type (Triton's ``dtype.exponent_bias``)."""
+        return self._fp_layout("exponent_bias")[1]
+
+    def _fp_layout(self, what: str) -> tuple[int, int]:
+        if self.name not in _FP_LAYOUT:
+            raise AttributeError(f"'{self.name}' is not a floating-point type: it has no {what}")
+        return _FP_LAYOUT[self.name]
+
     def to_numpy(self) -> np.dtype:
         """The NumPy dtype that holds this type (bfloat16 needs the optional ``ml_dtypes``)."""
         if self.name == "bf16":
@@ -389,3 +404,8 @@ class block_type:
 
     def __str__(self) -> str:
         return f"<{list(self.shape)}, {self.element_ty}>"
+
+
+# (stored mantissa bits, exponent bias) of each floating-point type, as Triton's dtype reports them
+_FP_LAYOUT = {"fp8e4b15": (3, 15), "fp8e4nv": (3, 7), "fp8e4b8": (3, 8), "fp8e5": (2, 15), "fp8e5b16": (2, 16),
+              "fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127), "fp64": (52, 1023)}
