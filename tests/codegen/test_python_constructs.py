@@ -96,23 +96,18 @@ def test_none_and_none_slice_indexing_and_constexpr_call():
 
 
 @enceladus.jit
-def colons_past_rank(x_ptr, out_ptr, total_ptr, B: tl.constexpr):
-    offs = tl.arange(0, B)
-    x = tl.load(x_ptr + offs[:, None] * B + offs[None, :])
+def colons_past_rank(total_ptr, B: tl.constexpr):
+    x = tl.full([B, B], 1.0, tl.float32)
     total = tl.sum(x, axis=None, keep_dims=True)  # shape (1, 1)
-    # As in Triton: None inserts a dimension at its position and ':' keeps the tile, so ':'s beyond the rank
-    # are accepted (Triton's test_reduce stores a keep_dims full reduction through Z[None, None, :]).
-    tl.store(total_ptr[None, None, :], total)
-    row = x[None, :, :, :]  # (1, B, B): the third ':' is beyond the rank
-    tl.store(out_ptr + offs[None, :, None] * B + offs[None, None, :], row * 2.0)
+    tl.store(total_ptr[None, None, :], total)  # two Nones, and one ':' too many for a scalar pointer
 
 
-def test_colons_beyond_the_rank_are_accepted_as_in_triton():
-    B = 8
-    x = RNG.standard_normal((B, B)).astype(np.float32)
-    run_on_all_paths(colons_past_rank, (1,), lambda: (x.copy(), np.zeros(B * B, np.float32), np.zeros(1, np.float32)),
-                     lambda x, out, total: {1: (x * 2.0).ravel(), 2: np.array([x.sum()], np.float32)},
-                     constexprs={"B": B}, rtol=1e-5, atol=1e-4)
+@pytest.mark.parametrize("path", ["interpreter", "cpu"])
+def test_more_colons_than_dimensions_are_refused_as_in_triton_39(path):
+    # Triton 3.9 refuses this too ("too many indices for tensor of rank 0"; its test_reduce cases that index a
+    # scalar pointer so fail in its own interpreter)
+    with pytest.raises(CompilationError, match="too many"):
+        on_path(colons_past_rank, path)[(1,)](np.zeros(1, np.float32), B=8)
 
 
 @enceladus.jit
@@ -140,19 +135,6 @@ def test_lower_rank_tiles_broadcast_with_leading_dimensions():
 
 
 @enceladus.jit
-def none_past_rank(x_ptr, B: tl.constexpr):
-    x = tl.load(x_ptr + tl.arange(0, B))
-    tl.store(x_ptr + tl.arange(0, B), tl.sum(x[:, :, None], axis=1))
-
-
-@pytest.mark.parametrize("path", ["interpreter", "cpu"])
-def test_none_past_the_rank_is_refused(path):
-    x = np.zeros(8, np.float32)
-    with pytest.raises(CompilationError, match="None at index position 2 of a tile of rank 1"):
-        on_path(none_past_rank, path)[(1,)](x, B=8)
-
-
-@enceladus.jit
 def introspect(x_ptr, out_ptr, B: tl.constexpr):
     offs = tl.arange(0, B)
     x = tl.load(x_ptr + offs)
@@ -163,13 +145,25 @@ def introspect(x_ptr, out_ptr, B: tl.constexpr):
     tl.static_assert(isinstance(pair, tl.tuple) and len(pair) == 2)
     tl.static_assert(x.numel == B and x.type.numel == B and len(x.type.shape) == 1 and x.type.shape[0] == B and x.type.element_ty == x.dtype)
     tl.static_assert(x_ptr.dtype.element_ty == tl.int32 and x_ptr.type.element_ty == tl.int32)
-    tl.static_assert(x.shape == [B] and first.shape == [])  # lists, as Triton's (test_full compares so)
+    tl.static_assert(x.shape == [B] and first.shape == [])  # equal to lists (Triton's test_full compares so)
     tl.static_assert(isinstance(x.type, tl.block_type) and not isinstance(first.type, tl.block_type))
     tl.static_assert(isinstance(x.type, tl.block_type) and not isinstance(first.type, tl.block_type))
     tl.static_assert(tl.str_to_ty("*i32") == x_ptr.dtype and tl.str_to_ty("i32") == tl.int32)
     if hasattr(x, "dtype") and not hasattr(x, "no_such_attribute"):
         x = pair[0] + pair[1] * 0 + x.numel
     tl.store(out_ptr + offs, x.to(x_ptr.dtype.element_ty))
+
+
+@enceladus.jit
+def shape_as_tuple(x_ptr, B: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, B))
+    tl.static_assert(x.shape == (B,) and x.shape == [B] and x.shape != [B + 1] and len(x.shape) == 1)
+    tl.store(x_ptr + tl.arange(0, B), x + 1)
+
+
+def test_compiled_shape_equals_tuples_and_lists():
+    # Triton 3.9's shape is a tl.tuple, equal to both; the interpreter's is a list (equal to lists only)
+    enceladus.compile(shape_as_tuple, signature="*fp32", constexprs={"B": 8})
 
 
 @pytest.mark.parametrize("first", [5, -5])

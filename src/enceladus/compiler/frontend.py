@@ -146,10 +146,24 @@ def _block_type(v: ir.Value) -> Any:
     return block_type(v.type.element, v.type.shape) if v.type.is_tile else v.type.element
 
 
+class _Shape(tuple):
+    """A tile's ``.shape``: a tuple that also equals the list of the same sizes, as Triton's ``tl.tuple`` shape
+    does (``tl.static_assert(x.shape == [M, N])`` and ``x.shape == (M, N)`` both hold)."""
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == tuple(other) if isinstance(other, (list, tuple)) else NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = tuple.__hash__
+
+
 # attributes of runtime values (tiles and scalars), as Triton's tensor has them
 _VALUE_PROPERTIES = {
     "dtype": lambda v: v.type.element,
-    "shape": lambda v: list(v.type.shape),  # a list, as Triton's (tl.static_assert(x.shape == [M, N]) holds)
+    "shape": lambda v: _Shape(v.type.shape),
     "numel": lambda v: v.type.numel,
     "type": _block_type,
 }
@@ -805,15 +819,12 @@ class Lowering(ast.NodeVisitor):
             if idx is not None:
                 raise self.error(sub, "tiles can only be indexed with None and ':' (e.g. x[:, None])",
                                  "slicing and element access are not supported; use masks or tl.where")
-            if dim > len(x.type.shape):
-                raise self.error(sub, f"None at index position {dim} of a tile of rank {len(x.type.shape)}: a new "
-                                 f"dimension can go at positions 0 to {len(x.type.shape)} only",
-                                 "use one index (or None / :) per dimension of the tile")
             x = self.apply(node, lambda x=x, dim=dim: self.b.emit(
                 "expand_dims", [x], x.type.with_shape(x.type.shape[:dim] + (1,) + x.type.shape[dim:]), axis=dim))
             dim += 1
-        # As in Triton, each None inserts a dimension at its position and ':' keeps the tile as it is, so ':'s
-        # beyond the tile's rank are accepted (Triton's tests write Z[None, None, :] for a scalar pointer Z).
+        if dim > len(x.type.shape):
+            raise self.error(node, f"too many indices for a tile of rank {len(base.type.shape)}",
+                             "use one index (or None / :) per dimension of the tile")
         return x
 
     def _is_full_slice(self, sub: ast.expr) -> bool:

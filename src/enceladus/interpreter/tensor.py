@@ -318,19 +318,18 @@ class Tile:
 
     def __getitem__(self, key: Any) -> Tile:
         key = key if isinstance(key, tuple) else (key,)
-        data = self.data
-        # As in Triton: each None inserts a dimension at its position, ':' keeps the tile as it is (so ':'s
-        # beyond the rank are accepted, as in Z[None, None, :] for a scalar Z).
-        for dim, k in enumerate(key):
+        index: list[Any] = [slice(None)]
+        for k in key:
             k = unwrap(k)
             if k is None:
-                if dim > data.ndim - 1:
-                    raise ValueError(f"None at index position {dim} of a tile of rank {data.ndim - 1}: a new "
-                                     f"dimension can go at positions 0 to {data.ndim - 1} only")
-                data = np.expand_dims(data, dim + 1)
-            elif not (isinstance(k, slice) and k == slice(None)):
+                index.append(None)
+            elif isinstance(k, slice) and k == slice(None):
+                index.append(k)
+            else:
                 raise ValueError(f"unsupported tensor index: {k!r}; tiles accept only None and ':' (x[:, None])")
-        return self.view_of(data)
+        if sum(1 for k in index[1:] if k is not None) > len(self.shape):
+            raise ValueError(f"too many ':' indices for a tile of shape {self.shape}")
+        return self.view_of(self.data[tuple(index)])
 
     # --- operators -------------------------------------------------------------------------------------
     def __add__(self, o: Any) -> Tile:
