@@ -40,16 +40,7 @@ def philox(seed, c0, c1, c2, c3, n_rounds=10):
     c1 = tl.cast(c1, tl.uint32)
     c2 = tl.cast(c2, tl.uint32)
     c3 = tl.cast(c3, tl.uint32)
-    for _ in tl.static_range(n_rounds):
-        prev_c0 = c0
-        prev_c2 = c2
-        c0 = tl.umulhi(PHILOX_ROUND_B, prev_c2) ^ c1 ^ k0
-        c2 = tl.umulhi(PHILOX_ROUND_A, prev_c0) ^ c3 ^ k1
-        c1 = PHILOX_ROUND_B * prev_c2
-        c3 = PHILOX_ROUND_A * prev_c0
-        k0 = k0 + PHILOX_KEY_A
-        k1 = k1 + PHILOX_KEY_B
-    return c0, c1, c2, c3
+    return philox_impl(c0, c1, c2, c3, k0, k1, n_rounds)
 
 
 @jit
