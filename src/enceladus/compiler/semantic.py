@@ -1408,14 +1408,7 @@ def _atomic(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, 
                             "pass a pointer argument plus offsets, e.g. counts_ptr + idx")
     if sem not in ATOMIC_SEMS:
         raise SemanticError(f"{what}: unknown sem={sem!r}", "use 'relaxed', 'acquire', 'release' or 'acq_rel'")
-    if scope not in ATOMIC_SCOPES:
-        raise SemanticError(f"{what}: unknown scope={scope!r}", "use 'gpu', 'cta' or 'sys'")
-    if scope == "sys":
-        raise SemanticError(f"{what}: scope='sys' (ordering visible to the CPU and other devices while the kernel "
-                            "runs) has no Metal spelling: Metal's fences reach at most every thread of the device "
-                            "(thread_scope_device)",
-                            "use scope='gpu' (the default) and read the results on the host after the launch "
-                            "(synchronize)")
+    _atomic_scope(scope, what)  # refuses an unknown scope and scope='sys'
     elem = pointer.type.element.element_ty
     if elem.name in ("int16", "uint16") and kind != "cas" and not store:
         raise SemanticError(f"{what} on {elem} is not supported (Triton accepts 16-bit integers only in "
