@@ -29,4 +29,5 @@ def nan_kernel(x_ptr, y_ptr, out_ptr, flags_ptr, BLOCK: tl.constexpr):
     y = tl.load(y_ptr + offs)
     tl.store(out_ptr + offs, tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL))
     flags = libdevice.isnan(x).to(tl.int32) + 2 * libdevice.isinf(x).to(tl.int32) + 4 * libdevice.signbit(x).to(tl.int32)
+    flags += 8 * libdevice.isfinite(x).to(tl.int32)
     tl.store(flags_ptr + offs, flags)

@@ -49,6 +49,6 @@ def test_nan_propagation_and_predicates():
     x = np.array([1.0, np.nan, -np.inf, -0.0, 2.0, np.inf, -3.0, np.nan], np.float32)
     y = np.array([np.nan, 1.0, 0.0, 1.0, 3.0, 1.0, np.nan, np.nan], np.float32)
     want = np.where(np.isnan(x) | np.isnan(y), np.nan, np.maximum(x, y)).astype(np.float32)
-    flags = (np.isnan(x) + 2 * np.isinf(x) + 4 * np.signbit(x)).astype(np.int32)
+    flags = (np.isnan(x) + 2 * np.isinf(x) + 4 * np.signbit(x) + 8 * np.isfinite(x)).astype(np.int32)
     run_on_all_paths(mk.nan_kernel, (1,), lambda: (x, y, np.zeros_like(x), np.zeros(8, np.int32)),
                      lambda *a: {2: want, 3: flags}, constexprs={"BLOCK": 8})
