@@ -25,6 +25,7 @@ from ..passes.axis_info import AxisInfo
 from ..passes.layouts import LayoutPlan
 from ..passes.offset_arith import offset_arithmetic
 from . import fp8
+from .barriers import MARKER_PREFIX, BarrierPlanner
 from .debug import DebugMixin
 from .libdevice import CALLS as LIBDEVICE_CALLS
 from .libdevice import EXTRA_HELPERS as LIBDEVICE_EXTRA_HELPERS
@@ -105,6 +106,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.pooled = pooled  # threadgroup memory shared by all data movements (when separate arrays exceed 32 KB)
         self.pool_offset = 0
         self.smem_uses = 0
+        self.sync = BarrierPlanner()  # the barriers before data movements, decided once the body is written
         self.matmul2d_tiles: list[tuple] = []
         self.fragments_via_store = False  # set from the device probes (see driver.py and matmul.py)
         self.atomic_u64_minmax = True  # the device has 64-bit atomic_max/min (driver: device probes)
@@ -123,8 +125,25 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         return f"{prefix}{self.tmp}"
 
     def barrier(self) -> None:
+        self.sync.barrier()
         self.barriers += 1
         self.emit("threadgroup_barrier(mem_flags::mem_threadgroup);")
+
+    def place_barriers(self) -> None:
+        """Turn the candidate barriers before data movements into barriers where a region they write may still
+        be in use (barriers.py), and drop the others."""
+        needed = self.sync.resolve()
+        body, locs = [], []
+        for line, loc in zip(self.body, self.body_locs):
+            text = line.strip()
+            if text.startswith(MARKER_PREFIX):
+                if int(text[len(MARKER_PREFIX):-2]) not in needed:
+                    continue
+                line = line[: len(line) - len(line.lstrip())] + "threadgroup_barrier(mem_flags::mem_threadgroup);"
+            body.append(line)
+            locs.append(loc)
+        self.body, self.body_locs = body, locs
+        self.barriers += len(needed)
 
     # --- layouts and coordinates -------------------------------------------------------------------------
     def layout_id(self, p: BlockedLayout) -> int:
@@ -302,6 +321,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
 
     def emit_barrier(self, op: ir.Op) -> None:
         """tl.debug_barrier orders device memory too, like CUDA's __syncthreads."""
+        self.sync.barrier()
         self.barriers += 1
         self.emit("threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);")
 
@@ -579,6 +599,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             self.emit("while (true) {")
         self.indent += 1
         self.depth += 1
+        self.sync.open("loop")
         if not is_for:
             cond_block = op.regions[0]
             for a, ref in zip(cond_block.args, refs):
@@ -591,6 +612,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.convert_to_needs(carried_args)
         self.emit_block(body)
         self.assign_yields(body.terminator, list(op.results), refs)
+        self.sync.close()
         self.depth -= 1
         self.indent -= 1
         self.emit("}")
@@ -600,13 +622,17 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def emit_if(self, op: ir.Op) -> None:
         refs = [self.declare_carried(r, None) for r in op.results]
         self.emit(f"if ({self.ref(op.operands[0], None)}) {{")
+        self.sync.open("if")
         for i, region in enumerate(op.regions):
             if i == 1:
                 self.emit("} else {")
             self.indent += 1
+            self.sync.open("branch")
             self.emit_block(region)
             self.assign_yields(region.terminator, list(op.results), refs)
+            self.sync.close()
             self.indent -= 1
+        self.sync.close()
         self.emit("}")
         for r, ref in zip(op.results, refs):
             self.bind(r, ref)
@@ -637,6 +663,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 params.append(Param(a.name, "scalar", str(a.type.element)))
             self.refs[(a.id, None)] = cname
         self.emit_block(fn.body)
+        self.place_barriers()
         if self.log_sites:  # the device log: a hidden buffer after the pointer arguments
             params.insert(sum(1 for p in params if p.kind == "buffer"), Param(LOG_PARAM, "buffer", "*uint32", slot=slot))
             self.fn_written.add(LOG_PARAM)

@@ -69,14 +69,17 @@ class DotMixin:
         la, lb = decision.a_layout, decision.b_layout
         ta, tb = (msl_type(x.type.element) for x in (a, b))
         k = a.type.shape[-1]
-        ks = k if decision.matmul2d else self.dot_k_slice(op, home)
+        ks = k if decision.matmul2d or decision.a_registers else self.dot_k_slice(op, home)
         if ks < k:
             self.emit_sliced_dot(op, home, ks)
             return
         self.smem_begin()
-        sa = self.smem(ta, a.type.numel, f"operand A of dot %{r.id}", a.type.element.itemsize)
+        sa = None
+        if not decision.a_registers:
+            sa = self.smem(ta, a.type.numel, f"operand A of dot %{r.id}", a.type.element.itemsize)
         sb = self.smem(tb, b.type.numel, f"operand B of dot %{r.id}", b.type.element.itemsize)
-        self.stage_operand(a, la, sa, self.flat_index(la, a.type.shape, "e"))
+        if sa is not None:
+            self.stage_operand(a, la, sa, self.flat_index(la, a.type.shape, "e"))
         self.stage_operand(b, lb, sb, self.flat_index(lb, b.type.shape, "e"))
         self.barrier()
         if isinstance(home.parent, MmaLayout):
@@ -168,8 +171,10 @@ class DotMixin:
         self.indent -= 1
         self.emit("}")
 
-    def emit_simdgroup_dot(self, op: ir.Op, mma: MmaLayout, sa: str, sb: str, ks: int | None = None,
+    def emit_simdgroup_dot(self, op: ir.Op, mma: MmaLayout, sa: str | None, sb: str, ks: int | None = None,
                            stage: Any = None) -> None:
+        """simdgroup_matrix 8x8 fragments: A from ``sa`` (or, without it, from registers: ``DotPlan.a_registers``),
+        B from ``sb``, the accumulator in registers."""
         a, b, acc = op.operands
         r = op.result
         home = TileLayout(mma, (0, 1))
@@ -180,7 +185,9 @@ class DotMixin:
         frag_in = _FRAGMENT[a.type.element.name]
         c = self.fresh("enc_c")
         self.notes.append(f"dot %{r.id}: simdgroup_matrix, {mma.warps[0]}x{mma.warps[1]} SIMD groups, "
-                          f"{fm}x{fn} accumulator fragments of 8x8 each, A and B staged in threadgroup memory"
+                          f"{fm}x{fn} accumulator fragments of 8x8 each, "
+                          + ("A's fragments from registers, B staged in threadgroup memory" if sa is None else
+                             "A and B staged in threadgroup memory")
                           + (f" (not matmul2d: {self.plan.dots[r.id].why_not_matmul2d})"
                              if self.plan.dots[r.id].why_not_matmul2d else ""))
         self.emit(f"simdgroup_float8x8 {c}[{fm * fn}];")
@@ -212,7 +219,14 @@ class DotMixin:
             self.indent += 1
             self.emit(f"{frag_in} fa[{fm}];")
             self.emit(f"{frag_in} fb[{fn}];")
-            self.emit(f"for (int i = 0; i < {fm}; ++i) simdgroup_load(fa[i], {sa}, {kn}, ulong2(kk, {row0} + i * 8));")
+            if sa is None:  # A's [M, K] fragment layout: fragment (i, kk / 8) is registers 2 * (i * K / 8 + kk / 8) + j
+                a_ref = self.ref(a, self.plan.dots[r.id].a_layout, "{e}")
+                fa = [a_ref.replace("{e}", f"2 * (i * {kn // 8} + kk / 8) + {j}") for j in range(2)]
+                self.emit(f"for (int i = 0; i < {fm}; ++i) {{ fa[i].thread_elements()[0] = {fa[0]}; "
+                          f"fa[i].thread_elements()[1] = {fa[1]}; }}")
+            else:
+                self.emit(f"for (int i = 0; i < {fm}; ++i) simdgroup_load(fa[i], {sa}, {kn}, "
+                          f"ulong2(kk, {row0} + i * 8));")
             self.emit(f"for (int j = 0; j < {fn}; ++j) simdgroup_load(fb[j], {sb}, {n}, ulong2({col0} + j * 8, kk));")
             self.emit(f"for (int i = 0; i < {fm}; ++i) for (int j = 0; j < {fn}; ++j) "
                       f"simdgroup_multiply_accumulate({c}[i * {fn} + j], fa[i], fb[j], {c}[i * {fn} + j]);")

@@ -8,6 +8,7 @@ from .. import ir
 from ..layout import MmaLayout, TileLayout
 from ..metal_limits import MAX_THREADGROUP_MEMORY
 from ..msl_types import msl_type
+from .barriers import MARKER
 
 
 def op_name(emitter) -> str:
@@ -27,16 +28,19 @@ class MovementMixin:
     # --- threadgroup memory --------------------------------------------------------------------------
     def smem(self, elem_type: str, count: int, what: str, itemsize: int) -> str:
         """A threadgroup array for one data movement. Each gets its own array while they all fit in 32 KB;
-        otherwise they share one pool and every movement after the first starts with a barrier."""
+        otherwise they share one pool, each movement from its start (so a movement reusing memory still in use waits at
+        a barrier first: barriers.py)."""
         if self.pooled:
             offset = (self.pool_offset + 15) // 16 * 16
             self.pool_offset = offset + count * itemsize
             self.smem_bytes = max(self.smem_bytes, self.pool_offset)
             name = f"((threadgroup {elem_type}*)(enc_pool + {offset}))"
+            self.sync.region(("enc_pool", offset, self.pool_offset))
             self.notes.append(f"{what}: {count * itemsize} bytes of the shared threadgroup pool")
         else:
             name = self.fresh("enc_smem")
             self.smem_decls.append(f"threadgroup {elem_type} {name}[{count}];  // {what}")
+            self.sync.region((name, 0, count * itemsize))
             self.smem_bytes += count * itemsize
         if self.smem_bytes > MAX_THREADGROUP_MEMORY:
             loc = self.current_op.loc if getattr(self, "current_op", None) is not None else None
@@ -49,13 +53,11 @@ class MovementMixin:
         return name
 
     def smem_begin(self) -> None:
-        """Called before the first write of a data movement: wait until earlier readers are done."""
+        """Called before the first write of a data movement: a barrier there if earlier readers (in program order,
+        or in the previous iteration of a loop) may still use what it writes (barriers.py decides)."""
         if self.pooled:
             self.pool_offset = 0
-            if self.smem_uses or self.depth:
-                self.barrier()
-        elif self.depth:
-            self.barrier()  # the previous iteration may still read this buffer
+        self.emit(MARKER.format(self.sync.candidate()))
         self.smem_uses += 1
 
     def where(self) -> dict:
@@ -339,7 +341,7 @@ class MovementMixin:
             self.indent -= 1
             self.emit("}")
             self.notes.append(f"reduction of %{op.results[0].id}: {warps} SIMD groups combine through threadgroup "
-                              "memory (1 barrier" + (", plus 1 before reuse in a loop)" if self.depth else ")"))
+                              "memory (1 barrier, plus 1 before the writes where the buffer may still be in use)")
         if first:
             self.emit(f"for (int e = 0; e < {n}; ++e) {{ const int b = e - {self.digit(p, pd, 'e')} * {stride}; "
                       + " ".join(f"{a}[e] = {a}[b];" for a in accs) + " }")

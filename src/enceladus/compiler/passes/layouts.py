@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 from .. import ir
 from ..layout import BlockedLayout, MmaLayout, TileLayout, default_blocked, mma_layout
+from ..metal_limits import MAX_THREADGROUP_MEMORY
+from .axis_info import AxisInfo
 from ..op_traits import TRANSPARENT, VIA_SMEM, VIEW, ops_where
 
 # Ops whose result is computed slot by slot from operands in the same layout (or a view of it).
@@ -42,6 +44,10 @@ class DotPlan:
     why_not_matmul2d: str | None = None  # why dot_backend='matmul2d' fell back
     a_layout: TileLayout | None = None
     b_layout: TileLayout | None = None
+    # A's fragments come from registers (a_layout is the 8x8 fragment layout of [M, K] over (num_warps, 1) SIMD
+    # groups, the accumulator's rows): A is loop-invariant (converted once, before the loop) or already there
+    # (another dot's result, e.g. attention's P); only B is staged in threadgroup memory
+    a_registers: bool = False
 
 
 @dataclass
@@ -78,8 +84,15 @@ class LayoutPlan:
 
 class _Assigner:
     def __init__(self, fn: ir.Function, num_warps: int, dot_backend: str = "simdgroup",
-                 matmul2d_rejects: dict | None = None):
+                 matmul2d_rejects: dict | None = None, axis: dict[int, AxisInfo] | None = None,
+                 fragments_in_registers: bool = True):
         self.matmul2d_rejects = matmul2d_rejects or {}  # (M, N, K, A type, B type) -> why the device refused it
+        self.axis = axis or {}
+        # the device's thread_elements() lane mapping is the assumed one (a probe may say otherwise: MSL_AUDIT D4)
+        self.fragments_in_registers = fragments_in_registers
+        self.defs: dict[int, ir.Op] = {}  # value id -> the op that makes it
+        self.loop_of: dict[int, int | None] = {}  # value id (or dot result id) -> id of its innermost loop op
+        self._scan(fn.body, None)
         self.fn = fn
         self.num_warps = num_warps
         self.dot_backend = dot_backend
@@ -91,6 +104,50 @@ class _Assigner:
                 shape = op.operands[0].type.shape
                 size = op.operands[0].type.element.element_ty.itemsize
                 self.itemsize[shape] = min(self.itemsize.get(shape, size), size)
+
+    def _scan(self, block: ir.Block, loop: int | None) -> None:
+        for op in block.ops:
+            for r in op.results:
+                self.defs[r.id] = op
+                self.loop_of[r.id] = loop
+            inner = id(op) if op.name in ("for", "while") else loop
+            for region in op.regions:
+                for a in region.args:
+                    self.loop_of[a.id] = inner
+                self._scan(region, inner)
+
+    def operand_anchor(self, v: ir.Value) -> TileLayout:
+        """The layout a dot operand is loaded in when nothing else decides: the default blocked layout, or, for a
+        2-D load whose pointers run contiguously down the columns (K^T read from a row-major K), its transpose
+        (a view of the blocked layout of the transposed shape), so that each thread's run follows memory and
+        the load is 16-byte vectorized."""
+        op = self.defs.get(v.id)
+        shape = v.type.shape
+        if op is not None and op.name == "load" and len(shape) == 2 and op.operands[0].id in self.axis:
+            contig = self.axis[op.operands[0].id].contiguity
+            if contig[0] > 1 and contig[1] == 1:
+                key = ((shape[1], shape[0]), 1)
+                if key not in self.blocked:
+                    size = op.operands[0].type.element.element_ty.itemsize
+                    self.blocked[key] = default_blocked(key[0], size, self.num_warps)
+                return TileLayout(self.blocked[key], (1, 0))
+        return self.anchor(shape)
+
+    def a_from_registers(self, op: ir.Op) -> MmaLayout | None:
+        """The [M, K] fragment layout A's fragments are taken from registers in, when that pays: A does not change
+        inside the loop around the dot (converted once, before it) or is already in that layout (the result of
+        another dot, as attention's P), and the fragments' lane mapping is the assumed one."""
+        a, b, _ = op.operands
+        r = op.result
+        m, k = a.type.shape
+        frag = MmaLayout((m, k), (self.num_warps, 1))
+        if not self.fragments_in_registers or a.type.element.name not in ("fp16", "fp32", "bf16") \
+                or m % (8 * self.num_warps) or b.type.numel * b.type.element.itemsize > MAX_THREADGROUP_MEMORY // 2:
+            return None
+        in_place = self.pref.get(a.id) == TileLayout(frag, (0, 1))
+        loop = self.loop_of.get(r.id)
+        invariant = loop is not None and self.loop_of.get(a.id) != loop and not self.plan.pure.get(a.id, True)
+        return frag if in_place or invariant else None
 
     def anchor(self, shape: tuple[int, ...], min_last: int = 1) -> TileLayout:
         key = (shape, min_last)
@@ -201,6 +258,11 @@ class _Assigner:
                 decision.matmul2d = True
                 return None
         mma = mma_layout(r.type.shape, self.num_warps) if why is None else None
+        frag = self.a_from_registers(op) if why is None else None
+        if frag is not None:  # each SIMD group owns whole rows: A's rows are in its own registers
+            mma = MmaLayout(r.type.shape, (self.num_warps, 1))
+            decision.a_registers = True
+            decision.a_layout = TileLayout(frag, (0, 1))
         if why is None and mma is None:
             why = f"a {list(r.type.shape)} tile does not split into 8x8 fragments over {self.num_warps} SIMD groups"
         decision.mma = mma
@@ -360,8 +422,11 @@ class _Assigner:
         a, b, acc = op.operands
         # operands are staged through threadgroup memory from whatever layout they are produced in
         decision = self.plan.dots[r.id]
-        decision.a_layout = self.pref.get(a.id) or self.anchor(a.type.shape)
-        decision.b_layout = self.pref.get(b.id) or self.anchor(b.type.shape)
+        if not decision.a_registers:
+            decision.a_layout = self.pref.get(a.id) or self.operand_anchor(a)
+        elif self.pref.get(a.id) != decision.a_layout and not self.plan.pure[a.id]:
+            self.plan.demand(a, self.operand_anchor(a))  # loaded 16 bytes at a time, then converted once
+        decision.b_layout = self.pref.get(b.id) or self.operand_anchor(b)
         self.plan.demand(a, decision.a_layout)
         self.plan.demand(b, decision.b_layout)
         self.plan.demand(acc, home)
@@ -395,6 +460,9 @@ def operand_layout(op: ir.Op, i: int, layout: TileLayout) -> TileLayout:
 
 
 def assign_layouts(fn: ir.Function, num_warps: int, dot_backend: str = "simdgroup",
-                   matmul2d_rejects: dict | None = None) -> LayoutPlan:
-    """Decide the layout(s) of every tile value of ``fn``."""
-    return _Assigner(fn, num_warps, dot_backend, matmul2d_rejects).run()
+                   matmul2d_rejects: dict | None = None, axis: dict[int, AxisInfo] | None = None,
+                   fragments_in_registers: bool = True) -> LayoutPlan:
+    """Decide the layout(s) of every tile value of ``fn`` (``axis``: the axis analysis, which orients dot operands'
+    loads along memory; ``fragments_in_registers``: False when the device's fragment lane mapping is not the
+    assumed one, so no dot takes its A fragments from registers)."""
+    return _Assigner(fn, num_warps, dot_backend, matmul2d_rejects, axis, fragments_in_registers).run()
