@@ -93,6 +93,7 @@ class _Assigner:
         self.defs: dict[int, ir.Op] = {}  # value id -> the op that makes it
         self.loop_of: dict[int, int | None] = {}  # value id (or dot result id) -> id of its innermost loop op
         self._scan(fn.body, None)
+        self.feeds_a = self._dots_feeding_a(fn)
         self.fn = fn
         self.num_warps = num_warps
         self.dot_backend = dot_backend
@@ -115,6 +116,26 @@ class _Assigner:
                 for a in region.args:
                     self.loop_of[a.id] = inner
                 self._scan(region, inner)
+
+    def _dots_feeding_a(self, fn: ir.Function) -> set[int]:
+        """Dot results that become another dot's A through elementwise ops only (attention's S -> P): computed
+        with whole rows per SIMD group, their registers are the next dot's A fragments."""
+        out: set[int] = set()
+        for op in ir.walk(fn.ops):
+            if op.name != "dot":
+                continue
+            todo, seen = [op.operands[0]], set()
+            while todo:
+                v = todo.pop()
+                d = self.defs.get(v.id)
+                if d is None or v.id in seen:
+                    continue
+                seen.add(v.id)
+                if d.name == "dot":
+                    out.add(v.id)
+                elif d.name in ir.ELEMENTWISE:
+                    todo += [o for o in d.operands if o.type.is_tile and o.type.shape == v.type.shape]
+        return out
 
     def operand_anchor(self, v: ir.Value) -> TileLayout:
         """The layout a dot operand is loaded in when nothing else decides: the default blocked layout, or, for a
@@ -259,8 +280,10 @@ class _Assigner:
                 return None
         mma = mma_layout(r.type.shape, self.num_warps) if why is None else None
         frag = self.a_from_registers(op) if why is None else None
-        if frag is not None:  # each SIMD group owns whole rows: A's rows are in its own registers
-            mma = MmaLayout(r.type.shape, (self.num_warps, 1))
+        if frag is not None or (mma is not None and r.id in self.feeds_a and self.fragments_in_registers
+                                and r.type.shape[0] % (8 * self.num_warps) == 0):
+            mma = MmaLayout(r.type.shape, (self.num_warps, 1))  # each SIMD group owns whole rows
+        if frag is not None:  # A's rows are in the SIMD group's own registers
             decision.a_registers = True
             decision.a_layout = TileLayout(frag, (0, 1))
         if why is None and mma is None:
