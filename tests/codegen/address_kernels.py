@@ -45,3 +45,31 @@ def bad_address_kernel(addr_ptr, KIND: tl.constexpr):
     else:
         p = addr_ptr.to(tl.float32)
     tl.store(addr_ptr, p.to(tl.int64))
+
+
+@enceladus.jit
+def where_pointers_kernel(cond_ptr, a_ptr, b_ptr, out_ptr, N: tl.constexpr):
+    # tl.where between pointers into two arguments: per lane, and once per program (Triton's test_where)
+    offs = tl.arange(0, N)
+    lane = tl.where(tl.load(cond_ptr + offs) != 0, a_ptr + offs, b_ptr + offs)
+    tl.store(out_ptr + offs, tl.load(lane))
+    first = tl.where(tl.load(cond_ptr), a_ptr, b_ptr)
+    tl.store(out_ptr + N + offs, tl.load(first + offs))
+
+
+@enceladus.jit
+def where_addresses_kernel(cond_ptr, a_ptr, b_ptr, out_ptr, N: tl.constexpr):
+    # int64 values made into pointers (any value, aligned or not), selected, and stored back as their addresses
+    offs = tl.arange(0, N)
+    a = tl.load(a_ptr + offs).to(tl.pi32_t)
+    b = tl.load(b_ptr + offs).to(tl.pi32_t)
+    tl.store(out_ptr + offs, tl.where(tl.load(cond_ptr + offs), a, b))
+
+
+@enceladus.jit
+def bad_where_pointers_kernel(x_ptr, y_ptr, out_ptr, KIND: tl.constexpr):
+    if KIND == "types":
+        p = tl.where(tl.program_id(0) == 0, x_ptr, y_ptr)
+    else:
+        p = x_ptr
+    tl.store(out_ptr, p)

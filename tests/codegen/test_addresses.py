@@ -110,3 +110,38 @@ def test_metal_refuses_integer_addresses_at_launch():
     a = np.zeros(16, np.float32)
     with use_backend(metal), pytest.raises(enceladus.LaunchError, match="gpuAddress"):
         enceladus.jit(ak.address_gather_kernel.fn)[(1,)](np.array([a.ctypes.data], np.int64), a, N=16)
+
+
+def test_where_between_pointers_into_two_arguments():
+    n = 32
+    cond = RNG.integers(0, 2, n).astype(np.int8)
+    a = RNG.standard_normal(n).astype(np.float32)
+    b = RNG.standard_normal(n).astype(np.float32)
+    for first in (0, 1):
+        c = cond.copy()
+        c[0] = first
+        run_on_all_paths(ak.where_pointers_kernel, (1,), lambda c=c: (c, a, b, np.zeros(2 * n, np.float32)),
+                         lambda c, a, b, out: {3: np.concatenate([np.where(c != 0, a, b), a if c[0] else b])},
+                         constexprs={"N": n})
+
+
+def test_where_between_addresses_stores_them_back():
+    """Triton's test_where[*int32]: random int64 values (most not multiples of 4) as int32 pointers, never
+    dereferenced, stored as their addresses."""
+    n = 64
+    cond = RNG.integers(0, 2, n).astype(np.bool_)
+    a = RNG.integers(1, 2**62, n, dtype=np.int64)
+    b = RNG.integers(1, 2**62, n, dtype=np.int64)
+    assert (a % 4 != 0).any()
+    run_on_all_paths(ak.where_addresses_kernel, (1,), lambda: (cond, a, b, np.zeros(n, np.int64)),
+                     lambda c, a, b, out: {3: np.where(c, a, b)}, constexprs={"N": n})
+
+
+@pytest.mark.parametrize("path", ALL_PATHS)
+@pytest.mark.parametrize("kind,message", [("types", "two pointers of the same type"),
+                                          ("store", "storing pointers needs a pointer to int64")])
+def test_where_pointer_refusals(kind, message, path):
+    _needs(path)
+    with pytest.raises(enceladus.CompilationError, match=message):
+        on_path(ak.bad_where_pointers_kernel, path)[(1,)](np.zeros(2, np.float32), np.zeros(2, np.int32),
+                                                          np.zeros(2, np.int32), KIND=kind)

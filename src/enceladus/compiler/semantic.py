@@ -482,9 +482,9 @@ def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modif
             "store a value whose shape broadcasts to the pointer tile's shape",
         )
     elem = pointer.type.element.element_ty
-    if is_value(value) and value.type.element.is_ptr():
-        raise SemanticError("storing pointers is not supported",
-                            "store integer offsets instead of pointers, and add them to the base pointer when loading")
+    if is_value(value) and value.type.element.is_ptr() and not (elem.is_int() and elem.primitive_bitwidth == 64):
+        raise SemanticError(f"storing pointers needs a pointer to int64 or uint64 (their addresses), got a pointer "
+                            f"to {elem}", "store the addresses through an int64 pointer, or store integer offsets")
     v = b.broadcast_to(b.to_value(value, elem), shape)
     operands = [pointer, v]
     mask_v = _mask(b, mask, shape, "tl.store")
@@ -502,11 +502,24 @@ def where(b: Builder, condition: Any, x: Any, y: Any) -> Any:
                            condition.type.with_element(D.int1)) if not condition.type.is_tile else \
             compare(b, "!=", condition, 0)
     if element_type(x).is_ptr() or element_type(y).is_ptr():
-        raise SemanticError("tl.where on pointers is not supported", "select the offsets instead")
+        return _where_pointers(b, condition, x, y)
     xv, yv = _common(b, x, y)
     shape = b.broadcast_shapes(condition.type.shape, xv.type.shape)
     c = b.broadcast_to(condition, shape)
     return b.emit("select", [c, b.broadcast_to(xv, shape), b.broadcast_to(yv, shape)], xv.type.with_shape(shape))
+
+
+def _where_pointers(b: Builder, condition: Value, x: Any, y: Any) -> Value:
+    """tl.where between two pointers of one type: a select of their 64-bit addresses, cast back (the pointers may
+    point into different arguments)."""
+    tx, ty = element_type(x), element_type(y)
+    if tx != ty:
+        raise SemanticError(f"tl.where between pointers needs two pointers of the same type, got {tx} and {ty}",
+                            "cast one of them with .to(tl.pointer_type(...)), or select the offsets instead")
+    shape = b.broadcast_shapes(condition.type.shape, x.type.shape, y.type.shape)
+    xa, ya = (b.broadcast_to(b.cast(v, D.uint64), shape) for v in (x, y))
+    picked = b.emit("select", [b.broadcast_to(condition, shape), xa, ya], xa.type)
+    return b.cast(picked, tx)
 
 
 @rule("cast")

@@ -130,6 +130,20 @@ class RawMemory:
         return RawMemory(elem)
 
 
+class RawBytes(RawMemory):
+    """Unknown memory reached through addresses that are not multiples of the element size (an int64 value cast to
+    a pointer that is only selected, stored or cast back, never dereferenced: Triton allows that). Its pointer tiles
+    hold byte addresses; offsets added to them count elements (``offset_unit`` bytes each), and an access through one
+    is refused then, naming the misaligned address."""
+
+    def __init__(self, elem: dtype) -> None:
+        super().__init__(elem)
+        self.offset_unit = np.dtype(elem.to_numpy()).itemsize
+
+    def as_type(self, elem: dtype) -> RawBytes:
+        return RawBytes(elem)
+
+
 def _full_shape(*arrays: np.ndarray | None) -> tuple[int, ...]:
     return np.broadcast_shapes(*(a.shape for a in arrays if a is not None))
 
@@ -178,9 +192,24 @@ def _prepare(op: str, pointer: Any, mask: Any) -> tuple[PointerTile, np.ndarray,
         got = pointer.dtype if isinstance(pointer, Tile) else type(pointer).__name__
         raise TypeError(f"tl.{op} expects a pointer (an array argument plus offsets), got {got}")
     m = _mask_data(mask, pointer.shape, f"tl.{op}")
+    if isinstance(pointer.buf, RawBytes):
+        pointer = _aligned(op, pointer, m)
     if isinstance(pointer.buf, RawMemory):
         pointer.buf.cover(pointer.data, m)
     return pointer, pointer.data + pointer.buf.before, m
+
+
+def _aligned(op: str, pointer: PointerTile, mask: np.ndarray | None) -> PointerTile:
+    """The element pointers of byte addresses about to be accessed: refused if one the mask keeps is misaligned."""
+    size = pointer.buf.offset_unit
+    bad = (pointer.data % size) != 0
+    if mask is not None:
+        bad = bad & mask
+    if bad.any():
+        addr = int(np.broadcast_to(pointer.data, bad.shape)[bad].flat[0])
+        raise ValueError(f"tl.{op} through the address {addr:#x}, which is not a multiple of {size} bytes, the size "
+                         f"of {pointer.dtype.element_ty}{where_text()}")
+    return PointerTile(pointer.data // size, pointer.dtype, RawMemory(pointer.dtype.element_ty))
 
 
 def load(pointer: Any, mask: Any = None, other: Any = None, *, cache_modifier: str = "",
@@ -209,8 +238,12 @@ def load(pointer: Any, mask: Any = None, other: Any = None, *, cache_modifier: s
 
 def _value_for(ptr: PointerTile, value: Any, op: str) -> np.ndarray:
     v = to_tile(value)
-    if v.dtype.is_ptr():
-        raise TypeError(f"tl.{op} cannot store pointers")
+    if v.dtype.is_ptr():  # Triton converts the value to the element type: a pointer to its 64-bit address
+        elem = ptr.dtype.element_ty
+        if op != "store" or not (elem.is_int() and elem.primitive_bitwidth == 64):
+            raise TypeError(f"tl.{op} of pointers needs a pointer to int64 or uint64 (their addresses), got a "
+                            f"pointer to {elem}")
+        v = Tile(pointer_to_addresses(v).astype(elem.to_numpy()), elem)
     if broadcast_shapes(ptr.shape, v.shape) != ptr.shape and v.shape:
         raise ValueError(f"tl.{op}: value of shape {v.shape} does not broadcast to the pointer shape {ptr.shape}")
     return align(cast_array(v.data, v.dtype, ptr.dtype.element_ty), len(ptr.shape))
@@ -381,6 +414,8 @@ _WARNED_RAW: set[tuple[str, int]] = set()
 
 def pointer_to_addresses(ptr: PointerTile) -> np.ndarray:
     """The addresses (uint64) of a tile of pointers."""
+    if isinstance(ptr.buf, RawBytes):
+        return ptr.data.astype(np.uint64)
     size = np.dtype(ptr.dtype.element_ty.to_numpy()).itemsize
     base = 0 if isinstance(ptr.buf, RawMemory) else ptr.buf.address
     return (np.int64(base) + ptr.data.astype(np.int64) * size).astype(np.uint64)
@@ -408,8 +443,6 @@ def addresses_to_pointer(addr: np.ndarray, ty: pointer_type, hint: Any = None) -
             if (delta[addr != 0] % size).any():
                 raise ValueError(f"an address is not a multiple of {size} bytes, the size of {elem}{where_text()}")
             return PointerTile(np.where(addr != 0, delta // size, 0), ty, view)
-    if (live % size).any():
-        raise ValueError(f"an address is not a multiple of {size} bytes, the size of {elem}{where_text()}")
     unknown = [int(a) for a in np.unique(live) if not any(b.contains(int(a)) for b in candidates)]
     if unknown:
         import sys
@@ -425,4 +458,6 @@ def addresses_to_pointer(addr: np.ndarray, ty: pointer_type, hint: Any = None) -
                           "into memory Enceladus does not know (no argument of this launch holds it), so its "
                           "accesses are not checked; pass the arrays the addresses point into as arguments too to "
                           "have them checked", RuntimeWarning, stacklevel=2)
+    if (live % size).any():  # refused only if accessed (Triton lets such pointers be selected and stored)
+        return PointerTile(addr, ty, RawBytes(elem))
     return PointerTile(addr // size, ty, RawMemory(elem))

@@ -226,12 +226,17 @@ def where(condition: Any, x: Any, y: Any) -> Tile:
 
 
 def _where_pointers(c: Tile, x: Any, y: Any) -> Tile:
-    if not (isinstance(x, Tile) and isinstance(y, Tile) and x.dtype == y.dtype
-            and getattr(x, "buf", None) is getattr(y, "buf", None)):
-        raise TypeError("tl.where between pointers needs two pointers into the same argument; the interpreter "
-                        "cannot select between different arrays (select offsets instead)")
-    (cd, xd, yd), _ = broadcast_all(c, x, y)
-    return x.like(np.where(cd, xd, yd))
+    if not (isinstance(x, Tile) and isinstance(y, Tile) and x.dtype == y.dtype):
+        what = " and ".join(str(v.dtype) if isinstance(v, Tile) else type(v).__name__ for v in (x, y))
+        raise TypeError(f"tl.where between pointers needs two pointers of the same type, got {what}; "
+                        "cast one with .to(tl.pointer_type(...))")
+    if x.buf is y.buf:
+        (cd, xd, yd), _ = broadcast_all(c, x, y)
+        return x.like(np.where(cd, xd, yd))
+    # different arrays: select the addresses, then find the array that holds those selected (as a cast would)
+    (cd, xa, ya), _ = broadcast_all(c, Tile(memory.pointer_to_addresses(x), D.uint64),
+                                    Tile(memory.pointer_to_addresses(y), D.uint64))
+    return memory.addresses_to_pointer(np.where(cd, xa, ya).astype(np.int64), x.dtype)
 
 
 # --- arithmetic helpers ------------------------------------------------------------------------------------------

@@ -653,7 +653,7 @@ def pointer_arith(op: str, x: Any, y: Any) -> Tile:
     if off.wrap is not None:
         _report_wrap(x, off.wrap)
     shape = broadcast_shapes(x.shape, off.shape)
-    o = align(off.data, len(shape)).astype(np.int64)
+    o = align(off.data, len(shape)).astype(np.int64) * getattr(x.buf, "offset_unit", 1)  # byte addresses: RawBytes
     base = align(x.data, len(shape))
     return x.like(base + o if op == "+" else base - o)
 

@@ -349,7 +349,7 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
     int_pointers = kernel.metadata.get("int_pointers", False)
     if int_pointers and getattr(kl.backend, "name", "") == "metal":
         raise LaunchError(f"kernel '{kernel.name}' makes pointers from integer addresses "
-                          "(x.to(tl.pointer_type(...))), which the metal backend does not support yet: the addresses "
+                          "(x.to(tl.pointer_type(...)), or tl.where between pointers, which selects their addresses), which the metal backend does not support yet: the addresses "
                           "would have to be MTLBuffer gpuAddress values with every buffer made resident "
                           "(useResource:), and an mps tensor's data_ptr() is not one; run it on the cpu backend "
                           "(ENCELADUS_BACKEND=cpu) or pass the arrays as pointer arguments")
