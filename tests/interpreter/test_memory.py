@@ -72,8 +72,8 @@ def test_read_only_array_refused() -> None:
 
 
 def test_launch_argument_errors_match_compiled_launch() -> None:
-    with pytest.raises(TypeError, match="float64"):
-        store[(1,)](np.zeros(16, np.float64), 16, BLOCK=16)
+    with pytest.raises(TypeError, match="complex128"):
+        store[(1,)](np.zeros(16, np.complex128), 16, BLOCK=16)
     with pytest.raises(TypeError, match="missing argument 'n'"):
         store[(1,)](np.zeros(16, np.float32), BLOCK=16)
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):

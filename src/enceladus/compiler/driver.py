@@ -23,9 +23,7 @@ def parse_signature_type(t: str, name: str) -> ir.Type | None:
         elem = D.BY_NAME.get(t[1:].lstrip("k"))
         if elem is None:
             raise TypeError(f"argument '{name}': unknown pointer type '{t}' (expected e.g. '*fp32', '*i32', '*fp16')")
-        if elem.is_fp64():
-            raise TypeError(f"argument '{name}': Apple GPUs have no float64; use '*fp32'")
-        return ir.Type(pointer_type(elem))
+        return ir.Type(pointer_type(elem))  # '*fp64': stores only (semantic.float64_bits)
     if t in ("constexpr", "none"):
         return None
     elem = D.BY_NAME.get(t)

@@ -444,6 +444,8 @@ def load(b: Builder, pointer: Any, mask: Any = None, other: Any = None, *, cache
     pointer = b.broadcast_to(pointer, shape)
     mask_v = _mask(b, mask, shape, "tl.load")
     elem = pointer.type.element.element_ty
+    if elem.is_fp64():
+        raise SemanticError(FP64_STORE_ONLY, "pass the array as float32 (arr.astype(np.float32))")
     operands = [pointer]
     if mask_v is not None:
         operands.append(mask_v)
@@ -485,12 +487,77 @@ def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modif
     if is_value(value) and value.type.element.is_ptr() and not (elem.is_int() and elem.primitive_bitwidth == 64):
         raise SemanticError(f"storing pointers needs a pointer to int64 or uint64 (their addresses), got a pointer "
                             f"to {elem}", "store the addresses through an int64 pointer, or store integer offsets")
-    v = b.broadcast_to(b.to_value(value, elem), shape)
+    if elem.is_fp64():  # storage only: the value's float64 bits, through the same memory seen as uint64
+        v = b.broadcast_to(float64_bits(b, value), shape)
+        pointer = b.cast(pointer, pointer_type(D.uint64))
+    else:
+        v = b.broadcast_to(b.to_value(value, elem), shape)
     operands = [pointer, v]
     mask_v = _mask(b, mask, shape, "tl.store")
     if mask_v is not None:
         operands.append(mask_v)
     b.emit("store", operands, None)
+
+
+FP64_STORE_ONLY = ("a float64 array can only be stored to (Apple GPUs have no float64: a kernel writes float32, "
+                   "float16, bfloat16, fp8 or integer values of 32 bits or fewer into it, widened exactly), not loaded or "
+                   "updated atomically")
+
+
+def float64_bits(b: Builder, value: Any) -> Value:
+    """The bits (uint64) of float64(value) for a float of 32 bits or fewer or an integer of 32 bits or fewer (both
+    convert exactly), built in integer arithmetic: Apple GPUs have no float64 type, but a float64 array
+    can still receive such values exactly (Triton's store converts them to the element type)."""
+    if not is_value(value):
+        if isinstance(value, float) or isinstance(value, int) and abs(value) <= 2**24:
+            value = b.const(float(value), D.float32)
+        else:
+            raise SemanticError(f"storing {value!r} into a float64 array needs float64 arithmetic, which Apple GPUs do "
+                                "not have", "store a float32 value, or pass the array as float32")
+    src = value.type.element
+    if src.is_int() and not src.is_bool() and src.primitive_bitwidth == 32:
+        return _int32_float64_bits(b, value)
+    if src.is_int() and not src.is_bool() and src.primitive_bitwidth > 32 or src.is_ptr():
+        raise SemanticError(f"storing {src} values into a float64 array needs a float64 conversion, which Apple GPUs "
+                            "do not have (only floats of 32 bits or fewer and integers of 32 bits or fewer convert "
+                            "exactly)", "convert the values with .to(tl.float32) or .to(tl.int32) first, or pass "
+                            "the array as float32")
+    f = b.cast(value, D.float32)
+    u = b.cast(b.emit("bitcast", [f], f.type.with_element(D.uint32)), D.uint64)
+    sign = binary(b, "<<", binary(b, ">>", u, 31), 63)
+    exp = binary(b, "&", binary(b, ">>", u, 23), 0xFF)
+    frac = binary(b, "<<", binary(b, "&", u, 0x7FFFFF), 29)
+    # a subnormal float32 (exponent 0) is its fraction times 2**-149: the fraction as a float32 (exact, < 2**23)
+    # gives the leading bit's position in its exponent and the remaining bits in its fraction
+    sub = b.cast(b.emit("bitcast", [b.cast(binary(b, "&", u, 0x7FFFFF), D.float32)],
+                        f.type.with_element(D.uint32)), D.uint64)
+    sub_bits = binary(b, "|", binary(b, "<<", binary(b, "+", binary(b, ">>", sub, 23), 747), 52),
+                      binary(b, "<<", binary(b, "&", sub, 0x7FFFFF), 29))
+    normal = binary(b, "|", binary(b, "<<", binary(b, "+", exp, 896), 52), frac)
+    special = binary(b, "|", frac, b.const(0x7FF << 52, D.uint64))  # infinities and NaNs (payload kept)
+    mag = where(b, compare(b, "==", exp, 0xFF), special, normal)
+    mag = where(b, compare(b, "==", exp, 0),
+                where(b, compare(b, "==", binary(b, "&", u, 0x7FFFFF), 0), b.const(0, D.uint64), sub_bits), mag)
+    return binary(b, "|", sign, mag)
+
+
+def _int32_float64_bits(b: Builder, value: Value) -> Value:
+    """float64_bits of int32 / uint32 values (exact: they have at most 32 significant bits)."""
+    v = b.cast(value, D.int64)
+    a = b.cast(where(b, compare(b, "<", v, 0), binary(b, "-", 0, v), v), D.uint64)  # |v| <= 2**32 - 1
+
+    def top_bit(x: Value) -> Value:  # floor(log2(x)) of 0 < x < 2**16, from the exponent of float32(x) (exact)
+        bits = b.cast(b.emit("bitcast", [b.cast(x, D.float32)], x.type.with_element(D.uint32)), D.int64)
+        return binary(b, "-", binary(b, ">>", bits, 23), 127)
+
+    hi = binary(b, ">>", a, 16)
+    p = where(b, compare(b, "!=", hi, 0), binary(b, "+", top_bit(hi), 16),
+              top_bit(binary(b, "|", binary(b, "&", a, 0xFFFF), 1)))
+    p = where(b, compare(b, "==", a, 0), 0, p)
+    mant = binary(b, "&", binary(b, "<<", a, b.cast(binary(b, "-", 52, p), D.uint64)), (1 << 52) - 1)
+    bits = binary(b, "|", binary(b, "<<", b.cast(binary(b, "+", p, 1023), D.uint64), 52), mant)
+    sign = where(b, compare(b, "<", v, 0), b.const(1 << 63, D.uint64), b.const(0, D.uint64))
+    return where(b, compare(b, "==", a, 0), b.const(0, D.uint64), binary(b, "|", sign, bits))
 
 
 @rule("where")

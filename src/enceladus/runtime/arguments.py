@@ -52,9 +52,8 @@ def _from_numpy(dt: np.dtype) -> dtypes.dtype | None:
 def array_spec(arr: np.ndarray, name: str, specialize: bool) -> ArgSpec:
     """Check that ``arr`` can be passed to a kernel and describe it."""
     ty = _from_numpy(arr.dtype)
-    if ty is None or ty.is_fp64():
-        hint = (" Apple GPUs have no float64: pass arr.astype(np.float32)." if arr.dtype == np.float64
-                else " Supported: bool, int8-64, uint8-64, float16, bfloat16 (ml_dtypes), float32, and the fp8 "
+    if ty is None:  # float64 arrays pass: kernels may only store into them (docs/porting.md, float64 outputs)
+        hint = (" Supported: bool, int8-64, uint8-64, float16, bfloat16 (ml_dtypes), float32, and the fp8 "
                 "types (ml_dtypes float8_e4m3fn/e5m2/e4m3fnuz/e5m2fnuz, or uint8 codes viewed as "
                 "tl.float8....to_numpy())")
         raise TypeError(f"argument '{name}': arrays of dtype {arr.dtype} cannot be passed to a kernel.{hint}")
