@@ -5,8 +5,11 @@
 For each kernel, compiled for the specialization a real launch gets (NumPy arrays of the sizes below, so the
 16-byte alignment and divisibility facts are the ones a user sees), it reports threads per threadgroup,
 elements per thread of each tile layout (registers' worth), the vector width of every global load/store and
-why, threadgroup memory, barriers, and the SIMD-group operations counted from the MSL text. The last column
-says what a hand-tuned Metal kernel does for the same job (MLX's kernels; sources in docs/benchmarks.md).
+why, threadgroup memory, barriers (in all, and per iteration of each loop), the registers carried across each
+loop, and the SIMD-group operations counted from the MSL text. The last column says what a hand-tuned Metal kernel
+does for the same job (MLX's kernels; sources in docs/benchmarks.md); for the `tl.dot` rows, the figures of MLX's
+steel GEMM and steel attention and of metal-flash-attention stand beside ours, derived from their source text
+with repository, commit, file and line cited (benchmarks/reference_kernels.py).
 
 Nothing here runs a kernel or needs a GPU. Prints a table and writes benchmarks/results/codegen_report.json.
 """
@@ -28,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compile_latency import import_path, write_modules  # noqa: E402
 from machine import describe  # noqa: E402
+from reference_kernels import REFERENCES, derive  # noqa: E402
 
 # What MLX (hand-written Metal, Apple's own framework) does for the same job; see docs/benchmarks.md for sources.
 HAND_TUNED = {
@@ -44,9 +48,42 @@ HAND_TUNED = {
                             "simdgroup_matrix 8x8 MMA, e.g. 32x32x16 or 64x64x16 blocks with 2x2 SIMD groups",
     "tutorial matmul fp32": "MLX steel GEMM: operand tiles loaded into threadgroup memory with 16-byte reads, "
                             "simdgroup_matrix 8x8 MMA, e.g. 32x32x16 or 64x64x16 blocks with 2x2 SIMD groups",
-    "flash attention": "MLX steel_attention: Q tile in registers, K/V tiles staged in threadgroup memory, "
-                       "simdgroup_matrix MMAs, online softmax with simd reductions",
+    "flash attention": "MLX steel_attention: Q staged once in threadgroup memory, K and V staged in turn in one "
+                       "shared buffer, simdgroup_matrix MMAs on 4x1 SIMD groups, online softmax with the row "
+                       "reductions inside each SIMD group (figures and sources: `references`)",
 }
+
+LOOP_HEADER = re.compile(r"^    (?:for \((?:int|uint|long|ulong|short|ushort|char|uchar) i\d+ = |while \(true\) \{)")
+CARRIED = re.compile(r"^\s*(.*?)\bc\d+(?:\[(\d+)\])?(?: = .*)?;$")
+_BYTES = {"float": 4, "int": 4, "uint": 4, "half": 2, "bfloat": 2, "short": 2, "ushort": 2, "char": 1, "uchar": 1,
+          "bool": 1, "long": 8, "ulong": 8, "auto": 8}  # `auto` declares a scalar pointer
+
+
+def loops(msl: str) -> list[dict[str, Any]]:
+    """Each loop of the kernel body's top level: the barriers one iteration passes (static sites inside it) and
+    the bytes per thread carried across it (the loop-carried variables declared just before it)."""
+    lines = kernel_body(msl).splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if not LOOP_HEADER.match(line):
+            continue
+        depth, end = 0, i
+        for end in range(i, len(lines)):
+            depth += lines[end].count("{") - lines[end].count("}")
+            if depth == 0:
+                break
+        carried, j = 0, i - 1
+        while j >= 0 and (CARRIED.match(lines[j]) or lines[j].strip().startswith("for (int e = 0;")):
+            m = CARRIED.match(lines[j])
+            if m and not lines[j].strip().startswith("for ("):
+                decl = m[1].split()
+                size = 8 if "*" in m[1] else _BYTES[decl[-1]]
+                carried += size * int(m[2] or 1)
+            j -= 1
+        out.append({"msl_line": i, "barriers_per_iteration": sum("threadgroup_barrier(" in ln for ln in lines[i:end + 1]),
+                    "carried_bytes_per_thread": carried, "carried_32bit_registers": (carried + 3) // 4})
+    return out
+
 
 SIMD_CALL = re.compile(r"\b(simd_\w+|simdgroup_\w+|quad_\w+|enc_shfl_xor)\s*\(")
 BUTTERFLY = re.compile(r"for \(ushort m = 1; m < 32; m <<= 1\)")
@@ -133,10 +170,13 @@ def report(name: str, kernel: Any, args: tuple, kwargs: dict[str, Any]) -> dict[
         "accesses": accesses,
         "threadgroup_memory_bytes": ck.abi.threadgroup_memory,
         "barriers": msl.count("threadgroup_barrier("),
+        "loops": loops(msl),
         "simd_ops": simd_ops(msl),
         "msl_lines": msl.count("\n"),
         "notes": list(ck.metadata.get("notes", [])),
         "hand_tuned": HAND_TUNED[name],
+        "references": [derive(ref, min(a["bytes"] // a["vector"] for a in accesses if a["kind"] == "load"))
+                       for ref in REFERENCES if name in ref.compare],
     }
 
 
@@ -182,6 +222,19 @@ def main() -> None:
         ops = ", ".join(f"{k} x{v}" for k, v in sorted(r["simd_ops"]["call_sites"].items())) or "-"
         print(f"{r['kernel']:<20} {r['threads_per_threadgroup']:>7} {r['max_elements_per_thread']:>9} "
               f"{r['threadgroup_memory_bytes']:>6}B {r['barriers']:>8}  {access_summary(r):<34} {ops}")
+    print("\nthe dot path beside hand-tuned Metal (figures derived from the cited source: benchmarks/reference_kernels.py)")
+    print(f"{'kernel':<22} {'barriers/step':>13} {'carried regs':>12} {'tg bytes':>9}  global reads per thread")
+    for r in rows:
+        if r["status"] != "ok" or not r["references"]:
+            continue
+        loop = r["loops"][0] if r["loops"] else {}
+        reads = " ".join(f"{a['vector'] * (a['bytes'] // a['vector'])}B" for a in r["accesses"] if a["kind"] == "load")
+        print(f"{r['kernel']:<22} {loop.get('barriers_per_iteration', 0):>13} "
+              f"{loop.get('carried_32bit_registers', 0):>12} {r['threadgroup_memory_bytes']:>9}  {reads}")
+        for ref in r["references"]:
+            rd = " ".join(f"{op}:{v['bytes']}B" for op, v in ref.get("reads_per_thread", {}).items()) or "async copy"
+            print(f"  {ref['name'] + ' @' + ref['commit'][:7]:<20} {ref.get('barriers_per_step', '-'):>13} "
+                  f"{'':>12} {ref.get('threadgroup_bytes', '-'):>9}  {rd}")
     print("\nhand-tuned Metal for the same job (MLX):")
     for r in rows:
         print(f"  {r['kernel']}: {r['hand_tuned']}")

@@ -50,3 +50,26 @@ def test_a_stale_report_is_detected():
     softmax["simd_ops"]["call_sites"] = {"simd_shuffle_xor": 999}  # e.g. the code before simd_sum/simd_max
     assert stale_fields(old, committed) == ["softmax: simd_ops"]
     assert stale_fields(committed[1:], committed) == [f"{committed[0]['kernel']}: missing from the committed report"]
+
+
+def test_loop_figures_are_counted_from_the_msl():
+    msl = """kernel void k(
+{
+    float c7[32];
+    for (int e = 0; e < 32; ++e) c7[e] = 0.0f;
+    device const half* c8[8];
+    for (int e = 0; e < 8; ++e) c8[e] = a + e;
+    int c9 = 0;
+    for (int i10 = 0; i10 < n; i10 += 32) {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (int kk = 0; kk < 32; kk += 8) {
+            threadgroup_barrier(mem_flags::mem_threadgroup);
+        }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+"""
+    (loop,) = _script().loops(msl)
+    assert loop["barriers_per_iteration"] == 2  # the one after the loop is not in it
+    assert loop["carried_bytes_per_thread"] == 32 * 4 + 8 * 8 + 4
+    assert loop["carried_32bit_registers"] == 49
