@@ -1,6 +1,7 @@
 """Memory ordering of atomics (MSL_AUDIT B1): Triton's sem/scope become device-scope fences around Metal's relaxed
-atomics, written buffers of such kernels are coherent(device), scope='sys' is refused; the cpu backend's fences are
-real host fences (threadgroups run on several OS threads)."""
+atomics, written buffers of such kernels are coherent(device); scope='sys' runs on the cpu backend (the device is the
+host) and in the interpreter, and the metal backend refuses its launch; the cpu backend's fences are real host fences
+(threadgroups run on several OS threads)."""
 
 import re
 
@@ -74,11 +75,31 @@ def test_default_tile_atomic_is_fenced_and_explain_says_so():
     assert re.search(r"acq_rel at gpu scope", ck.explain())
 
 
-def test_system_scope_is_refused_with_a_reason():
-    with pytest.raises(enceladus.CompilationError, match="scope='sys'") as info:
-        ordered_ticket_kernel.warmup(np.zeros(1, np.int32), np.zeros(4, np.int32), SEM="acq_rel", SCOPE="sys",
-                                     grid=(4,))
-    assert "thread_scope_device" in str(info.value) and "scope='gpu'" in info.value.fix
+@pytest.mark.parametrize("path", ["interpreter", "cpu"])
+def test_system_scope_runs_where_the_device_is_the_host(path):
+    """scope='sys' compiles to device-scope fences (Metal's widest), which on the cpu backend are host fences."""
+    ck = ordered_ticket_kernel.warmup(np.zeros(1, np.int32), np.zeros(4, np.int32), SEM="acq_rel", SCOPE="sys",
+                                      grid=(4,))
+    assert ck.asm["msl"].count(FENCE.format("thread_scope_device")) == 2 and ck.metadata["sys_scope"]
+    counter, out = np.zeros(1, np.int32), np.full(64, -1, np.int32)
+    on_path(ordered_ticket_kernel, path)[(64,)](counter, out, SEM="acq_rel", SCOPE="sys")
+    assert counter[0] == 64 and sorted(out) == list(range(64))
+
+
+def test_metal_refuses_system_scope_at_launch():
+    """Metal's fences reach at most the device: the launch is refused with the reason (the recording stand-in for
+    libobjc plays the Metal device)."""
+    pytest.importorskip("enceladus.backends.cpu")
+    from backends.metal.objc_recorder import RecordingObjCRuntime
+    from enceladus.backends.cpu import CpuBackend
+    from enceladus.backends.metal import MetalBackend
+    from enceladus.runtime.backend import use_backend
+
+    metal = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=CpuBackend()), macos=15)
+    with use_backend(metal), pytest.raises(enceladus.LaunchError, match="scope='sys'") as info:
+        enceladus.jit(ordered_ticket_kernel.fn)[(4,)](np.zeros(1, np.int32), np.zeros(4, np.int32), SEM="acq_rel",
+                                                    SCOPE="sys")
+    assert "thread_scope_device" in str(info.value) and "scope='gpu'" in str(info.value)
 
 
 @pytest.mark.parametrize("path", ["interpreter", "cpu"])

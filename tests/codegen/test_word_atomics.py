@@ -142,6 +142,22 @@ def test_chained_sum_with_poll_load_and_store(flag_dtype):
                      constexprs={"BLOCK": block})
 
 
+@pytest.mark.parametrize("scope", ["gpu", "sys"])
+@pytest.mark.parametrize("flag_dtype", [np.int64, np.uint64])
+def test_chained_tickets_on_64_bit_flags(flag_dtype, scope):
+    programs, magic = 16, 0x1_2345_6789
+
+    def make():
+        flags = np.full(programs + 1, magic & 0xFFFF_FFFF, flag_dtype)  # the right low word, the wrong high word
+        flags[0] = magic
+        return flags, np.zeros(1, np.int32), np.full(programs, -1, np.int32)
+
+    run_on_all_paths(wk.chained_ticket64_kernel, (programs,), make,
+                     lambda f, c, o: {0: np.full(programs + 1, magic, flag_dtype), 1: np.array([programs], np.int32),
+                                      2: np.arange(programs, dtype=np.int32)},
+                     constexprs={"MAGIC": magic, "SCOPE": scope})
+
+
 @pytest.mark.parametrize("path", ALL_PATHS)
 @pytest.mark.parametrize("kind,dtype,message", [
     ("load64", np.int64, "tl.atomic_load on int64 is not available on Apple GPUs"),

@@ -65,6 +65,16 @@ def chained_sum_kernel(x_ptr, total_ptr, flags_ptr, out_ptr, BLOCK: tl.constexpr
 
 
 @enceladus.jit
+def chained_ticket64_kernel(flags_ptr, counter_ptr, out_ptr, MAGIC: tl.constexpr, SCOPE: tl.constexpr):
+    # a chain on 64-bit flags (Metal has no 64-bit atomic load: the poll reads the two words): program i waits until
+    # flags[i] holds MAGIC, whose two words both differ from 0, takes a ticket and sets flags[i + 1]
+    pid = tl.program_id(0)
+    tl.atomic_poll(flags_ptr + pid, MAGIC, scope=SCOPE)
+    tl.store(out_ptr + pid, tl.atomic_add(counter_ptr, 1))
+    tl.store(flags_ptr + pid + 1, MAGIC)
+
+
+@enceladus.jit
 def atomic_access_refusals(x_ptr, KIND: tl.constexpr):
     if KIND == "load64":
         tl.atomic_load(x_ptr)

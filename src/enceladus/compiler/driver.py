@@ -132,6 +132,8 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
                   "word_atomics": module.word_atomics, "offset_checks": module.offset_checks,
                   # pointers made from integer addresses (x.to(tl.pointer_type(...))): the cpu launcher reports
                   # addresses outside the launch's arguments
+                  # atomics with scope='sys': device-scope fences, exact on the cpu backend, refused on metal
+                  "sys_scope": any(op.name == "atomic" and op.attrs.get("scope") == "sys" for op in ir.walk(fn.ops)),
                   "int_pointers": any(op.name == "cast" and op.result.type.element.is_ptr()
                                       and not op.operands[0].type.element.is_ptr() for op in ir.walk(fn.ops))},
         accesses=module.accesses,

@@ -370,8 +370,6 @@ def _access_checks(name: str, pointer: Any, sem: Any, scope: Any, allowed_sem: s
         raise ValueError(f"tl.{name} only supports {allowed_sem} and relaxed semantics, got sem={sem!r}")
     if scope not in (None, "gpu", "cta", "sys"):
         raise ValueError(f"tl.{name}: unknown scope={scope!r}")
-    if scope == "sys":
-        raise ValueError(f"tl.{name}: scope='sys' has no Metal spelling (Metal's fences reach at most the device)")
     ptr = unwrap(pointer)
     if not isinstance(ptr, PointerTile):
         return  # _prepare names the problem
@@ -379,7 +377,7 @@ def _access_checks(name: str, pointer: Any, sem: Any, scope: Any, allowed_sem: s
     bits = elem.primitive_bitwidth
     if name == "atomic_poll" and not (elem.is_int() and bits in (16, 32, 64)):
         raise TypeError(f"tl.atomic_poll only supports integer elements with width {{16, 32, 64}}, got {elem}")
-    if bits == 64:
+    if bits == 64 and name != "atomic_poll":
         raise TypeError(f"tl.{name} on {elem} is not available on Apple GPUs: Metal has no 64-bit atomic load or "
                         "store")
     if bits < 16:

@@ -539,7 +539,7 @@ def atomic_store(pointer, val, mask=None, sem=None, scope=None):
 @builtin
 def atomic_poll(pointer, expected_value, sem=None, scope=None, timeout_ns=None):
     """Wait until every element at ``pointer`` equals ``expected_value``; returns a boolean tile (all true).
-    Integer elements of 16 or 32 bits; ``sem``: ``"acquire"`` (default) or ``"relaxed"``. ``timeout_ns`` is refused:
+    Integer elements of 16, 32 or 64 bits (64: its two 32-bit words, read high-low-high); ``sem``: ``"acquire"`` (default) or ``"relaxed"``. ``timeout_ns`` is refused:
     Metal shaders have no clock. Example: ``tl.atomic_poll(flags_ptr + pid - 1, 1)``."""
 
 

@@ -353,6 +353,12 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
                           "would have to be MTLBuffer gpuAddress values with every buffer made resident "
                           "(useResource:), and an mps tensor's data_ptr() is not one; run it on the cpu backend "
                           "(ENCELADUS_BACKEND=cpu) or pass the arrays as pointer arguments")
+    if kernel.metadata.get("sys_scope", False) and getattr(kl.backend, "name", "") == "metal":
+        raise LaunchError(f"kernel '{kernel.name}' has atomics with scope='sys' (ordering visible to the CPU and "
+                          "other devices while the kernel runs), which Metal cannot give: its fences reach at most "
+                          "every thread of the device (thread_scope_device); use scope='gpu' (the default) and read "
+                          "the results on the host after the launch, or run it on the cpu backend "
+                          "(ENCELADUS_BACKEND=cpu), where the device is the host")
     try:
         if debug or debug_enabled():
             kl.debug_launch(grid, arrays, scalars, timeout, extents)

@@ -161,6 +161,8 @@ class MemoryMixin:
             if elem.itemsize == 2:
                 self.helpers.add("enc_atomic16")
                 return f"enc_atomic_poll16({ptr}, {t}({val}))"
+            if elem.itemsize == 8:
+                return f"enc_atomic_poll64((device atomic_uint*)({ptr}), ulong({val}))"
             return f"enc_atomic_poll((device {'atomic_int' if elem.is_int_signed() else 'atomic_uint'}*)({ptr}), {t}({val}))"
         if elem.itemsize == 2:  # fp16, bf16 (and int16 compare-and-swap): a loop on the containing 32-bit word
             self.helpers.add("enc_atomic16")
@@ -281,9 +283,9 @@ class MemoryMixin:
         the buffers they write ``coherent(device)`` (see generate() and docs/metal.md)."""
         if sem == "relaxed" or sem == {"release": "acquire", "acquire": "release"}[side]:
             return
-        if scope == "gpu":
+        if scope in ("gpu", "sys"):  # 'sys': the widest fence Metal has (the metal backend refuses the launch)
             self.device_fences = True
-        fence_scope = "thread_scope_device" if scope == "gpu" else "thread_scope_threadgroup"
+        fence_scope = "thread_scope_device" if scope in ("gpu", "sys") else "thread_scope_threadgroup"
         self.emit(f"atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, {fence_scope});"
                   f"  // {side} fence of a {sem} atomic")
 

@@ -92,6 +92,16 @@ template <typename A, typename T> static inline bool enc_atomic_poll(device A* a
     while (atomic_load_explicit(a, memory_order_relaxed) != expected) {}
     return true;
 }
+// 64 bits (Metal has no 64-bit atomic load): the high word, the low word and the high word again with 32-bit atomic
+// loads; a value counts only when both reads of the high word agree (words of one 64-bit store, little-endian).
+static inline bool enc_atomic_poll64(device atomic_uint* w, ulong expected) {
+    while (true) {
+        const uint hi = atomic_load_explicit(w + 1, memory_order_relaxed);
+        const uint lo = atomic_load_explicit(w, memory_order_relaxed);
+        if (atomic_load_explicit(w + 1, memory_order_relaxed) == hi && ((ulong(hi) << 32) | ulong(lo)) == expected)
+            return true;
+    }
+}
 template <typename T, typename P> static inline bool enc_atomic_poll16(P p, T expected) {
     while (as_type<ushort>(enc_atomic16_load<T>(p)) != as_type<ushort>(expected)) {}
     return true;
