@@ -367,11 +367,48 @@ class _Assigner:
                     plan.demand(o, self.anchor(o.type.shape))
             return
         if not plan.pure[r.id]:
-            layouts = [self.home(r, self.pref.get(r.id, layouts[0]))]  # computed once; others are conversions
+            home = self.pref.get(r.id)
+            if home is None and name == "load":
+                home = self.coalesced_load(op, layouts[0])
+            layouts = [self.home(r, home or layouts[0])]  # computed once; others are conversions
         for layout in layouts:
             for i, o in enumerate(op.operands):
                 if o.type.is_tile:
                     plan.demand(o, operand_layout(op, i, layout))
+
+    def coalesced_load(self, op: ir.Op, wanted: TileLayout) -> TileLayout | None:
+        """The layout a load whose result is wanted in ``wanted`` is better done in, or None to load in ``wanted``.
+
+        A tile used along another dimension than the one its addresses are contiguous in (``tl.trans(x)``
+        stored, a permuted load, a column-major tile stored row-major) would be read in the user's layout,
+        each thread taking one element of every contiguous run: scalar accesses, a SIMD group touching many
+        short segments. Loading it in the layout that follows memory (``operand_anchor``: 16 bytes per thread
+        along the contiguous dimension) and converting through threadgroup memory makes both the load and the
+        later store 16-byte vectors and coalesced, as Triton's convert_layout does, for one barrier and a
+        threadgroup-memory round trip. Only when the conversion's buffer fits in threadgroup memory on its
+        own (32 KB); otherwise the load stays as it was."""
+        r, ptr = op.result, op.operands[0]
+        shape = r.type.shape
+        info = self.axis.get(ptr.id)
+        if (len(shape) < 2 or not isinstance(wanted.parent, BlockedLayout) or info is None
+                or r.type.element.is_ptr() or len(info.contiguity) != len(shape)):
+            return None
+        itemsize = r.type.element.itemsize
+        runs = [min(c, s) * itemsize for c, s in zip(info.contiguity, shape)]
+        contiguous = max(range(len(shape)), key=lambda d: runs[d])
+        if runs[contiguous] < 16:
+            return None  # no 16-byte runs to gain
+        better = self.operand_anchor(r)
+        if _fastest(better) != contiguous or better == wanted:
+            return None  # no layout here follows memory better (e.g. contiguous down a middle dimension)
+        if _fastest(wanted) == contiguous:
+            return None  # already walks the contiguous dimension
+        count = 1
+        for i, s in enumerate(shape):
+            count *= s + (1 if i == len(shape) - 1 else 0)  # emit_conversion pads the last dimension by one
+        if count * max(itemsize, 1) > MAX_THREADGROUP_MEMORY:
+            return None
+        return better
 
     def control_flow(self, op: ir.Op) -> None:
         plan = self.plan
@@ -453,6 +490,13 @@ class _Assigner:
         self.plan.demand(a, decision.a_layout)
         self.plan.demand(b, decision.b_layout)
         self.plan.demand(acc, home)
+
+
+def _fastest(layout: TileLayout) -> int | None:
+    """The value dimension a layout's threads walk first (its parent's fastest dimension), or None when that
+    parent dimension holds no dimension of the value (a broadcast)."""
+    fastest = layout.parent.order[0]
+    return layout.dims.index(fastest) if fastest in layout.dims else None
 
 
 def fits(layout: TileLayout, shape: tuple[int, ...]) -> bool:
