@@ -16,11 +16,13 @@ kernel once at small sizes with checks only (for compute-sanitizer).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import importlib.util
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -28,7 +30,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import torch
+
+try:
+    import torch
+except ImportError:  # --markdown (formatting a results file) needs no GPU stack
+    torch = None
 
 from . import cuda
 from .rewrite import translate
@@ -39,8 +45,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 # --- Enceladus kernels on the GPU through the rewrite --------------------------------------------------
-_TORCH_TO_NP = {torch.float32: np.float32, torch.float16: np.float16, torch.int32: np.int32,
-                torch.int64: np.int64, torch.uint8: np.uint8, torch.bool: np.bool_}
+# nvcc runs in these threads while the table goes on: every Enceladus kernel is compiled to MSL and
+# rewritten when its row is set up (all rows are set up before the first timing), and loaded on first launch.
+_NVCC = concurrent.futures.ThreadPoolExecutor(max(os.cpu_count() or 4, 4))
+_TORCH_TO_NP = {} if torch is None else {
+    torch.float32: np.float32, torch.float16: np.float16, torch.int32: np.int32, torch.int64: np.int64,
+    torch.uint8: np.uint8, torch.bool: np.bool_}
 
 
 class ProxyKernel:
@@ -76,12 +86,10 @@ class ProxyKernel:
             module = translate(ck.asm["msl"], launch_bounds=self.launch_bounds)
             kern = module.kernels[ck.abi.kernel_name]
             path = os.path.join(self.build_dir, f"{ck.name}-{abs(hash(module.source)) % 10**12}.cubin")
-            messages = cuda.build_cubin(module.source, path, ("-Xptxas", "-v"))
-            self.log.append({"kernel": ck.name, "num_warps": ck.metadata["num_warps"],
-                             "threads": ck.abi.threads_per_threadgroup, "ptxas": messages.strip()[-600:]})
-            self._built[id(ck)] = (ck, cuda.Module(path), kern)
-        ck, mod, kern = self._built[id(ck)]
-        fn = mod.function(kern.symbol)
+            build = _NVCC.submit(cuda.build_cubin, module.source, path, ("-Xptxas", "-v"))
+            self._built[id(ck)] = {"ck": ck, "kern": kern, "path": path, "build": build, "function": None}
+        entry = self._built[id(ck)]
+        kern = entry["kern"]
         params = []
         for p in kern.params:
             if p.kind == "bytes":
@@ -91,7 +99,18 @@ class ProxyKernel:
         g = resolve_grid(grid, values)
         block = ck.abi.threads_per_threadgroup
         stream = torch.cuda.current_stream().cuda_stream
-        return lambda: cuda.launch(fn, g, block, params, stream)
+
+        def launch() -> None:
+            if entry["function"] is None:  # first launch: wait for nvcc, load the cubin (on this thread)
+                messages = entry["build"].result()
+                self.log.append({"kernel": ck.name, "num_warps": ck.metadata["num_warps"],
+                                 "threads": ck.abi.threads_per_threadgroup,
+                                 "threadgroup_memory": ck.metadata.get("threadgroup_memory"),
+                                 "launch_bounds": self.launch_bounds, "ptxas": messages.strip()[-600:]})
+                entry["module"] = cuda.Module(entry["path"])
+                entry["function"] = entry["module"].function(kern.symbol)
+            cuda.launch(entry["function"], g, block, params, stream)
+        return launch
 
     def launch(self, grid: Any, args: tuple, kwargs: dict) -> None:
         self.prepare(grid, args, kwargs)()
@@ -141,7 +160,9 @@ class Row:
         self.bytes_moved = bytes_moved
         self.providers: dict[str, Callable[[], Callable[[], Any]]] = {}
         self.check: Callable[[], dict[str, float]] | None = None
-        self.outputs: list[torch.Tensor] = []
+        self.outputs: list[torch.Tensor] = []  # poisoned with NaN before each provider's checked call
+        self.reset: Callable[[], None] | None = None  # instead of the poisoning (integer outputs, accumulators)
+        self.note = ""  # printed with the row (what it measures, when that is not obvious from its name)
 
 
 def build_rows(ctx: dict, small: bool) -> list[Row]:
@@ -180,10 +201,15 @@ def _softmax_and_layer_norm_rows(ctx: dict, small: bool, randn: Callable) -> lis
     enc_ex, tri_ex, tut, P, dev = ctx["enc_examples"], ctx["tri_examples"], ctx["tutorials"], ctx["proxy"], "cuda"
     enc_k, tri_k = ctx["enc_kernels"], ctx["tri_kernels"]
     rows: list[Row] = []
-    for M, N in ((512, 1024), (64, 4096)) if small else ((65536, 1024), (8192, 4096)):
+    sizes = ((512, 1024), (64, 4096)) if small else ((65536, 1024), (8192, 4096))
+    for (M, N), eight in [(mn, False) for mn in sizes] + [(mn, True) for mn in sizes]:
         xs, ys = randn(M, N), torch.empty(M, N, device=dev)
-        row = Row(f"softmax {M}x{N}", 2 * 4 * M * N)
+        row = Row(f"softmax {M}x{N}" + (" 8 warps" if eight else ""), 2 * 4 * M * N)
         block, warps = enc_ex["softmax"].softmax_config(N)
+        if eight:  # issue 22: precise exp and division against Triton's approximate ones, at 8 SIMD groups
+            warps = 8
+            row.note = ("both at 8 SIMD groups: Enceladus's precise exp/division against Triton's approximate "
+                        "ones (issue 22); the tutorial column is its own config")
         args = (ys, xs, xs.stride(0), ys.stride(0), M, N)
         row.providers["enceladus"] = (lambda a=args, b=block, w=warps, M=M:
                                       P(enc_ex["softmax"].softmax_kernel).prepare((M,), a, {"BLOCK": b, "num_warps": w}))
@@ -204,11 +230,15 @@ def _softmax_and_layer_norm_rows(ctx: dict, small: bool, randn: Callable) -> lis
         yl, mean, rstd = torch.empty(M, N, device=dev), torch.empty(M, device=dev), torch.empty(M, device=dev)
         row = Row(f"layer norm fwd {M}x{N}", 2 * 4 * M * N + 8 * M)
         block, warps = enc_ex["ln"].layer_norm_config(N, 4)
+        one = N <= block  # example 05's layer_norm(): a row that fits in one tile is read once
+        row.note = f"BLOCK_SIZE={block}, {warps} warps, ONE_TILE={one}"
         args = (xl, yl, w, b, mean, rstd, xl.stride(0), N, eps)
-        row.providers["enceladus"] = (lambda a=args, b_=block, w_=warps, M=M:
-                                      P(enc_ex["ln"].layer_norm_fwd).prepare((M,), a, {"BLOCK_SIZE": b_, "num_warps": w_}))
-        row.providers["triton (our kernel)"] = (lambda a=args, b_=block, w_=warps, M=M: lambda:
-                                                tri_ex["ln"].layer_norm_fwd[(M,)](*a, BLOCK_SIZE=b_, num_warps=w_))
+        row.providers["enceladus"] = (lambda a=args, b_=block, w_=warps, M=M, o=one:
+                                      P(enc_ex["ln"].layer_norm_fwd).prepare((M,), a, {"BLOCK_SIZE": b_, "ONE_TILE": o,
+                                                                                      "num_warps": w_}))
+        row.providers["triton (our kernel)"] = (lambda a=args, b_=block, w_=warps, M=M, o=one: lambda:
+                                                tri_ex["ln"].layer_norm_fwd[(M,)](*a, BLOCK_SIZE=b_, ONE_TILE=o,
+                                                                                  num_warps=w_))
         if tut is not None:
             row.providers["triton tutorial"] = (lambda xl=xl, w=w, b=b, yl=yl, mean=mean, rstd=rstd: lambda:
                                                 tut.layer_norm_fwd(xl, w, b, eps, yl, mean, rstd))
@@ -274,6 +304,47 @@ def _more_rows(ctx: dict, small: bool, randn: Callable, gen: torch.Generator, ro
     rows.append(_cross_entropy_row(ctx, small, randn, gen))
     rows.append(_transpose_row(ctx, small, randn))
     rows.append(_dropout_row(ctx, small, randn))
+    rows.extend(_atomic_rows(ctx, small, randn, gen))
+    return rows
+
+
+def _atomic_rows(ctx: dict, small: bool, randn: Callable, gen: torch.Generator) -> list[Row]:
+    """Issue 21's fence cost: the same atomic_add with Triton's default order (acq_rel; Enceladus emits a
+    device-scope atomic_thread_fence before and after the relaxed Metal atomic) and with sem="relaxed"
+    (no fence), on both compilers: a histogram (contended: 256 addresses) and one atomic per element onto
+    distinct addresses (uncontended)."""
+    enc_k, tri_k, P, dev = ctx["enc_kernels"], ctx["tri_kernels"], ctx["proxy"], "cuda"
+    n = 1 << (16 if small else 26)
+    size = "2^16" if small else "2^26"
+    values = torch.randint(0, 256, (n,), device=dev, generator=gen, dtype=torch.int32)
+    hist = torch.zeros(256, device=dev, dtype=torch.int32)
+    ref_hist = torch.bincount(values.long(), minlength=256).double()
+    xa = randn(n)
+    acc = torch.zeros(n, device=dev)
+    grid = (enceladus_cdiv(n, 1024),)
+    rows = []
+    for relaxed in (False, True):
+        sem = "relaxed" if relaxed else "acq_rel"
+        row = Row(f"histogram {size} into 256 bins ({sem})", 4 * n + 4 * 256)
+        row.note = f"tl.atomic_add(sem={sem!r}) per element onto 256 counters"
+        meta = {"BLOCK": 1024, "RELAXED": relaxed}
+        hargs = (values, hist, n)
+        row.providers["enceladus"] = lambda a=hargs, m=meta: P(enc_k.histogram_kernel).prepare(grid, a, m)
+        row.providers["triton (our kernel)"] = lambda a=hargs, m=meta: lambda: tri_k.histogram_kernel[grid](*a, **m)
+        row.providers["torch"] = lambda: lambda: torch.bincount(values, minlength=256)
+        row.reset = hist.zero_
+        row.check = lambda: {"bins_wrong": float((hist.double() != ref_hist).sum())}
+        rows.append(row)
+
+        row = Row(f"atomic add {size} distinct addresses ({sem})", 3 * 4 * n)
+        row.note = f"tl.atomic_add(sem={sem!r}) per element, every address distinct"
+        aargs = (xa, acc, n)
+        row.providers["enceladus"] = lambda a=aargs, m=meta: P(enc_k.atomic_accumulate).prepare(grid, a, m)
+        row.providers["triton (our kernel)"] = lambda a=aargs, m=meta: lambda: tri_k.atomic_accumulate[grid](*a, **m)
+        row.providers["torch"] = lambda: lambda: acc.add_(xa)
+        row.reset = acc.zero_
+        row.check = lambda: {"out": rel_error(acc, xa.double())}
+        rows.append(row)
     return rows
 
 
@@ -343,35 +414,33 @@ def _dropout_row(ctx: dict, small: bool, randn: Callable) -> Row:
 
 
 def sweep(ctx: dict, reps: int) -> list[dict]:
-    """Config variants of the layer-norm kernels (Enceladus and Triton on our source), for choosing the
-    heuristics: each entry is one variant's timing."""
+    """Config variants (Enceladus and Triton on our source), for choosing the heuristics: each entry is one
+    variant's timing. Every variant is set up first (so the nvcc builds run in parallel), then timed."""
     P, dev, eps = ctx["proxy"], "cuda", 1e-5
     enc_ln, tri_ln = ctx["enc_examples"]["ln"], ctx["tri_examples"]["ln"]
     enc_k, tri_k = ctx["enc_kernels"], ctx["tri_kernels"]
-    out = []
+    pending: list[tuple[str, str, Callable[[], Any]]] = []
 
-    def record(name: str, provider: str, call: Callable[[], Any]) -> None:
+    def record(name: str, provider: str, setup: Callable[[], Callable[[], Any]]) -> None:
         try:
-            res = bench(call, reps)
+            pending.append((name, provider, setup()))
         except Exception as e:
-            res = {"failed": f"{type(e).__name__}: {str(e)[-300:]}"}
-            torch.cuda.synchronize()
-        out.append({"variant": name, "provider": provider, **res})
-        print(f"sweep {name:48s} {provider:38s} {res.get('ms', float('nan')):.4f} ms", flush=True)
+            pending.append((name, provider, e))
 
-    for M, N, variants in ((65536, 1024, ((1024, 2), (1024, 4), (1024, 8), (512, 4))),
-                           (16384, 4096, ((4096, 8), (4096, 16), (2048, 8), (1024, 4)))):
+    for M, N, variants in ((65536, 1024, ((1024, 4, True), (1024, 2, True), (1024, 8, True), (1024, 4, False),
+                                          (1024, 2, False), (512, 4, False))),
+                           (16384, 4096, ((2048, 8, False), (4096, 8, True), (4096, 16, True), (4096, 8, False),
+                                          (1024, 4, False)))):
         x, w, b = (torch.randn(M, N, device=dev), torch.randn(N, device=dev), torch.randn(N, device=dev))
         y, mean, rstd = torch.empty_like(x), torch.empty(M, device=dev), torch.empty(M, device=dev)
         args = (x, y, w, b, mean, rstd, x.stride(0), N, eps)
-        for blk, warps in variants:
-            name = f"ln fwd {M}x{N} BLOCK={blk} warps={warps}"
-            record(name, "enceladus", P(enc_ln.layer_norm_fwd).prepare((M,), args, {"BLOCK_SIZE": blk, "num_warps": warps}))
-            record(name, "triton", lambda a=args, bl=blk, wa=warps, M=M:
-                   tri_ln.layer_norm_fwd[(M,)](*a, BLOCK_SIZE=bl, num_warps=wa))
+        for blk, warps, one in variants:
+            name = f"ln fwd {M}x{N} BLOCK={blk} warps={warps} ONE_TILE={one}"
+            meta = {"BLOCK_SIZE": blk, "ONE_TILE": one, "num_warps": warps}
+            record(name, "enceladus", lambda a=args, m=meta, M=M: P(enc_ln.layer_norm_fwd).prepare((M,), a, m))
+            record(name, "triton", lambda a=args, m=meta, M=M: lambda: tri_ln.layer_norm_fwd[(M,)](*a, **m))
             nolb = ProxyKernel(enc_ln.layer_norm_fwd, tempfile.mkdtemp(prefix="enc-proxy-nolb-"), [], launch_bounds=False)
-            record(name, "enceladus without __launch_bounds__",
-                   nolb.prepare((M,), args, {"BLOCK_SIZE": blk, "num_warps": warps}))
+            record(name, "enceladus without __launch_bounds__", lambda a=args, m=meta, M=M, k=nolb: k.prepare((M,), a, m))
         dy = torch.randn(M, N, device=dev)
         dx = torch.empty_like(x)
         dw, db = torch.empty(N, device=dev), torch.empty(N, device=dev)
@@ -383,38 +452,56 @@ def sweep(ctx: dict, reps: int) -> list[dict]:
             a2 = (dwp, dbp, dw, db, progs, N)
             g2 = (enceladus_cdiv(N, 128),)
             name = f"ln bwd {M}x{N} programs={progs} warps={warps}"
-            l1 = P(enc_k.layer_norm_bwd_dx).prepare((progs,), a1, {"BLOCK_N": bn, "num_warps": warps})
-            l2 = P(enc_k.layer_norm_bwd_dwdb).prepare(g2, a2, {"BLOCK_P": 32, "BLOCK_N": 128})
-            record(name, "enceladus", lambda l1=l1, l2=l2: (l1(), l2()))
+
+            def enc(a1=a1, a2=a2, progs=progs, bn=bn, warps=warps, g2=g2):
+                l1 = P(enc_k.layer_norm_bwd_dx).prepare((progs,), a1, {"BLOCK_N": bn, "num_warps": warps})
+                l2 = P(enc_k.layer_norm_bwd_dwdb).prepare(g2, a2, {"BLOCK_P": 32, "BLOCK_N": 128})
+                return lambda: (l1(), l2())
 
             def tri(a1=a1, a2=a2, progs=progs, bn=bn, warps=warps, g2=g2):
-                tri_k.layer_norm_bwd_dx[(progs,)](*a1, BLOCK_N=bn, num_warps=warps)
-                tri_k.layer_norm_bwd_dwdb[g2](*a2, BLOCK_P=32, BLOCK_N=128)
+                def run():
+                    tri_k.layer_norm_bwd_dx[(progs,)](*a1, BLOCK_N=bn, num_warps=warps)
+                    tri_k.layer_norm_bwd_dwdb[g2](*a2, BLOCK_P=32, BLOCK_N=128)
+                return run
+            record(name, "enceladus", enc)
             record(name, "triton", tri)
-    del x, y, dy, dx
 
     M, V = 8192, 32768
     logits = torch.randn(M, V, device=dev)
     labels = torch.randint(0, V, (M,), device=dev, dtype=torch.int32)
     loss = torch.empty(M, device=dev)
-    args = (logits, labels, loss, logits.stride(0), V)
+    ce_args = (logits, labels, loss, logits.stride(0), V)
     for blk, warps in ((4096, 8), (4096, 4), (4096, 16), (2048, 4), (8192, 8), (8192, 16), (2048, 8)):
         name = f"cross-entropy {M}x{V} BLOCK={blk} warps={warps}"
-        record(name, "enceladus", P(enc_k.cross_entropy_fwd).prepare((M,), args, {"BLOCK": blk, "num_warps": warps}))
-        record(name, "triton", lambda bl=blk, wa=warps: tri_k.cross_entropy_fwd[(M,)](*args, BLOCK=bl, num_warps=wa))
-    del logits
+        meta = {"BLOCK": blk, "num_warps": warps}
+        record(name, "enceladus", lambda m=meta: P(enc_k.cross_entropy_fwd).prepare((M,), ce_args, m))
+        record(name, "triton", lambda m=meta: lambda: tri_k.cross_entropy_fwd[(M,)](*ce_args, **m))
     M = N = 16384
     a = torch.randn(M, N, device=dev)
     at = torch.empty(N, M, device=dev)
     targs = (a, at, M, N, a.stride(0), at.stride(0))
-    for bm, bn, warps in ((64, 64, 4), (32, 32, 4), (64, 64, 8), (32, 128, 4), (128, 32, 4), (128, 128, 8),
-                          (32, 32, 1), (64, 64, 2)):
+    # 32x128 and 64x64 convert through 16.5 KB of threadgroup memory, 32x32 through 4.1 KB, 64x128 through
+    # 33 KB (over 32 KB: loaded in the store's layout, as before the conversion existed)
+    for bm, bn, warps in ((32, 128, 4), (64, 64, 4), (32, 32, 4), (64, 64, 8), (128, 32, 4), (32, 128, 8),
+                          (64, 128, 8), (32, 32, 1), (64, 64, 2)):
         name = f"transpose {M}x{N} {bm}x{bn} warps={warps}"
         g = (enceladus_cdiv(M, bm), enceladus_cdiv(N, bn))
-        record(name, "enceladus", P(enc_k.transpose_kernel).prepare(g, targs, {"BLOCK_M": bm, "BLOCK_N": bn,
-                                                                               "num_warps": warps}))
-        record(name, "triton", lambda g=g, bm=bm, bn=bn, wa=warps:
-               tri_k.transpose_kernel[g](*targs, BLOCK_M=bm, BLOCK_N=bn, num_warps=wa))
+        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps}
+        record(name, "enceladus", lambda g=g, m=meta: P(enc_k.transpose_kernel).prepare(g, targs, m))
+        record(name, "triton", lambda g=g, m=meta: lambda: tri_k.transpose_kernel[g](*targs, **m))
+
+    out = []
+    for name, provider, call in pending:
+        if isinstance(call, Exception):
+            res = {"failed": f"{type(call).__name__}: {str(call)[-300:]}"}
+        else:
+            try:
+                res = bench(call, reps)
+            except Exception as e:
+                res = {"failed": f"{type(e).__name__}: {str(e)[-300:]}"}
+                torch.cuda.synchronize()
+        out.append({"variant": name, "provider": provider, **res})
+        print(f"sweep {name:52s} {provider:38s} {res.get('ms', float('nan')):.4f} ms", flush=True)
     return out
 
 
@@ -455,17 +542,30 @@ def run(args: argparse.Namespace) -> dict:
 
     ctx["proxy"] = proxy
     rows = build_rows(ctx, args.small)
+    # Set up every Enceladus provider first: that compiles each kernel to MSL and starts its nvcc build in
+    # the background, so the builds overlap each other and the Triton/torch rows instead of running in turn.
+    calls: dict[tuple[str, str], Callable[[], Any]] = {}
+    for row in rows:
+        if (args.only and not any(o in row.name for o in args.only)) or \
+                (args.providers and "enceladus" not in args.providers) or "enceladus" not in row.providers:
+            continue
+        try:
+            calls[(row.name, "enceladus")] = row.providers["enceladus"]()
+        except Exception as e:  # reported again, with the row, when the row runs
+            print(f"{row.name}: setting up enceladus failed: {type(e).__name__}: {e}", flush=True)
     results = []
     for row in rows:
         if args.only and not any(o in row.name for o in args.only):
             continue
-        entry: dict[str, Any] = {"row": row.name, "bytes": row.bytes_moved, "providers": {}}
+        entry: dict[str, Any] = {"row": row.name, "bytes": row.bytes_moved, "note": row.note, "providers": {}}
         for name, setup in row.providers.items():
             if args.providers and name not in args.providers:
                 continue
             res: dict[str, Any] = {}
             try:
-                call = setup()
+                call = calls.get((row.name, name)) or setup()
+                if row.reset is not None:
+                    row.reset()
                 for t in row.outputs:
                     t.fill_(float("nan"))
                 call()
@@ -481,7 +581,7 @@ def run(args: argparse.Namespace) -> dict:
                 res["failed"] = f"{type(e).__name__}: {str(e)[-1500:]}"
                 torch.cuda.synchronize()
             entry["providers"][name] = res
-            print(f"{row.name:32s} {name:22s} {json.dumps(res)[:400]}", flush=True)
+            print(f"{row.name:44s} {name:22s} {json.dumps(res)[:400]}", flush=True)
         enc = entry["providers"].get("enceladus", {})
         for other in ("triton tutorial", "triton (our kernel)", "torch"):
             o = entry["providers"].get(other, {})
@@ -491,7 +591,7 @@ def run(args: argparse.Namespace) -> dict:
         results.append(entry)
     import triton
 
-    sweeps = sweep(ctx, args.reps) if args.sweep else []
+    sweeps = sweep(ctx, args.reps) if args.sweep and not args.small else []
     return {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
@@ -504,7 +604,7 @@ def run(args: argparse.Namespace) -> dict:
 
 def print_table(data: dict) -> None:
     print(f"\n{data['device']}  torch {data['torch']}  triton {data['triton']}  CUDA {data['cuda']}  {data['date']}")
-    print(f"{'row':30s} {'enceladus ms':>12s} {'GB/s':>7s} {'vs tutorial':>12s} {'vs tri(ours)':>12s} "
+    print(f"{'row':44s} {'enceladus ms':>12s} {'GB/s':>7s} {'vs tutorial':>12s} {'vs tri(ours)':>12s} "
           f"{'vs torch':>9s} {'spread':>7s}")
     for r in data["rows"]:
         enc = r["providers"].get("enceladus", {})
@@ -512,22 +612,94 @@ def print_table(data: dict) -> None:
         def fmt(k: str, r: dict = r) -> str:
             return f"{r[k]:.2f}x" if k in r else "-"
         spread = max([v for k, v in r.items() if k.startswith("spread")] or [0.0])
-        print(f"{r['row']:30s} {enc.get('ms', float('nan')):12.4f} {enc.get('GB/s', float('nan')):7.0f} "
+        print(f"{r['row']:44s} {enc.get('ms', float('nan')):12.4f} {enc.get('GB/s', float('nan')):7.0f} "
               f"{fmt('vs triton tutorial'):>12s} {fmt('vs triton (our kernel)'):>12s} {fmt('vs torch'):>9s} "
-              f"{spread * 100:6.1f}%")
+              f"{spread * 100:6.1f}%  {r.get('note', '')}")
+    print("ratios: the other provider's time / Enceladus's time (above 1.00x: Enceladus faster)")
+    print("rows below 1.00x by more than the spread: " + ("; ".join(below(data)) or "none"))
+
+
+def _ratio(r: dict, other: str) -> str:
+    return f"{r['vs ' + other]:.2f}x" if "vs " + other in r else "—"
+
+
+def below(data: dict) -> list[str]:
+    """Rows where Enceladus is slower than Triton's tutorial (else Triton on our source) or torch by more than
+    the run-to-run spread of the two providers, each as a sentence."""
+    out = []
+    for r in data["rows"]:
+        triton = "triton tutorial" if "vs triton tutorial" in r else "triton (our kernel)"
+        for other in (triton, "torch"):
+            ratio, spread = r.get("vs " + other), r.get("spread vs " + other, 0.0)
+            if ratio is not None and ratio < 1 - spread:
+                out.append(f"{r['row']}: {ratio:.2f}x {other} (spread {spread * 100:.1f}%)")
+    return out
 
 
 def markdown(data: dict) -> str:
-    """The table as Markdown (for docs/benchmarks.md): Enceladus's time and the others' time over it."""
+    """The data-driven parts of docs/benchmarks.md's GPU proxy section, from a results file: the table,
+    the spread, the rows below, issue 21's fence cost, issue 22's 8-warp softmax, the registers ptxas gave
+    each Enceladus kernel, the sweep, and the date and versions line."""
     lines = ["| kernel | Enceladus ms | GB/s | vs Triton tutorial | vs Triton on our source | vs torch | spread |",
              "|---|---:|---:|---:|---:|---:|---:|"]
+    spreads = []
     for r in data["rows"]:
         enc = r["providers"].get("enceladus", {})
-        cells = [f"{r[k]:.2f}x" if k in r else "—" for k in
-                 ("vs triton tutorial", "vs triton (our kernel)", "vs torch")]
+        cells = [_ratio(r, k) for k in ("triton tutorial", "triton (our kernel)", "torch")]
         spread = max([v for k, v in r.items() if k.startswith("spread")] or [0.0])
-        lines.append(f"| {r['row']} | {enc.get('ms', float('nan')):.3f} | {enc.get('GB/s', float('nan')):.0f} | "
+        spreads.append((spread, r["row"]))
+        bad = [n for n, p in r["providers"].items() if "failed" in p or p.get("correct") is False]
+        flag = f" (failed or incorrect: {', '.join(bad)})" if bad else ""
+        lines.append(f"| {r['row']}{flag} | {enc.get('ms', float('nan')):.3f} | {enc.get('GB/s', float('nan')):.0f} | "
                      + " | ".join(cells) + f" | {spread * 100:.1f}% |")
+    if spreads:
+        worst = max(spreads)
+        lines += ["", f"Run-to-run spread (two rounds of {data.get('reps')} calls): at most {worst[0] * 100:.1f}% "
+                  f"({worst[1]}), median {statistics.median(s for s, _ in spreads) * 100:.1f}%."]
+    rows_below = below(data)
+    lines += ["", "**Rows below 1.00x by more than the spread:** " + ("; ".join(rows_below) if rows_below else "none.")]
+    by_name = {r["row"]: r for r in data["rows"]}
+    fence = []
+    for name in by_name:
+        if name.endswith("(acq_rel)") and name.replace("(acq_rel)", "(relaxed)") in by_name:
+            a, b = by_name[name], by_name[name.replace("(acq_rel)", "(relaxed)")]
+            parts = []
+            for prov, label in (("enceladus", "Enceladus"), ("triton (our kernel)", "Triton")):
+                ta, tb = a["providers"].get(prov, {}).get("ms"), b["providers"].get(prov, {}).get("ms")
+                if ta and tb:
+                    parts.append(f"{label} {ta:.3f} ms fenced / {tb:.3f} ms relaxed = {ta / tb:.2f}x")
+            fence.append(f"- {name[:-len(' (acq_rel)')]}: " + "; ".join(parts))
+    if fence:
+        lines += ["", "**Fence cost (issue 21)**, the same atomic_add at Triton's default `sem='acq_rel'` "
+                  "(Enceladus: a device-scope `atomic_thread_fence` before and after the relaxed Metal atomic, "
+                  "`__threadfence()` on the proxy) and at `sem='relaxed'`:", *fence]
+    eight = [r for r in data["rows"] if r["row"].endswith(" 8 warps")]
+    if eight:
+        lines += ["", "**Softmax at 8 SIMD groups (issue 22: precise `exp`/division against Triton's approximate "
+                  "ones):** " + "; ".join(f"{r['row']}: {_ratio(r, 'triton (our kernel)')} Triton on our source"
+                                          for r in eight)]
+    regs = []
+    for b in data.get("builds", []):
+        m = re.search(r"Used (\d+) registers", b.get("ptxas", ""))
+        regs.append(f"{b['kernel']} ({b.get('num_warps')} warps{'' if b.get('launch_bounds', True) else ', no bounds'}"
+                    f", {b.get('threadgroup_memory') or 0} B threadgroup): {m.group(1) if m else '?'} registers")
+    if regs:
+        lines += ["", "Registers per thread (ptxas): " + "; ".join(dict.fromkeys(regs)) + "."]
+    if data.get("sweep"):
+        lines += ["", "Sweep (ms; Triton compiling the same source at the same config):", "",
+                  "| variant | Enceladus | Triton | Triton / Enceladus | Enceladus without `__launch_bounds__` |",
+                  "|---|---:|---:|---:|---:|"]
+        table: dict[str, dict[str, float]] = {}
+        for e in data["sweep"]:
+            table.setdefault(e["variant"], {})[e["provider"]] = e.get("ms", float("nan"))
+        for v, t in table.items():
+            enc, tri = t.get("enceladus", float("nan")), t.get("triton", float("nan"))
+            nolb = t.get("enceladus without __launch_bounds__")
+            lines.append(f"| {v} | {enc:.4f} | {tri:.4f} | {tri / enc:.2f}x | "
+                         + (f"{nolb:.4f}" if nolb is not None else "—") + " |")
+    lines += ["", f"Measured {data['date']} on an {data['device']} with CUDA {data['cuda']} (`nvcc -arch=sm_90 -O3`, "
+              f"no fast-math flags), PyTorch {data['torch']}, Triton {data['triton']}, Python {data['python']}; "
+              "JSON in `benchmarks/results/gpu_proxy_h200.json`."]
     return "\n".join(lines)
 
 

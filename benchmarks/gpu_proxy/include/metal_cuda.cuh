@@ -532,12 +532,21 @@ using thread_scope::thread_scope_device;
 using thread_scope::thread_scope_simdgroup;
 using thread_scope::thread_scope_thread;
 using thread_scope::thread_scope_threadgroup;
-ENC_D void atomic_thread_fence(mem_flags flags, memory_order = memory_order_relaxed,
+// atomic_thread_fence as C++/Metal define it, on PTX fences: a relaxed fence (or one ordering no memory) does
+// nothing; seq_cst is fence.sc (what __threadfence / __threadfence_block compile to), acquire, release and acq_rel
+// are fence.acq_rel (PTX has no one-sided fence; acq_rel is the weakest that gives either side). The scope is
+// the GPU when device memory is ordered at device scope, else the block (a threadgroup or SIMD-group scope, or
+// threadgroup memory alone, is ordered within the block).
+ENC_D void atomic_thread_fence(mem_flags flags, memory_order order = memory_order_seq_cst,
                                thread_scope scope = thread_scope::thread_scope_device) {
-  if ((uint(flags) & uint(mem_flags::mem_device)) != 0 && scope == thread_scope::thread_scope_device) {
-    __threadfence();
+  if (order == memory_order_relaxed || flags == mem_flags::mem_none) return;
+  const bool gpu = (uint(flags) & uint(mem_flags::mem_device)) != 0 && scope == thread_scope::thread_scope_device;
+  if (order == memory_order_seq_cst) {
+    if (gpu) __threadfence(); else __threadfence_block();
+  } else if (gpu) {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
   } else {
-    __threadfence_block();
+    asm volatile("fence.acq_rel.cta;" ::: "memory");
   }
 }
 template <class T> struct atomic {
