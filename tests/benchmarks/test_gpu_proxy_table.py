@@ -1,0 +1,84 @@
+"""The GPU proxy table's own pieces that run without a GPU: its benchmark kernels (benchmarks/gpu_proxy/kernels.py)
+on every path against NumPy at small sizes (every kernel a session launches is also rewritten to CUDA and
+type-checked by tests/conftest.py, so a kernel the device run could not translate fails here first), and
+``table.py --markdown``, which turns a results file into the docs section's data."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+from codegen.gpu_proxy_loader import gpu_proxy
+from paths import run_on_all_paths
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+table = gpu_proxy("table")
+kernels = gpu_proxy("source").load_functions(str(ROOT / "benchmarks" / "gpu_proxy" / "kernels.py"),
+                                             ["histogram_kernel", "atomic_accumulate", "transpose_kernel",
+                                              "transpose_config"], "enceladus")
+
+
+@pytest.mark.parametrize("relaxed", [False, True], ids=["acq_rel", "relaxed"])
+def test_histogram_kernel(relaxed):
+    n = 5000  # not a multiple of the block: the masked tail must not count
+    x = np.random.default_rng(0).integers(0, 256, n).astype(np.int32)
+    run_on_all_paths(kernels.histogram_kernel, (-(-n // 1024),), lambda: (x.copy(), np.zeros(256, np.int32), n),
+                     lambda *a: {1: np.bincount(x, minlength=256).astype(np.int32)},
+                     constexprs={"BLOCK": 1024, "RELAXED": relaxed}, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("relaxed", [False, True], ids=["acq_rel", "relaxed"])
+def test_atomic_accumulate_kernel(relaxed):
+    n = 3000
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    base = np.linspace(-1, 1, n, dtype=np.float32)
+    run_on_all_paths(kernels.atomic_accumulate, (-(-n // 1024),), lambda: (x.copy(), base.copy(), n),
+                     lambda *a: {1: base + x}, constexprs={"BLOCK": 1024, "RELAXED": relaxed}, rtol=0, atol=0)
+
+
+def test_transpose_kernel_at_the_table_config():
+    bm, bn, warps = kernels.transpose_config()
+    M, N = 3 * bm - 5, 2 * bn + 3
+    a = np.random.default_rng(2).standard_normal((M, N)).astype(np.float32)
+    run_on_all_paths(kernels.transpose_kernel, (-(-M // bm), -(-N // bn)),
+                     lambda: (a.copy(), np.zeros((N, M), np.float32), M, N, N, M), lambda *x: {1: a.T},
+                     constexprs={"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, rtol=0, atol=0)
+
+
+def _row(name, enc_ms, others, spread=0.001):
+    row = {"row": name, "bytes": 1, "note": "", "providers": {"enceladus": {"ms": enc_ms, "GB/s": 1.0, "spread": spread}}}
+    for prov, ms in others.items():
+        row["providers"][prov] = {"ms": ms, "spread": spread}
+        row[f"vs {prov}"] = ms / enc_ms
+        row[f"spread vs {prov}"] = spread
+    return row
+
+
+def test_markdown_of_the_committed_results():
+    data = json.loads((ROOT / "benchmarks" / "results" / "gpu_proxy_h200.json").read_text())
+    md = table.markdown(data)
+    assert md.startswith("| kernel | Enceladus ms |")
+    assert len([line for line in md.splitlines() if line.startswith("| ") and "x |" in line]) == len(data["rows"])
+    assert f"Triton {data['triton']}" in md and data["date"] in md
+
+
+def test_markdown_reports_rows_below_fence_cost_and_eight_warps():
+    data = {"date": "D", "device": "GPU", "cuda": "13", "torch": "T", "triton": "3", "python": "3.12", "reps": 25,
+            "rows": [_row("softmax 8x8 8 warps", 1.0, {"triton (our kernel)": 0.9}),
+                     _row("histogram 2^26 into 256 bins (acq_rel)", 2.0, {"triton (our kernel)": 2.2}),
+                     _row("histogram 2^26 into 256 bins (relaxed)", 1.0, {"triton (our kernel)": 1.1}),
+                     _row("ok row", 1.0, {"triton tutorial": 1.0005, "torch": 1.2})],
+            "builds": [{"kernel": "k", "num_warps": 4, "threadgroup_memory": 16512,
+                        "ptxas": "ptxas info    : Used 38 registers"}],
+            "sweep": [{"variant": "v", "provider": "enceladus", "ms": 2.0}, {"variant": "v", "provider": "triton", "ms": 1.0}]}
+    md = table.markdown(data)
+    assert "**Rows below 1.00x by more than the spread:** softmax 8x8 8 warps: 0.90x triton (our kernel)" in md
+    assert "ok row" not in md.split("**Rows below")[1].split("\n")[0]  # 1.0005x is not below
+    assert "- histogram 2^26 into 256 bins: Enceladus 2.000 ms fenced / 1.000 ms relaxed = 2.00x; " \
+           "Triton 2.200 ms fenced / 1.100 ms relaxed = 2.00x" in md
+    assert "softmax 8x8 8 warps: 0.90x Triton on our source" in md
+    assert "k (4 warps, 16512 B threadgroup): 38 registers" in md
+    assert "| v | 2.0000 | 1.0000 | 0.50x | — |" in md
