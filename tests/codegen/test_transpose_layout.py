@@ -148,3 +148,29 @@ def test_transpose_in_a_loop_reuses_the_buffer_race_free():
     args = make()
     _debug_launch(transpose_loop_kernel, (N // BLOCK,), args, {"BLOCK": BLOCK}, 4)
     np.testing.assert_array_equal(args[1], x.T)
+
+
+@enceladus.jit
+def column_to_row_major(X, Y, M, N, ld_x, ld_y, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Y (row-major) = X (column-major): the tile's addresses run down dim 0 on load, along dim 1 on store."""
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tile = tl.load(X + rm[:, None] + rn[None, :] * ld_x, mask=mask)
+    tl.store(Y + rm[:, None] * ld_y + rn[None, :], tile, mask=mask)
+
+
+def test_column_major_tile_stored_row_major_is_vectorized_both_ways():
+    M, N, bm, bn = 64, 96, 32, 32
+    x_cm = np.asfortranarray(np.random.default_rng(3).standard_normal((M, N)).astype(np.float32))
+    flat = np.ascontiguousarray(x_cm.T)  # the column-major bytes, as a C-contiguous (N, M) array
+    make = lambda: (flat.copy(), np.zeros((M, N), np.float32), M, N, M, N)  # noqa: E731
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn}
+    run_on_all_paths(column_to_row_major, (M // bm, N // bn), make, lambda *a: {1: x_cm}, constexprs=meta,
+                     rtol=0, atol=0)
+    _needs_cpu()
+    ck, widths = _compiled(column_to_row_major, make(), meta, (M // bm, N // bn), 4)
+    assert widths == {("load", 4), ("store", 4)}, widths
+    args = make()
+    _debug_launch(column_to_row_major, (M // bm, N // bn), args, meta, 4)
+    np.testing.assert_array_equal(args[1], x_cm)
