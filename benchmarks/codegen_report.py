@@ -73,8 +73,9 @@ def loops(msl: str) -> list[dict[str, Any]]:
             if depth == 0:
                 break
         carried, j = 0, i - 1
-        while j >= 0 and (CARRIED.match(lines[j]) or lines[j].strip().startswith("for (int e = 0;")):
-            m = CARRIED.match(lines[j])
+        while j >= 0 and (CARRIED.match(lines[j].split("//")[0].rstrip())
+                          or lines[j].strip().startswith("for (int e = 0;")):
+            m = CARRIED.match(lines[j].split("//")[0].rstrip())
             if m and not lines[j].strip().startswith("for ("):
                 decl = m[1].split()
                 size = 8 if "*" in m[1] else _BYTES[decl[-1]]

@@ -106,6 +106,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.pooled = pooled  # threadgroup memory shared by all data movements (when separate arrays exceed 32 KB)
         self.pool_offset = 0
         self.smem_uses = 0
+        self.carried_runs: dict[str, tuple[str, int]] = {}  # ref of a run-compressed pointer tile -> (name, run)
         self.sync = BarrierPlanner()  # the barriers before data movements, decided once the body is written
         self.matmul2d_tiles: list[tuple] = []
         self.fragments_via_store = False  # set from the device probes (see driver.py and matmul.py)
@@ -536,14 +537,40 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         return f"static_cast<{t}>({x})"
 
     # --- control flow ---------------------------------------------------------------------------------------------
-    def declare_carried(self, v: ir.Value, init: ir.Value | None) -> str:
-        """A variable that holds a loop-carried value or a control-flow result (in its home layout)."""
+    def pointer_run(self, values: list[ir.Value]) -> int:
+        """How many consecutive registers of a carried pointer tile one pointer stands for: the thread's run along
+        the layout's fastest dimension when every value the variable holds (initial, carried, yielded, result)
+        is known to be contiguous over such runs (axis analysis); then element e is ``c[e / run] + e % run``."""
+        v = values[0]
+        home = self.plan.homes[v.id]
+        p = home.parent
+        if not v.type.is_ptr or not isinstance(p, BlockedLayout) or home.dims != tuple(range(len(p.shape))):
+            return 1
+        fast = p.order[0]
+        run = p.size_per_thread[fast]
+        if run <= 1 or p.replicated[fast] or any(x.id not in self.axis or self.axis[x.id].contiguity[fast] < run
+                                                 for x in values):
+            return 1
+        return run
+
+    def declare_carried(self, v: ir.Value, init: ir.Value | None, same: list[ir.Value] = ()) -> str:
+        """A variable that holds a loop-carried value or a control-flow result (in its home layout). A pointer
+        tile contiguous over each thread's runs (``same``: the other values the variable holds) keeps one
+        pointer per run (``pointer_run``): fewer registers carried across the loop."""
         name = f"c{v.id}"
         t = "auto" if v.type.is_ptr and not v.type.is_tile else msl_type(v.type.element)
         if v.type.is_tile:
             home = self.plan.homes[v.id]
             if v.type.is_ptr:
                 t = msl_type(v.type.element, const=not self._writes_through(init) if init is not None else False)
+            run = self.pointer_run([v, *same]) if same and init is not None else 1
+            if run > 1:
+                n = home.parent.elems_per_thread
+                self.emit(f"{t} {name}[{n // run}];  // one pointer per run of {run} contiguous elements")
+                self.emit(f"for (int e = 0; e < {n}; e += {run}) {name}[e / {run}] = {self.ref(init, home)};")
+                ref = f"({name}[({{e}}) / {run}] + ({{e}}) % {run})"
+                self.carried_runs[ref] = (name, run)
+                return ref
             self.emit(f"{t} {name}[{home.parent.elems_per_thread}];")
             if init is not None:
                 self.loop(home, f"{name}[e] = {self.ref(init, home)};")
@@ -577,15 +604,19 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         for (tmp, home), ref in zip(temps, refs):
             if home is None:
                 self.emit(f"{ref} = {tmp};")
+            elif ref in self.carried_runs:
+                name, run = self.carried_runs[ref]
+                self.emit(f"for (int e = 0; e < {home.parent.elems_per_thread}; e += {run}) {name}[e / {run}] = {tmp};")
             else:
                 self.loop(home, f"{ref.replace('{e}', 'e')} = {tmp};")
 
     def emit_loop(self, op: ir.Op) -> None:
         is_for = op.name == "for"
         inits = op.operands[3:] if is_for else op.operands
-        refs = [self.declare_carried(r, i) for r, i in zip(op.results, inits)]
         body = op.regions[-1]
         carried_args = body.args[1:] if is_for else body.args
+        refs = [self.declare_carried(r, i, [a, y, i] if is_for else [])
+                for r, i, a, y in zip(op.results, inits, carried_args, body.terminator.operands)]
         if is_for:
             lb, ub, step = (self.ref(o, None) for o in op.operands[:3])
             iv = body.args[0]
