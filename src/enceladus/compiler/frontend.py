@@ -905,6 +905,11 @@ class Lowering(ast.NodeVisitor):
             if len(args) != 1 or not isinstance(args[0], (tuple, list)):
                 raise self.error(node, "tl.tuple(...) takes one list or tuple of values", "e.g. tl.tuple([a, b])")
             return tuple(args[0])
+        if isinstance(fn, type) and issubclass(fn, tuple) and hasattr(fn, "_fields"):
+            try:  # a NamedTuple built in the kernel (Triton's aggregate of values): a tuple with field names
+                return fn(*args, **kwargs)
+            except TypeError as e:
+                raise self.error(node, f"{fn.__name__}(...): {e}", f"pass the fields of {fn.__name__}") from None
         if fn is hasattr and len(args) == 2 and not kwargs and is_value(args[0]) and isinstance(args[1], str):
             return self.value_has_attribute(args[0], args[1])
         if fn is isinstance and len(args) == 2 and not kwargs and is_value(args[0]):

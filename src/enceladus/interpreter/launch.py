@@ -260,6 +260,16 @@ class Rebinder:
                 self._codes(c)
 
 
+def _rebind_in_tuples(rebinder: Rebinder, v: Any) -> Any:
+    """A tuple argument with the ``@jit`` functions inside it (a NamedTuple's constexpr field) made callable."""
+    if _is_jit(v):
+        return rebinder.function(v.fn)
+    if isinstance(v, tuple):
+        items = [_rebind_in_tuples(rebinder, x) for x in v]
+        return type(v)(*items) if hasattr(type(v), "_fields") else tuple(items)
+    return v
+
+
 def _cell_full(cell: Any) -> bool:
     try:
         _ = cell.cell_contents
@@ -375,6 +385,7 @@ def interpret_launch(jitfn: Any, grid: tuple[int, int, int], values: dict[str, A
         return
     rebinder = Rebinder()
     kernel = rebinder.function(jitfn.fn)
+    args = {k: _rebind_in_tuples(rebinder, v) if isinstance(v, tuple) else v for k, v in args.items()}
     launch = Launch(kernel=jitfn.__name__, grid=grid, codes=rebinder.codes, rebinder=rebinder,
                     debug=bool(options.get("debug") or getattr(jitfn, "debug", False) or env_flag("ENCELADUS_DEBUG")))
     launch.buffers = [a.buf for a in _leaves(args) if isinstance(a, PointerTile)]

@@ -90,13 +90,34 @@ def flatten(name: str, value: Any) -> tuple[list[tuple[str, Any]], Any]:
         leaves += [(f"{name}__stride{i}", int(s)) for i, s in enumerate(value.strides)]
         return leaves, ("desc", rank, tuple(value.block_shape))
     if isinstance(value, tuple):
+        from .core import constexpr
+
         leaves, parts = [], []
+        fixed = _constexpr_fields(type(value))
         for i, item in enumerate(value):
+            if i in fixed or getattr(item, "__enceladus_jit__", False) or isinstance(item, constexpr):
+                # part of the structure (and of the kernel's specialization), not an argument
+                parts.append(("const", item))
+                continue
             sub, structure = flatten(f"{name}__{i}", item)
             leaves.extend(sub)
             parts.append(structure)
+        if hasattr(type(value), "_fields"):  # a NamedTuple: the kernel sees its fields by name again
+            return leaves, ("tuple", tuple(parts), type(value))
         return leaves, ("tuple", tuple(parts))
     return [(name, value)], ("leaf",)
+
+
+def _constexpr_fields(cls: type) -> set[int]:
+    """The positions of a NamedTuple's fields annotated ``tl.constexpr`` (Triton makes them compile-time values,
+    e.g. a ``@jit`` function a kernel calls)."""
+    fields = getattr(cls, "_fields", None)
+    if not fields:
+        return set()
+    from .core import constexpr
+
+    notes = getattr(cls, "__annotations__", {})
+    return {i for i, f in enumerate(fields) if notes.get(f) is constexpr or notes.get(f) == "tl.constexpr"}
 
 
 def leaf_names(name: str, structure: Any) -> list[str]:
@@ -104,6 +125,8 @@ def leaf_names(name: str, structure: Any) -> list[str]:
     kind = structure[0]
     if kind == "leaf":
         return [name]
+    if kind == "const":
+        return []
     if kind == "desc":
         rank = structure[1]
         return [f"{name}__base", *(f"{name}__shape{i}" for i in range(rank)),
@@ -123,4 +146,9 @@ def rebuild(name: str, structure: Any, leaf: Any, make_descriptor: Any) -> Any:
         rank, block = structure[1], structure[2]
         return make_descriptor(leaf(f"{name}__base"), tuple(leaf(f"{name}__shape{i}") for i in range(rank)),
                                tuple(leaf(f"{name}__stride{i}") for i in range(rank)), block)
-    return tuple(rebuild(f"{name}__{i}", sub, leaf, make_descriptor) for i, sub in enumerate(structure[1]))
+    if kind == "const":  # a compile-time value: what a constexpr parameter would give
+        from .core import constexpr
+
+        return structure[1].value if isinstance(structure[1], constexpr) else structure[1]
+    items = [rebuild(f"{name}__{i}", sub, leaf, make_descriptor) for i, sub in enumerate(structure[1])]
+    return structure[2](*items) if len(structure) > 2 else tuple(items)
