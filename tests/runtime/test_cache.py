@@ -91,6 +91,46 @@ def test_second_run_of_example_in_new_process_compiles_nothing(tmp_path: Path) -
     assert stat_mode(cache_dir) == 0o700 and stat_mode(cache_dir / "kernels") == 0o700
 
 
+# What a process that only launches a cached kernel may load of the compiler: the kernel and ABI classes, Metal's
+# limits, the source locator (all imported by `import enceladus`) and the MSL signature record of the cpu backend.
+CACHED_PATH_COMPILER_MODULES = {"enceladus.compiler", "enceladus.compiler.kernel", "enceladus.compiler.metal_limits",
+                                "enceladus.compiler.source", "enceladus.compiler.msl_signature"}
+
+LOADED_SCRIPT = KERNEL_SCRIPT + textwrap.dedent("""
+    import json, sys
+    from enceladus.runtime import stream
+    loaded = sorted(m for m in sys.modules if m.startswith("enceladus.compiler"))
+    cpu_modules = sorted(m for m in sys.modules if m.startswith("enceladus.backends.cpu."))
+    default_stream = stream._default is not None
+    k = axpy.warmup(x, y, out, x.size, 2.0, BLOCK=256)
+    print("LOADED " + json.dumps({"compiler": loaded, "cpu": cpu_modules, "default_stream": default_stream,
+                                  "layouts": [str(lay) for lay in k.metadata["layouts"]]}))
+""")
+
+
+def test_cached_launch_in_a_fresh_process_loads_no_compiler(tmp_path: Path) -> None:
+    """The cached path of a fresh process (#26): no compiler module beyond the kernel records, no MSL parser or
+    translator of the cpu backend, no stream worker for a synchronous launch; the layouts still read back."""
+    cache_dir = tmp_path / "cache"
+    script = tmp_path / "axpy_loaded.py"
+    script.write_text(LOADED_SCRIPT)
+    env = {**os.environ, "ENCELADUS_CACHE_DIR": str(cache_dir)}
+    env.pop("ENCELADUS_CACHE", None)
+    runs = []
+    for _ in range(2):  # the first process compiles and fills the cache
+        res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300,
+                             cwd=ROOT)
+        assert res.returncode == 0, res.stderr
+        runs.append(json.loads(next(ln for ln in res.stdout.splitlines() if ln.startswith("LOADED "))[7:]))
+    first, cached = runs
+    assert "enceladus.compiler.driver" in first["compiler"]  # (the check sees what a compile loads)
+    assert set(cached["compiler"]) <= CACHED_PATH_COMPILER_MODULES, cached["compiler"]
+    assert not {"enceladus.backends.cpu.signature", "enceladus.backends.cpu.translate",
+                "enceladus.backends.cpu.queue"} & set(cached["cpu"]), cached["cpu"]
+    assert not cached["default_stream"]  # a launch on NumPy arrays ran on the calling thread
+    assert cached["layouts"] == first["layouts"] and cached["layouts"]
+
+
 def stat_mode(p: Path) -> int:
     return p.stat().st_mode & 0o777
 
@@ -185,6 +225,23 @@ def test_json_round_trip(name: str) -> None:
         {key: v for key, v in k.metadata.items() if key not in per_process}
     assert back.metadata["stored_global_reads"] == guards.encode_reads(k.metadata["global_reads"])
     assert back.explain() == k.explain()
+
+
+def test_loaded_metadata_decodes_layouts_on_first_use() -> None:
+    """A loaded kernel's layouts are decoded when first read (#26); the metadata behaves as a plain dict."""
+    k = enceladus.compile(lk.scale_kernel, "*fp32,*fp16,i32,fp32", {"BLOCK": 256})
+    md = serialize.from_json(serialize.to_json(k)).metadata
+    assert dict.__contains__(md, "num_warps") and not dict.__contains__(md, "layouts")  # not decoded yet
+    assert "layouts" in md and len(md) == len(md.names())
+    assert md.copy()["layouts"] == k.metadata["layouts"] and dict.__contains__(md, "layouts")
+    md2 = serialize.from_json(serialize.to_json(k)).metadata
+    md2["layouts"] = ["replaced"]  # an assignment wins over the pending decode
+    assert md2["layouts"] == ["replaced"] and dict(md2)["layouts"] == ["replaced"]
+    md3 = serialize.from_json(serialize.to_json(k)).metadata
+    assert md3.pop("layouts") == k.metadata["layouts"] and "layouts" not in md3
+    md4 = serialize.from_json(serialize.to_json(k)).metadata
+    del md4["layouts"]
+    assert "layouts" not in md4 and md4.get("layouts") is None and "layouts" not in repr(md4)
 
 
 def test_encoding_refuses_foreign_objects() -> None:

@@ -59,41 +59,36 @@ class KernelABI:
         return tuple(p for p in self.params if p.kind == "buffer")
 
 
-class KernelAsm(dict):
-    """``kernel.asm``: the kernel's texts by name ("ir", "ir_layouts", "msl"; "cpp" on the cpu backend).
+class LazyDict(dict):
+    """A dict some of whose values are made on first use: registered with :meth:`add_lazy`. Iterating,
+    ``keys()``/``items()``/``values()``, ``==`` and ``len()`` see every key, lazy ones included."""
 
-    Texts nobody may read are registered with :meth:`add_lazy` and made on first use: the IR printouts
-    (formatting them costs about a sixth of a small kernel's compile) and the cpu backend's C++ translation
-    unit (a pure function of the MSL). Iterating, ``keys()``/``items()``/``values()`` and ``len()`` see
-    every text, lazy ones included.
-    """
-
-    def __init__(self, data: dict[str, str] | None = None, lazy: dict[str, Callable[[], str]] | None = None):
+    def __init__(self, data: dict[str, Any] | None = None, lazy: dict[str, Callable[[], Any]] | None = None):
         super().__init__(data or {})
-        self._lazy: dict[str, Callable[[], str]] = {}
+        self._lazy: dict[str, Callable[[], Any]] = {}
         for key, make in (lazy or {}).items():
             self.add_lazy(key, make)
 
-    def add_lazy(self, key: str, make: Callable[[], str]) -> None:
-        """Make ``asm[key]`` with ``make()`` when it is first read (unless it is already there)."""
+    def add_lazy(self, key: str, make: Callable[[], Any]) -> None:
+        """Make ``self[key]`` with ``make()`` when it is first read (unless it is already there)."""
         if not dict.__contains__(self, key):
             self._lazy[key] = make
 
     def names(self) -> list[str]:
-        """Every text's name, without making the lazy ones."""
+        """Every key, without making the lazy values."""
         return [*dict.keys(self), *self._lazy]
 
-    def _make(self, key: str) -> str:
-        text = self._lazy[key]()
-        dict.__setitem__(self, key, text)
+    def _make(self, key: str) -> Any:
+        value = self._lazy[key]()
+        dict.__setitem__(self, key, value)
         del self._lazy[key]
-        return text
+        return value
 
     def _make_all(self) -> None:
         for key in list(self._lazy):
             self._make(key)
 
-    def __missing__(self, key: str) -> str:
+    def __missing__(self, key: str) -> Any:
         if key in self._lazy:
             return self._make(key)
         raise KeyError(key)
@@ -127,7 +122,41 @@ class KernelAsm(dict):
         self._make_all()
         return dict.__eq__(self, other)
 
+    def pop(self, key: str, *default: Any) -> Any:
+        if key in self._lazy:
+            self._make(key)
+        return dict.pop(self, key, *default)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else dict.setdefault(self, key, default)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._lazy.pop(key, None)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        if self._lazy.pop(key, None) is None:  # a key is either lazy or in the dict, never both
+            dict.__delitem__(self, key)
+
+    def copy(self) -> dict[str, Any]:
+        self._make_all()
+        return dict.copy(self)
+
+    def __repr__(self) -> str:
+        self._make_all()
+        return dict.__repr__(self)
+
     __hash__ = None  # type: ignore[assignment]
+
+
+class KernelAsm(LazyDict):
+    """``kernel.asm``: the kernel's texts by name ("ir", "ir_layouts", "msl"; "cpp" on the cpu backend).
+
+    Texts nobody may read are registered with :meth:`add_lazy` and made on first use: the IR printouts
+    (formatting them costs about a sixth of a small kernel's compile) and the cpu backend's C++ translation
+    unit (a pure function of the MSL). Iterating, ``keys()``/``items()``/``values()`` and ``len()`` see
+    every text, lazy ones included.
+    """
 
 
 @dataclass(eq=False)

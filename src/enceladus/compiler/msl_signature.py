@@ -8,7 +8,6 @@ attributes it cannot emulate. Light on purpose (no compiler imports): cached ker
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from .metal_limits import MAX_BUFFER_SLOTS, MAX_SAMPLER_SLOTS, MAX_TEXTURE_SLOTS, MAX_THREADGROUP_SLOTS
@@ -65,9 +64,9 @@ class KernelParam(NamedTuple):
     index: int | None
 
 
-@dataclass(frozen=True)
-class KernelSignature:
-    """A parsed ``kernel void NAME(...)`` declaration."""
+class KernelSignature(NamedTuple):
+    """A parsed ``kernel void NAME(...)`` declaration (a NamedTuple, not a dataclass: a fresh process that loads a
+    cached kernel creates this class, and a dataclass costs ~0.7 ms to create)."""
 
     name: str
     params: list[KernelParam]
@@ -89,15 +88,16 @@ class KernelSignature:
         return f"kernel void {self.name}({inner})"
 
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
-_KERNEL = re.compile(r"(?:\bkernel|\[\[\s*kernel\s*\]\])\s+void\s+([A-Za-z_]\w*)\s*\(")
-_ATTR = re.compile(r"\[\[\s*([A-Za-z_]\w*)\s*(?:\(\s*(\d+)\s*\))?\s*\]\]\s*$")
-_DECL = re.compile(r"^(.*?)([A-Za-z_]\w*)\s*$", re.DOTALL)
+# patterns, compiled by re's own cache on first use (cached kernels load without parsing any MSL)
+_COMMENT = r"(?s)//[^\n]*|/\*.*?\*/"
+_KERNEL = r"(?:\bkernel|\[\[\s*kernel\s*\]\])\s+void\s+([A-Za-z_]\w*)\s*\("
+_ATTR = r"\[\[\s*([A-Za-z_]\w*)\s*(?:\(\s*(\d+)\s*\))?\s*\]\]\s*$"
+_DECL = r"(?s)^(.*?)([A-Za-z_]\w*)\s*$"
 
 
 def strip_comments(text: str) -> str:
     """Blank out comments, keeping every newline so that offsets and line numbers stay valid."""
-    return _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    return re.sub(_COMMENT, lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
 def matching_paren(text: str, open_pos: int) -> int:
@@ -131,14 +131,14 @@ def split_top_level(text: str) -> list[str]:
 
 def _parse_param(kernel: str, raw: str) -> KernelParam:
     text = " ".join(raw.split())
-    attr = _ATTR.search(text)
+    attr = re.search(_ATTR, text)
     if attr is None:
         raise MSLSignatureError(
             f"kernel '{kernel}': parameter '{text}' has no attribute; give buffers an explicit "
             f"[[buffer(n)]] and builtins their [[...]] attribute"
         )
     decl = text[: attr.start()].strip()
-    m = _DECL.match(decl)
+    m = re.match(_DECL, decl)
     if m is None or not m.group(1).strip():
         raise MSLSignatureError(f"kernel '{kernel}': cannot parse parameter '{text}'")
     msl_type, name = " ".join(m.group(1).split()), m.group(2)
@@ -179,7 +179,7 @@ def parse_kernels(msl: str) -> dict[str, KernelSignature]:
     """Every ``kernel void NAME(...)`` in ``msl``, by name, in source order."""
     text = strip_comments(msl)
     kernels: dict[str, KernelSignature] = {}
-    for m in _KERNEL.finditer(text):
+    for m in re.finditer(_KERNEL, text):
         name = m.group(1)
         close = matching_paren(text, m.end() - 1)
         params = [_parse_param(name, p) for p in split_top_level(text[m.end() : close])]

@@ -18,7 +18,7 @@ from ..compiler.metal_limits import MAX_GRID as U32
 from ..errors import LaunchError
 from . import arguments, devicelog
 from .backend import get_backend
-from .stream import _local, current_stream, wait_all_idle
+from .stream import _local, current_stream, existing_stream, wait_all_idle
 from .tensor import Tensor
 
 _PACK = {"int1": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
@@ -214,13 +214,16 @@ class KernelLauncher:
             queue.submit(fast.run, packet, keepalive)
             return
         wait_all_idle()
-        queue = current_stream()._queue
-        if queue.error is not None:
-            raise queue.take_error()  # type: ignore[misc]
         if self.run_host is not None:
+            queue = current_stream()._queue
+            if queue.error is not None:
+                raise queue.take_error()  # type: ignore[misc]
             self.run_host(packet, keepalive, queue)
-        else:
-            fast.run(packet)
+            return
+        stream = existing_stream()  # a synchronous launch on the calling thread starts no stream worker
+        if stream is not None and stream._queue.error is not None:
+            raise stream._queue.take_error()  # type: ignore[misc]
+        fast.run(packet)
 
     def debug_launch(self, grid: tuple[int, int, int], arrays: list[Any], scalars: list[Any],
                      timeout: float | None = None, arg_extents: list[Any] | None = None) -> None:

@@ -22,7 +22,7 @@ import json
 import math
 from typing import Any
 
-from ..compiler.kernel import CompiledKernel, KernelAsm
+from ..compiler.kernel import CompiledKernel, KernelAsm, LazyDict
 
 FORMAT = 2  # 2: global_reads
 _RUNTIME_METADATA = ("read_globals", "global_reads", "cache", "target")  # not stored: read_globals separately, the rest per process
@@ -33,11 +33,23 @@ class SerializationError(ValueError):
     """A value cannot be written to (or read back from) the disk cache."""
 
 
-@dataclasses.dataclass(frozen=True)
 class Opaque:
-    """Stands in for a value that has no JSON form (its ``repr`` is kept for display)."""
+    """Stands in for a value that has no JSON form (its ``repr`` is kept for display). Immutable; a plain class
+    rather than a dataclass, which would cost a fresh process loading a cached kernel ~0.7 ms to create."""
 
-    text: str
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        object.__setattr__(self, "text", text)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Opaque is immutable (cannot set {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Opaque and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(("Opaque", self.text))
 
     def __repr__(self) -> str:
         return self.text
@@ -156,13 +168,24 @@ def kernel_from_dict(data: dict[str, Any]) -> CompiledKernel:
         raise SerializationError(f"cache entry has format {data.get('format') if isinstance(data, dict) else '?'}, "
                                  f"expected {FORMAT}")
     try:
-        metadata = decode(data["metadata"])
+        metadata = _decode_metadata(data["metadata"])
         metadata["read_globals"] = decode(data["read_globals"])
         metadata["stored_global_reads"] = list(data["global_reads"])  # bound to this process by the cache
         return CompiledKernel(name=data["name"], asm=decode(data["asm"]), abi=decode(data["abi"]),
                               metadata=metadata, accesses=decode(data["accesses"]))
     except KeyError as e:
         raise SerializationError(f"cache entry lacks {e}") from None
+
+
+def _decode_metadata(data: Any) -> dict[str, Any]:
+    """``decode`` of a kernel's metadata, leaving ``"layouts"`` to be decoded on first use: a launch never reads
+    it, and decoding it would import the compiler's layout classes into a process that only launches."""
+    fields = data.get("d") if isinstance(data, dict) and len(data) == 1 else None
+    if not isinstance(fields, dict) or "layouts" not in fields:
+        return decode(data)
+    rest = decode({"d": {k: v for k, v in fields.items() if k != "layouts"}})
+    raw = fields["layouts"]
+    return LazyDict(rest, lazy={"layouts": lambda: decode(raw)})
 
 
 def to_json(kernel: CompiledKernel) -> str:

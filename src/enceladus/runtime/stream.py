@@ -83,6 +83,13 @@ def current_stream() -> Stream:
     return stack[-1] if stack else (_default or default_stream())
 
 
+def existing_stream() -> Stream | None:
+    """``current_stream()`` if it exists already (None before the first asynchronous launch): synchronous
+    launches check it for a pending error without creating the default stream and its worker."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else _default
+
+
 def synchronize() -> None:
     """Wait for every stream's queued launches; raise the first error of a queued kernel, if any."""
     errors = []

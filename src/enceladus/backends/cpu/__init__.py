@@ -5,6 +5,8 @@ The MSL text is compiled as C++ against Enceladus's own Metal compatibility head
 See docs/cpu_backend.md.
 """
 
+from typing import Any
+
 from .errors import (
     CacheSecurityError,
     CompilerNotFoundError,
@@ -14,8 +16,19 @@ from .errors import (
     MSLSyntaxError,
 )
 from .library import CpuBackend, CpuFunction, CpuLibrary
-from .signature import KernelParam, KernelSignature, parse_kernels
 from .toolchain import CompilerInfo, cache_dir, find_compiler
+
+_LAZY = {"KernelParam": "signature", "KernelSignature": "signature", "parse_kernels": "signature"}
+
+
+def __getattr__(name: str) -> Any:
+    """The MSL signature parser, imported on first use (loading a cached kernel never parses MSL)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CacheSecurityError",

@@ -11,9 +11,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ...compiler.metal_limits import MAX_GRID, MAX_THREADGROUP_MEMORY, MAX_THREADS_PER_THREADGROUP
+from ...compiler.msl_signature import (  # (not .signature: one module fewer to load)
+    KernelParam,
+    KernelSignature,
+)
 from .errors import CpuBackendError, KernelLaunchError, KernelTimeoutError
-from .memory import CpuAllocation
-from .signature import KernelParam, KernelSignature
 from .toolchain import (
     RUNTIME_FLAGS,
     RUNTIME_SOURCE,
@@ -27,6 +29,7 @@ from .toolchain import (
 )
 
 if TYPE_CHECKING:
+    from .memory import CpuAllocation
     from .queue import CpuQueue
 
 ABI_VERSION = 8
@@ -614,6 +617,8 @@ class CpuBackend:
 
     def alloc(self, nbytes: int) -> CpuAllocation:
         """``nbytes`` of device memory: 16 KiB-aligned host memory (``address``, ``handle``, ``nbytes``)."""
+        from .memory import CpuAllocation  # launches on NumPy arrays never allocate
+
         return CpuAllocation(nbytes)
 
     def new_queue(self) -> CpuQueue:
