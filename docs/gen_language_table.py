@@ -34,7 +34,7 @@ GROUPS = [
     ("Math", ["abs", "ceil", "cdiv", "clamp", "cos", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2",
               "maximum", "minimum", "rsqrt", "sigmoid", "sin", "sqrt", "umulhi", "where"]),
     ("Reductions and scans", ["sum", "max", "min", "argmax", "argmin", "xor_sum", "reduce_or", "reduce", "cumsum", "cumprod",
-                              "associative_scan", "sort", "histogram"]),
+                              "associative_scan", "sort", "bitonic_merge", "histogram"]),
     ("Shape", ["broadcast", "broadcast_to", "cat", "expand_dims", "flip", "gather", "interleave", "join", "permute",
                "ravel", "reshape", "split", "squeeze", "trans", "unsqueeze", "view", "swizzle2d"]),
     ("Matrix multiply", ["dot", "dot_scaled"]),

@@ -119,7 +119,8 @@ def _wrapper_param(p: KernelParam) -> WrapperParam:
             "threadgroup memory statically, and the proxy has no dynamic threadgroup parameters")
     base = _strip_spaces(p.msl_type)
     if base.endswith("&"):
-        return WrapperParam(p.name, int(p.index), "bytes", base[:-1].replace("const", "").strip())
+        # the qualifier only: a struct named const_copy_kernel_args keeps its name
+        return WrapperParam(p.name, int(p.index), "bytes", re.sub(r"\bconst\b", "", base[:-1]).strip())
     return WrapperParam(p.name, int(p.index), "pointer", base)
 
 

@@ -2,7 +2,8 @@
 
 On the cpu backend an address is a host address; a pointer made from one is checked against the argument of the
 launch whose memory holds it, and one into memory Enceladus does not know is allowed with one warning naming the
-kernel line. The interpreter follows the same rule."""
+kernel line. The interpreter follows the same rule. On Metal the addresses are ``Tensor.device_address()`` values
+(gpuAddress), made resident at launch: tests/backends/metal/test_runtime_on_standin.py."""
 
 import warnings
 
@@ -97,21 +98,6 @@ def test_pointer_cast_refusals(kind, message, path):
         on_path(ak.bad_address_kernel, path)[(1,)](np.zeros(2, np.int64), KIND=kind)
 
 
-def test_metal_refuses_integer_addresses_at_launch():
-    """On Metal an address would be an MTLBuffer gpuAddress made resident with useResource: (not built yet): the
-    launch is refused with the reason (checked with the recording stand-in for libobjc)."""
-    pytest.importorskip("enceladus.backends.cpu")
-    from backends.metal.objc_recorder import RecordingObjCRuntime
-    from enceladus.backends.cpu import CpuBackend
-    from enceladus.backends.metal import MetalBackend
-    from enceladus.runtime.backend import use_backend
-
-    metal = MetalBackend(runtime=RecordingObjCRuntime(cpu_backend=CpuBackend()), macos=15)
-    a = np.zeros(16, np.float32)
-    with use_backend(metal), pytest.raises(enceladus.LaunchError, match="gpuAddress"):
-        enceladus.jit(ak.address_gather_kernel.fn)[(1,)](np.array([a.ctypes.data], np.int64), a, N=16)
-
-
 def test_where_between_pointers_into_two_arguments():
     n = 32
     cond = RNG.integers(0, 2, n).astype(np.int8)
@@ -145,3 +131,18 @@ def test_where_pointer_refusals(kind, message, path):
     with pytest.raises(enceladus.CompilationError, match=message):
         on_path(ak.bad_where_pointers_kernel, path)[(1,)](np.zeros(2, np.float32), np.zeros(2, np.int32),
                                                           np.zeros(2, np.int32), KIND=kind)
+
+
+def test_tensor_device_address_is_the_host_address_on_the_cpu_backend():
+    # the portable spelling of tutorial 08's table: Tensor.device_address() (gpuAddress on Metal; host address here)
+    if not cpu_available():
+        path_missing("cpu", "no C++ compiler")
+    blocks = [enceladus.tensor(RNG.standard_normal(16).astype(np.float32)) for _ in range(3)]
+    assert all(b.device_address() == b.data_ptr() for b in blocks)
+    assert blocks[0][4:].device_address() == blocks[0].data_ptr() + 16
+    table = enceladus.tensor(np.array([b.device_address() for b in blocks], np.int64))
+    out = enceladus.zeros(48)
+    with warnings.catch_warnings():  # the blocks are not arguments: unchecked memory, warned about or not
+        warnings.simplefilter("ignore", RuntimeWarning)
+        on_path(ak.address_gather_kernel, "cpu")[(3,)](table, out, N=16)
+    np.testing.assert_array_equal(out.numpy(), np.concatenate([b.numpy() for b in blocks]) * 2)

@@ -126,6 +126,17 @@ def test_atomic_load_and_store(dtype):
                      constexprs={"BLOCK": 128}, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "bool"])
+def test_byte_atomic_load_and_store_keep_their_neighbours(dtype):
+    n, nprog = 301, 7  # odd: the last word is padded; the 7 programs' bytes interleave within every word
+    x = RNG.integers(0, 2, n).astype(bool) if dtype == "bool" else RNG.integers(-128 if dtype == "int8" else 0,
+                                                                                 128 if dtype == "int8" else 256, n).astype(dtype)
+    first = ~x if dtype == "bool" else (x.astype(np.int64) * 3).astype(dtype)  # int8 * 3 wraps
+    run_on_all_paths(wk.byte_atomic_kernel, (nprog,), lambda: (x.copy(), np.zeros(2 * n, x.dtype), n),
+                     lambda x, y, n: {1: np.concatenate([first, x])}, constexprs={"NPROG": nprog, "BLOCK": 64},
+                     rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("flag_dtype", ["int32", "int16", "uint32"])
 def test_chained_sum_with_poll_load_and_store(flag_dtype):
     programs, block = 24, 64
@@ -208,3 +219,29 @@ def test_uint64_atomics_need_the_gpu_family():
     with pytest.raises(enceladus.CompilationError, match="Apple9 family") as e:
         compile_kernel(*args, device={"atomic_u64_minmax": False})
     assert e.value.lineno is not None
+
+
+@pytest.mark.parametrize("path", ALL_PATHS)
+def test_signed_int64_atomic_max_is_refused_with_the_biased_fix(path):
+    if path == "cpu" and not cpu_available():
+        path_missing(path, "no C++ compiler")
+    with pytest.raises(enceladus.CompilationError, match="int64 is not available on Apple GPUs") as info:
+        on_path(wk.signed64_max_kernel, path)[(1,)](np.zeros(1, np.int64), np.ones(4, np.int64), 4, BLOCK=4)
+    assert "0x8000000000000000" in str(info.value)
+
+
+def test_the_biased_fix_gives_signed_int64_max_and_min():
+    n, nslot = 1000, 3
+    v = RNG.integers(-2**63, 2**63 - 1, n, dtype=np.int64, endpoint=True)
+    v[:2] = [-2**63, 2**63 - 1]  # the extremes
+    bias = np.uint64(1 << 63)
+    start = np.concatenate([np.full(nslot, 0, np.uint64), np.full(nslot, 2**64 - 1, np.uint64)])  # -2**63, 2**63-1
+    want_max = np.array([v[s::nslot].max() for s in range(nslot)])
+    want_min = np.array([v[s::nslot].min() for s in range(nslot)])
+
+    def check(args, expected, path):
+        got = (args[0] ^ bias).view(np.int64)
+        np.testing.assert_array_equal(got, np.concatenate([want_max, want_min]), err_msg=path)
+
+    run_on_all_paths(wk.biased_signed64_max_kernel, (enceladus.cdiv(n, 128),), lambda: (start.copy(), v, n),
+                     lambda *a: {}, check=check, constexprs={"NSLOT": nslot, "BLOCK": 128})

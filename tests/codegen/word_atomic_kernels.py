@@ -101,3 +101,31 @@ def u64_minmax_kernel(mx_ptr, mn_ptr, val_ptr, n, NSLOT: tl.constexpr, BLOCK: tl
 def u64_old_value_kernel(p, out_ptr):
     old = tl.atomic_max(p + tl.arange(0, 4), tl.full([4], 1, tl.uint64))
     tl.store(out_ptr + tl.arange(0, 4), old)
+
+
+@enceladus.jit
+def byte_atomic_kernel(x_ptr, y_ptr, n, NPROG: tl.constexpr, BLOCK: tl.constexpr):
+    # 8-bit atomic_load/atomic_store: neighbouring bytes of one word belong to different programs
+    offs = tl.program_id(0) + NPROG * tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.atomic_load(x_ptr + offs, mask=mask)
+    tl.atomic_store(y_ptr + offs, ~v if v.dtype == tl.int1 else v * 3, mask=mask)
+    tl.atomic_store(y_ptr + n + offs, tl.atomic_load(x_ptr + offs, mask=mask, sem="relaxed"), mask=mask,
+                    sem="relaxed")
+
+
+@enceladus.jit
+def signed64_max_kernel(p, val_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_max(p, tl.load(val_ptr + offs, mask=offs < n, other=0))
+
+
+@enceladus.jit
+def biased_signed64_max_kernel(p, val_ptr, n, NSLOT: tl.constexpr, BLOCK: tl.constexpr):
+    # the fix the int64 refusal offers: signed values kept biased in a uint64 buffer order as unsigned ones
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(val_ptr + offs, mask=mask)
+    biased = v.to(tl.uint64, bitcast=True) ^ 0x8000000000000000
+    tl.atomic_max(p + offs % NSLOT, biased, mask=mask)
+    tl.atomic_min(p + NSLOT + offs % NSLOT, biased, mask=mask)

@@ -315,8 +315,8 @@ EXERCISED: dict[str, list[str]] = {
     "libdevice.ull2float_rz": ["tests/codegen/test_libdevice_rounding.py::test_integer_to_float_with_a_rounding_mode"],
 }
 
-# Names that are neither implemented nor refused today (work in progress of issue #18: h18a Python constructs
-# and the small surface, h18b fp8/dot_scaled, h18c atomics/inline asm, h18d libdevice/descriptors).
+# Names that issue #18's later work implemented (Python constructs and the small surface, fp8/dot_scaled,
+# atomics/inline asm, libdevice/descriptors, Triton's type objects).
 PY_CONSTRUCTS = "tests/codegen/test_python_constructs.py::"
 EXERCISED.update({
     "tl.block_type": [PY_CONSTRUCTS + "test_item_numel_type_element_ty_tuple_hasattr_str_to_ty"],
@@ -339,14 +339,16 @@ FP8_TESTS = ["tests/codegen/test_fp8.py::test_half_types_to_fp8_and_back",
 EXERCISED["tl.dot_scaled"] = ["tests/codegen/test_dot_scaled.py::test_dot_scaled_matches_numpy"]
 EXERCISED.update({f"tl.{n}": FP8_TESTS for n in ("float8e4b15", "float8e4b8", "float8e4nv", "float8e5", "float8e5b16")})
 
-KNOWN_MISSING: set[str] = {
-    # exposed, but not usable in kernels as Triton's are: tl.core lacks the builtins Triton's module holds,
-    # tl.tensor is a placeholder class
-    "tl.core", "tl.tensor",
-    # not exposed yet (issue #18: Python constructs and the small surface, atomics, descriptors)
-    "tl.aggregate_replace", "tl.bitonic_merge", "tl.const", "tl.constexpr_type", "tl.slice",
-    "tl.tuple_type", "tl.void",
-}
+TYPES = "tests/codegen/test_language_types.py::"
+EXERCISED.update({
+    "tl.aggregate_replace": [TYPES + "test_aggregate_replace_in_loops_and_branches"],
+    "tl.bitonic_merge": [TYPES + "test_bitonic_merge"],
+    "tl.const": [TYPES + "test_const_pointers_load"],
+    **{f"tl.{n}": [TYPES + "test_tensor_core_slice_tuple_type_constexpr_type_void"]
+       for n in ("constexpr_type", "core", "slice", "tensor", "tuple_type", "void")},
+})
+
+KNOWN_MISSING: set[str] = set()  # every name of the list is implemented or refused
 
 
 def _names() -> list[str]:

@@ -20,10 +20,11 @@ def parse_signature_type(t: str, name: str) -> ir.Type | None:
     """``*fp32`` -> pointer type, ``i32`` -> scalar type, ``constexpr``/``none`` -> None (a constant)."""
     t = t.strip()
     if t.startswith("*"):
-        elem = D.BY_NAME.get(t[1:].lstrip("k"))
+        const = t.startswith("*k")  # a pointer to constant data (a tl.const parameter): writes are refused
+        elem = D.BY_NAME.get(t[2:] if const else t[1:])
         if elem is None:
             raise TypeError(f"argument '{name}': unknown pointer type '{t}' (expected e.g. '*fp32', '*i32', '*fp16')")
-        return ir.Type(pointer_type(elem))  # '*fp64': stores only (semantic.float64_bits)
+        return ir.Type(pointer_type(elem, const=const))  # '*fp64': stores only (semantic.float64_bits)
     if t in ("constexpr", "none"):
         return None
     elem = D.BY_NAME.get(t)

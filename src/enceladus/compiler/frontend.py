@@ -17,7 +17,15 @@ from ..errors import CompilationError
 from ..language.builtins import inline_asm_elementwise as tl_inline_asm
 from ..language.builtins import range as tl_range
 from ..language.builtins import static_range
-from ..language.core import builtin_name, constexpr
+from ..language.core import (
+    aggregate_replace,
+    builtin_name,
+    constexpr,
+    constexpr_type,
+    is_aggregate,
+    is_aggregate_class,
+    tuple_type,
+)
 from ..language.core import condition as tl_condition
 from ..language.core import tuple as tl_tuple
 from ..language.dtypes import dtype, pointer_type, str_to_ty
@@ -129,14 +137,20 @@ class _TensorMethod:
 
 
 def _pointer_type_of(element_ty: Any, address_space: Any = 1, const: Any = False) -> pointer_type:
-    """``tl.pointer_type(element_ty)`` in a kernel: global memory (Triton's address space 1) only."""
+    """``tl.pointer_type(element_ty, const=False)`` in a kernel: global memory (Triton's address space 1) only."""
     if not isinstance(element_ty, dtype):
         raise SemanticError(f"tl.pointer_type expects a dtype such as tl.float16, got {element_ty!r}",
                             "pass a tl.* dtype")
     if address_space != 1:
         raise SemanticError(f"tl.pointer_type(address_space={address_space!r}): only global memory (1) exists in "
                             "Enceladus kernels", "drop address_space")
-    return pointer_type(element_ty)
+    return pointer_type(element_ty, const=bool(const))
+
+
+def _tuple_type(t: tuple) -> tuple_type:
+    """``t.type`` of a tuple in a kernel: its entries' types (a constexpr entry's is a ``tl.constexpr_type``)."""
+    return tuple_type([_tuple_type(v) if isinstance(v, tuple) else _block_type(v) if is_value(v) else constexpr_type(v)
+                       for v in t], getattr(t, "_fields", None))
 
 
 def _block_type(v: ir.Value) -> Any:
@@ -361,6 +375,12 @@ class Lowering(ast.NodeVisitor):
         results, yields_then, yields_else = [], [], []
         for n in names:
             a, b = then_scope[n], else_scope[n]
+            if is_aggregate(a) and type(a) is type(b):  # @aggregate values: their fields, rebuilt after the if
+                pairs, rebuild = self.branch_parts(node, n, a, b, then_block, else_block)
+                results.append((n, len(pairs), rebuild))
+                yields_then.extend(x for x, _ in pairs)
+                yields_else.extend(y for _, y in pairs)
+                continue
             if not is_value(a) and not is_value(b):
                 if a == b and type(a) is type(b):
                     self.scope[n] = a
@@ -369,7 +389,7 @@ class Lowering(ast.NodeVisitor):
                     raise self.error(node, f"'{n}' is assigned different constexpr values in the branches of a "
                                      "runtime 'if'", "make the values runtime scalars or tiles")
             a, b = self.unify(node, n, a, b, then_block, else_block)
-            results.append(n)
+            results.append((n, 1, None))
             yields_then.append(a)
             yields_else.append(b)
         for block, ys in ((then_block, yields_then), (else_block, yields_else)):
@@ -377,8 +397,27 @@ class Lowering(ast.NodeVisitor):
         self._set_loc(node)
         op = self.b.fn.append_op("if", [cond], [v.type for v in yields_then], loc=self.b.loc)
         op.regions = [then_block, else_block]
-        for n, r in zip(results, op.results):
-            self.scope[n] = r
+        i = 0
+        for n, count, rebuild in results:
+            chunk = list(op.results[i:i + count])
+            self.scope[n] = rebuild(chunk) if rebuild else chunk[0]
+            i += count
+
+    def branch_parts(self, node: ast.AST, name: str, a: Any, b: Any, block_a: ir.Block,
+                     block_b: ir.Block) -> tuple[list[tuple[ir.Value, ir.Value]], Any]:
+        """The IR values two branches yield for a structured value (an @aggregate), made alike part by part."""
+        flat = []
+        for v, block in ((a, block_a), (b, block_b)):
+            self.b.fn.push_block(block)
+            try:
+                flat.append(self.flatten_value(node, name, v))
+            finally:
+                self.b.fn.pop_block()
+        (parts_a, rebuild), (parts_b, _) = flat
+        if len(parts_a) != len(parts_b):
+            raise self.error(node, f"'{name}' has a different structure in the branches of a runtime 'if'",
+                             "give it the same fields (tuples of the same length) in both branches")
+        return [self.unify(node, name, x, y, block_a, block_b) for x, y in zip(parts_a, parts_b)], rebuild
 
     def unify(self, node: ast.AST, name: str, a: Any, b: Any, block_a: ir.Block, block_b: ir.Block):
         """Make the values a name has at the end of two branches the same type (scalars follow tiles' dtypes)."""
@@ -565,6 +604,10 @@ class Lowering(ast.NodeVisitor):
         if isinstance(v, Aggregate):
             raw = v.flatten()
             return [part(x, i) for i, x in enumerate(raw)], v.unflatten
+        if is_aggregate(v):  # carried by its fields, rebuilt with aggregate_replace
+            names = type(v).__aggregate_fields__
+            parts, rebuild_fields = self.flatten_value(node, name, tuple(getattr(v, n) for n in names), like)
+            return parts, lambda values: aggregate_replace(v, **dict(zip(names, rebuild_fields(values))))
         if isinstance(v, tuple):
             parts, rebuilds, sizes = [], [], []
             for item in v:
@@ -636,6 +679,8 @@ class Lowering(ast.NodeVisitor):
             raise self.error(node, f"tiles have no attribute '{attr}'",
                              "supported: x.dtype, x.shape, x.numel, x.type, x.T, x.to(dtype), x.item() and tl.* "
                              "builtins as methods (x.sum(0))")
+        if isinstance(base, tuple) and attr == "type":  # a tuple's tl.tuple_type
+            return _tuple_type(base)
         if isinstance(base, pointer_type) and attr == "element_ty":
             return base.element_ty
         if attr == "dtype" and semantic.is_python_scalar(base):
@@ -816,6 +861,9 @@ class Lowering(ast.NodeVisitor):
                 continue
             idx = None if isinstance(sub, ast.Constant) and sub.value is None else \
                 (self.eval(sub) if not isinstance(sub, ast.Slice) else sub)
+            if isinstance(idx, slice) and idx == slice(None, None, None):  # tl.slice(None, None, None) is ':'
+                dim += 1
+                continue
             if idx is not None:
                 raise self.error(sub, "tiles can only be indexed with None and ':' (e.g. x[:, None])",
                                  "slicing and element access are not supported; use masks or tl.where")
@@ -901,6 +949,11 @@ class Lowering(ast.NodeVisitor):
             return args[0]
         if fn is tl_condition:  # while tl.condition(c, disable_licm=...): the condition (the hint has no effect)
             return self.apply(node, lambda: tl_condition(*args, **kwargs))
+        if is_aggregate_class(fn) or fn is aggregate_replace:  # @aggregate classes: Python objects holding values
+            try:
+                return fn(*args, **kwargs)
+            except (TypeError, AttributeError) as e:
+                raise self.error(node, str(e), "pass each field of the aggregate once, by position or by name") from None
         if fn is tl_tuple:  # tl.tuple([a, b]) is the tuple (a, b)
             if len(args) != 1 or not isinstance(args[0], (tuple, list)):
                 raise self.error(node, "tl.tuple(...) takes one list or tuple of values", "e.g. tl.tuple([a, b])")
@@ -914,7 +967,7 @@ class Lowering(ast.NodeVisitor):
             return self.value_has_attribute(args[0], args[1])
         if fn is isinstance and len(args) == 2 and not kwargs and is_value(args[0]):
             classes = args[1] if isinstance(args[1], tuple) else (args[1],)
-            return any(c is object for c in classes)  # a runtime value is a tl.tensor, and no other tl class
+            return any(isinstance(c, type) and isinstance(args[0], c) for c in classes)  # tl.tensor registers Value
         if fn is str_to_ty:
             return self.apply(node, lambda: str_to_ty(*args, **kwargs))
         if fn is pointer_type:  # tl.pointer_type(tl.float16): a type for x.to(...) (pointer casts)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..language.core import tensor as tl_tensor
 from ..language.dtypes import dtype, pointer_type
 from .op_traits import OPS, family
 
@@ -72,6 +73,9 @@ class Value:
 
     def __repr__(self) -> str:
         return f"%{self.name or self.id}"
+
+
+tl_tensor.register(Value)  # isinstance(x, tl.tensor) holds for every runtime value in a kernel, as in Triton
 
 
 class Op:

@@ -151,6 +151,29 @@ def softmax(x, dim=None, keep_dims=None, ieee_rounding=False):
     return tl.fdiv(num, den, ieee_rounding)
 
 
-LIBRARY = {"philox": philox, "randint4x": randint4x, "randint": randint, "rand": rand, "randn": randn,
+@jit
+def bitonic_merge(x, dim=None, descending=0):
+    # Triton's network: for strides n/2, n/4, ..., 1 along the last dimension, each pair (i, i + stride) with bit
+    # `stride` of i clear compares and swaps (the smaller first when ascending), with Triton's where() rules
+    last = len(x.shape) - 1
+    tl.static_assert(dim is None or dim == last or dim == -1, "bitonic_merge: only the last dimension is supported")
+    n = x.shape[last]
+    tl.static_assert(n & (n - 1) == 0, "bitonic_merge: the last dimension must be a power of two")
+    for s in tl.static_range(16):
+        if n >> (s + 1) >= 1:
+            j = n >> (s + 1)
+            pairs = tl.permute(tl.reshape(x, [x.numel // (2 * j), 2, j]), (0, 2, 1))
+            lo, hi = tl.split(pairs)
+            if descending:
+                new_lo = tl.where(lo > hi, lo, hi)
+                new_hi = tl.where(hi > lo, lo, hi)
+            else:
+                new_lo = tl.where(lo > hi, hi, lo)
+                new_hi = tl.where(hi > lo, hi, lo)
+            x = tl.reshape(tl.permute(tl.join(new_lo, new_hi), (0, 2, 1)), x.shape)
+    return x
+
+
+LIBRARY = {"bitonic_merge": bitonic_merge, "philox": philox, "randint4x": randint4x, "randint": randint, "rand": rand, "randn": randn,
            "swizzle2d": swizzle2d, "philox_impl": philox_impl, "uint_to_uniform_float": uint_to_uniform_float,
            "pair_uniform_to_normal": pair_uniform_to_normal, "rand4x": rand4x, "randn4x": randn4x, "softmax": softmax}

@@ -455,6 +455,15 @@ def load(b: Builder, pointer: Any, mask: Any = None, other: Any = None, *, cache
     return b.emit("load", operands, Type(elem, shape))
 
 
+def refuse_const_write(pointer: Value, what: str) -> None:
+    """Writes through a pointer to constant data (a ``tl.const`` parameter, ``tl.pointer_type(.., const=True)``)
+    are refused, as in Triton."""
+    if pointer.type.element.is_const():
+        raise SemanticError(f"{what} cannot write through a pointer to constant data ({pointer.type.element}: "
+                            "a parameter annotated tl.const, or a pointer cast to tl.pointer_type(..., const=True))",
+                            "drop the tl.const annotation (or const=True) from the pointer you write through")
+
+
 @rule("store")
 def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modifier: Any = "",
           eviction_policy: Any = "", boundary_check: Any = None) -> None:
@@ -472,6 +481,7 @@ def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modif
     if boundary_check is not None:
         raise SemanticError("boundary_check applies to block pointers (tl.make_block_ptr)",
                             "use a mask, e.g. mask=offs < n")
+    refuse_const_write(pointer, "tl.store")
     if not pointer.type.is_tile and shape_of(value):
         raise SemanticError(
             f"cannot store a tile of shape {list(shape_of(value))} through a single pointer",
@@ -1479,6 +1489,11 @@ ATOMIC_SEMS = (None, "relaxed", "acquire", "release", "acq_rel")
 ATOMIC_SCOPES = (None, "gpu", "cta", "sys")
 
 
+# the sign-bit trick applied to the data: biased values order as unsigned ones
+SIGNED_64_FIX = ("keep the values biased in a uint64 buffer (v.to(tl.uint64, bitcast=True) ^ 0x8000000000000000), "
+                 "use tl.atomic_max/min on it without using the result, and flip the top bit back when reading")
+
+
 def _atomic(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any,
             cmp: Any = None, what: str | None = None) -> Value:
     store = what == "tl.atomic_store"  # an exchange whose old value is dropped
@@ -1489,12 +1504,19 @@ def _atomic(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, 
     if sem not in ATOMIC_SEMS:
         raise SemanticError(f"{what}: unknown sem={sem!r}", "use 'relaxed', 'acquire', 'release' or 'acq_rel'")
     _atomic_scope(scope, what)  # refuses an unknown scope and scope='sys'
+    refuse_const_write(pointer, what)
     elem = pointer.type.element.element_ty
     if elem.name in ("int16", "uint16") and kind != "cas" and not store:
         raise SemanticError(f"{what} on {elem} is not supported (Triton accepts 16-bit integers only in "
                             "tl.atomic_cas)", "use an int32 buffer, or tl.atomic_cas in a loop")
     u64_minmax = elem.name == "uint64" and kind in ("max", "min") and not store
-    if elem.name not in ("int32", "uint32", "fp32", "fp16", "bf16", "int16", "uint16") and not u64_minmax:
+    byte_store = store and elem.name in ("int8", "uint8", "int1")  # a loop on the containing 32-bit word
+    if elem.name not in ("int32", "uint32", "fp32", "fp16", "bf16", "int16", "uint16") and not u64_minmax \
+            and not byte_store:
+        if elem.name == "int64" and kind in ("max", "min"):
+            raise SemanticError(f"{what} on int64 is not available on Apple GPUs: Metal's only 64-bit atomics are "
+                                "max/min of unsigned 64-bit integers, and no sequence of them orders the stored bits "
+                                "of signed values (docs/memory.md, 64-bit atomics)", SIGNED_64_FIX)
         if elem.primitive_bitwidth == 64:
             raise SemanticError(f"{what} on {elem} is not available on Apple GPUs: Metal has 64-bit atomics only for "
                                 "max/min of unsigned 64-bit integers (uint64), without returning the old value",
@@ -1555,9 +1577,9 @@ def _atomic_access(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem
     if elem.primitive_bitwidth == 64 and kind != "poll":  # (a 64-bit poll reads its two 32-bit words: memory.py)
         raise SemanticError(f"{what} on {elem} is not available on Apple GPUs: Metal has no 64-bit atomic load or "
                             "store (its only 64-bit atomics are max/min on ulong)", "use 32-bit flags and counters")
-    if elem.primitive_bitwidth < 16:
-        raise SemanticError(f"{what} on {elem} is not supported: Enceladus's atomics take 32-bit elements and "
-                            "16-bit ones (a loop on the containing word)", "use an int32 or int16 buffer")
+    if elem.is_fp8():
+        raise SemanticError(f"{what} on {elem} is not supported: fp8 is a storage type on Apple GPUs",
+                            "load and store the codes through a tl.uint8 pointer (ptr.to(tl.pointer_type(tl.uint8)))")
     if kind == "load":
         shape = b.broadcast_shapes(pointer.type.shape, shape_of(mask))
         if shape != pointer.type.shape:

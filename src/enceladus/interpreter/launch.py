@@ -144,13 +144,23 @@ def namespace() -> types.ModuleType:
     tl.extra = _extra_namespace(language.extra)  # tl.extra.libdevice.tanh, as kernels spell it
     tl.__getattr__ = refuse  # Triton builtins Apple GPUs cannot run: a refusal that says why (refusals.py)
     tl.constexpr = interp_constexpr
-    tl.tensor = Tile
     tl.block_type = block_type
     tl.PropagateNan = PropagateNan
     tl.static_range = static_range
     tl.range = range
+    tl.core = _core_namespace(tl)
     _NAMESPACE["tl"] = tl
     return tl
+
+
+def _core_namespace(tl: types.ModuleType) -> types.ModuleType:
+    """``tl.core``: the interpreter's ``tl`` names that Triton's core module holds, and core's own names."""
+    core = types.ModuleType("enceladus.interpreter.tl.core")
+    for name in dir(language.core):
+        value = getattr(language.core, name)
+        if not name.startswith("__"):
+            setattr(core, name, getattr(tl, name) if hasattr(tl, name) and name in vars(tl) else value)
+    return core
 
 
 def _extra_namespace(module: types.ModuleType) -> types.ModuleType:
@@ -349,7 +359,8 @@ def _leaves(value: Any) -> list[Any]:
 def _argument(name: str, v: Any, t: str, as_numpy: Callable[[Any], np.ndarray]) -> Any:
     """One runtime argument as the interpreter sees it: a pointer tile, a scalar tile or None."""
     if t.startswith("*"):
-        return Buffer(name, v, as_numpy(v), D.BY_NAME[t[1:]]).pointer()
+        const = t.startswith("*k")  # a tl.const parameter: stores through it are refused
+        return Buffer(name, v, as_numpy(v), D.BY_NAME[t[2:] if const else t[1:]]).pointer(const)
     if t == "none":
         return None
     ty = D.BY_NAME[t]

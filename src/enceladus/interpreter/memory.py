@@ -91,8 +91,8 @@ class Buffer:
         out.size = self.size * self.flat.itemsize // size
         return out
 
-    def pointer(self) -> PointerTile:
-        return PointerTile(np.zeros(1, np.int64), pointer_type(self.elem), self)
+    def pointer(self, const: bool = False) -> PointerTile:
+        return PointerTile(np.zeros(1, np.int64), pointer_type(self.elem, const=const), self)
 
 
 class RawMemory:
@@ -261,6 +261,10 @@ def _value_for(ptr: PointerTile, value: Any, op: str) -> np.ndarray:
 
 
 def _writable(ptr: PointerTile, op: str) -> None:
+    if ptr.dtype.is_const():
+        raise ValueError(f"tl.{op} cannot write through a pointer to constant data ({ptr.dtype}: a parameter "
+                         "annotated tl.const, or a pointer cast to tl.pointer_type(..., const=True)); drop the "
+                         f"tl.const annotation (or const=True) from the pointer you write through{where_text()}")
     if not ptr.buf.writeable:
         raise ValueError(f"argument '{ptr.buf.name}' is a read-only array, but kernel '{current().kernel}' "
                          f"writes to it with tl.{op}; pass a writeable array (e.g. arr.copy()){where_text()}")
@@ -295,6 +299,11 @@ def _atomic(name: str, pointer: Any, val: Any, mask: Any, combine: Callable[[Any
                         "tl.atomic_cas); use an int32 buffer")
     if elem.name in ("fp16", "bf16") and name in ("atomic_and", "atomic_or", "atomic_xor"):
         raise TypeError(f"tl.{name} needs an integer pointer, got {elem}")
+    if elem.name == "int64" and name in ("atomic_max", "atomic_min"):
+        raise TypeError(f"tl.{name} on int64 is not available on Apple GPUs: Metal's only 64-bit atomics are max/min "
+                        "of unsigned 64-bit integers, which cannot order signed values; keep the values biased in a "
+                        "uint64 buffer (v.to(tl.uint64, bitcast=True) ^ 0x8000000000000000), use tl.atomic_max/min "
+                        "on it, and flip the top bit back when reading")
     if elem.primitive_bitwidth == 64 and not (elem.name == "uint64" and name in ("atomic_max", "atomic_min")):
         raise TypeError(f"tl.{name} on {elem} is not available on Apple GPUs: Metal has 64-bit atomics only for "
                         "max/min of unsigned 64-bit integers (uint64), without returning the old value")
@@ -380,9 +389,9 @@ def _access_checks(name: str, pointer: Any, sem: Any, scope: Any, allowed_sem: s
     if bits == 64 and name != "atomic_poll":
         raise TypeError(f"tl.{name} on {elem} is not available on Apple GPUs: Metal has no 64-bit atomic load or "
                         "store")
-    if bits < 16:
-        raise TypeError(f"tl.{name} on {elem} is not supported: Enceladus's atomics take 32-bit elements and 16-bit "
-                        "ones")
+    if elem.is_fp8():
+        raise TypeError(f"tl.{name} on {elem} is not supported: fp8 is a storage type on Apple GPUs; load and store "
+                        "the codes through a tl.uint8 pointer")
 
 
 def atomic_load(pointer: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Tile:

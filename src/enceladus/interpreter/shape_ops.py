@@ -397,6 +397,32 @@ def sort(x: Any, dim: Any = None, descending: bool = False) -> Tile:
     return t.like(np.ascontiguousarray(out).astype(t.data.dtype))
 
 
+@op("bitonic_merge")
+def bitonic_merge(x: Any, dim: Any = None, descending: Any = 0) -> Tile:
+    """Triton's bitonic merge along the last dimension: for strides n/2 ... 1, the pairs (i, i + stride) with the
+    stride's bit of i clear are compared and swapped, with Triton's where() rules (NaN pairs as it leaves them)."""
+    t = to_tile(x)
+    last = len(t.shape) - 1
+    if unwrap(dim) not in (None, last, -1):
+        raise ValueError(f"bitonic_merge: only the last dimension ({last}) is supported, got dim={unwrap(dim)}")
+    n = t.shape[last]
+    if n & (n - 1):
+        raise ValueError(f"bitonic_merge: the last dimension must be a power of two, got {n}")
+    data = t.data.copy()
+    index = np.arange(n)
+    stride = n // 2
+    while stride >= 1:
+        first = index[(index & stride) == 0]
+        a, b = data[..., first], data[..., first + stride]
+        a_gt, b_gt = a > b, b > a
+        if unwrap(descending):
+            data[..., first], data[..., first + stride] = np.where(a_gt, a, b), np.where(b_gt, a, b)
+        else:
+            data[..., first], data[..., first + stride] = np.where(a_gt, b, a), np.where(b_gt, b, a)
+        stride //= 2
+    return t.like(data)
+
+
 @op("topk", member=True)
 def topk(x: Any, k: Any, dim: Any = None, descending: Any = True) -> Tile:
     t = to_tile(x)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..language import dtypes as D
 from ..language.core import constexpr
+from ..language.core import tensor as tl_tensor
 from ..language.dtypes import dtype, pointer_type
 from . import fp8
 
@@ -444,6 +445,9 @@ class Tile:
 
     def __abs__(self) -> Tile:
         raise TypeError("tiles do not support abs(); use tl.abs(x)")
+
+
+tl_tensor.register(Tile)  # isinstance(x, tl.tensor) holds for every runtime value in a kernel, as in Triton
 
 
 class PointerTile(Tile):

@@ -6,7 +6,7 @@ import. Builtins run only inside ``@enceladus.jit`` kernels.
 
 from __future__ import annotations
 
-from . import extra, math, random, standard, target_info
+from . import core, extra, math, random, standard, target_info
 from .builtins import (  # ops the interpreter implements ahead of the compiler
     PropagateNan,
     abs,
@@ -28,6 +28,7 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     atomic_store,
     atomic_xchg,
     atomic_xor,
+    bitonic_merge,
     broadcast,
     broadcast_to,
     cast,
@@ -118,7 +119,17 @@ from .builtins import (  # ops the interpreter implements ahead of the compiler
     zeros,
     zeros_like,
 )
-from .core import condition, constexpr, tuple
+from .core import (
+    aggregate_replace,
+    condition,
+    const,
+    constexpr,
+    constexpr_type,
+    slice,
+    tensor,
+    tuple,
+    tuple_type,
+)
 from .dtypes import (
     bfloat16,
     block_type,
@@ -142,13 +153,12 @@ from .dtypes import (
     uint16,
     uint32,
     uint64,
+    void,
 )
 from .math import div_rn, sqrt_rn
 
 TRITON_MAX_TENSOR_NUMEL = 1 << 20  # the most elements a tile may have, as in Triton
 pi32_t = pointer_type(int32)  # Triton's name for a pointer to int32
-
-tensor = object  # Triton exposes tl.tensor for annotations; kernels never construct one directly.
 
 __all__ = [
     "abs", "arange", "bfloat16", "cast", "cdiv", "ceil", "clamp", "constexpr", "cos",
@@ -168,3 +178,5 @@ __all__ += ["standard", "target_info"]
 from .structs import tensor_descriptor, tensor_descriptor_type  # noqa: E402
 
 __all__ += ["tensor_descriptor", "tensor_descriptor_type"]
+__all__ += ["aggregate_replace", "const", "constexpr_type", "core", "slice", "tuple_type", "void"]
+__all__ += ["bitonic_merge"]

@@ -463,6 +463,16 @@ def swizzle2d(i, j, size_i, size_j, size_g):
 
 
 @builtin
+def bitonic_merge(x, dim=None, descending=0):
+    """Merge along the last dimension (a power of two, ``n``) with Triton's bitonic network: for strides ``n/2``,
+    ``n/4``, ..., 1, each pair of elements ``(i, i + stride)`` whose index ``i`` has the stride's bit clear is
+    compared and swapped so that the smaller comes first (the larger with ``descending=True``). A bitonic input
+    row (ascending then descending) comes out sorted; ``tl.sort`` and ``tl.topk`` are built from these steps in
+    Triton. ``dim`` must be the last dimension (or None). Example: ``tl.bitonic_merge(tl.join(up, down_flipped))``.
+    """
+
+
+@builtin
 def dot(input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None, out_dtype=None):
     """Matrix product of 2-D (or batched 3-D) tiles, plus ``acc`` if given.
 
@@ -525,15 +535,17 @@ def inline_asm_elementwise(asm, constraints, args, dtype, is_pure, pack):
 @builtin
 def atomic_load(pointer, mask=None, sem=None, scope=None):
     """Atomically load from ``pointer`` where ``mask`` is true (masked-off lanes give 0). ``sem``: ``"acquire"``
-    (default) or ``"relaxed"``. 32-bit and 16-bit elements (16-bit: one atomic load of the containing word); Metal
-    has no 64-bit atomic load. Example: ``flag = tl.atomic_load(flags_ptr + pid)``."""
+    (default) or ``"relaxed"``. 32-, 16- and 8-bit elements (int8, uint8, bool; narrower than 32 bits: one atomic
+    load of the containing word); Metal has no 64-bit atomic load. Example: ``flag = tl.atomic_load(flags_ptr + pid)``.
+    """
 
 
 @builtin
 def atomic_store(pointer, val, mask=None, sem=None, scope=None):
     """Atomically store ``val`` at ``pointer`` where ``mask`` is true. ``sem``: ``"release"`` (default) or
-    ``"relaxed"``. 32-bit and 16-bit elements; Metal has no 64-bit atomic store. Example:
-    ``tl.atomic_store(flags_ptr + pid, 1)``."""
+    ``"relaxed"``. 32-, 16- and 8-bit elements (narrower than 32 bits: a compare-and-swap loop on the containing
+    word that keeps its other bytes); Metal has no 64-bit atomic store. Example: ``tl.atomic_store(flags_ptr + pid, 1)``.
+    """
 
 
 @builtin

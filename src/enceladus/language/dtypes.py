@@ -52,6 +52,9 @@ class dtype:
     def is_bool(self) -> bool:
         return self.name == "int1"
 
+    def is_void(self) -> bool:
+        return self.name == "void"
+
     def is_fp16(self) -> bool:
         return self.name == "fp16"
 
@@ -109,16 +112,23 @@ class dtype:
 
 @dataclass(frozen=True)
 class pointer_type:
-    """The type of a pointer to ``element_ty`` in device memory (``*fp32`` in signatures)."""
+    """The type of a pointer to ``element_ty`` in device memory (``*fp32`` in signatures).
+
+    ``const=True`` (``*kfp32``; a kernel parameter annotated ``tl.const``) points to constant data, as in Triton:
+    loads through it are allowed, stores and atomics that write are refused when the kernel is compiled."""
 
     element_ty: dtype
+    const: bool = False
 
     @property
     def name(self) -> str:
-        return "*" + self.element_ty.name
+        return ("*k" if self.const else "*") + self.element_ty.name
 
     def is_ptr(self) -> bool:
         return True
+
+    def is_const(self) -> bool:
+        return self.const
 
     def is_fp8(self) -> bool:
         return False
@@ -154,6 +164,7 @@ _INFO: dict[str, tuple[str, int, str]] = {
     "fp8e4b15": ("float", 8, ""),  # bias 15: no NumPy, ml_dtypes or torch type has it
     "fp8e4b8": ("float", 8, "float8_e4m3fnuz"),
     "fp8e5b16": ("float", 8, "float8_e5m2fnuz"),
+    "void": ("void", 0, ""),  # tl.void: the type of no value (Triton's dtype('void')); values never have it
 }
 FP8_NAMES = ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16")
 _PUBLIC_NAME = {
@@ -161,7 +172,7 @@ _PUBLIC_NAME = {
     "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
     "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
     "fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp8e4b15": "float8e4b15", "fp8e4b8": "float8e4b8",
-    "fp8e5b16": "float8e5b16",
+    "fp8e5b16": "float8e5b16", "void": "void",
 }
 
 int1 = dtype("int1")
@@ -183,6 +194,7 @@ float8e5 = dtype("fp8e5")
 float8e4b15 = dtype("fp8e4b15")
 float8e4b8 = dtype("fp8e4b8")
 float8e5b16 = dtype("fp8e5b16")
+void = dtype("void")
 
 ALL_DTYPES = (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64)
 BY_NAME: dict[str, dtype] = {d.name: d for d in ALL_DTYPES}
@@ -364,8 +376,8 @@ def str_to_ty(name: Any, c: Any = None) -> Any:
         raise TypeError(f"tl.str_to_ty needs a type string such as 'fp32', 'i32' or '*fp16', got {name!r}")
     if name.startswith("*"):
         inner = name[1:]
-        if inner.startswith("k"):  # Triton's constant pointers: the same type here
-            inner = inner[1:]
+        if inner.startswith("k"):  # Triton's constant pointers
+            return pointer_type(str_to_ty(inner[1:], c), const=True)
         return pointer_type(str_to_ty(inner, c))
     ty = BY_NAME.get(name) or _FP8_BY_NAME.get(name) or {"B": int1}.get(name)
     if ty is None:

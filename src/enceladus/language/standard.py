@@ -1,10 +1,10 @@
 """``tl.standard``: Triton's standard library module (the builtins Triton writes in the tile language), for
-code that names it (``tl.standard.softmax(x)`` is ``tl.softmax(x)``). ``bitonic_merge`` and ``sort_impl`` are
-not provided."""
+code that names it (``tl.standard.softmax(x)`` is ``tl.softmax(x)``). ``sort_impl`` is not provided."""
 
 from .builtins import (  # noqa: F401
     argmax,
     argmin,
+    bitonic_merge,
     cdiv,
     cumprod,
     cumsum,

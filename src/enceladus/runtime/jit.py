@@ -46,12 +46,22 @@ class KernelParam:
     default: Any
     annotation_type: dtype | None  # `n: tl.int32` fixes the argument's type
     do_not_specialize: bool
+    is_const: bool = False  # `p: tl.const`: a pointer to constant data (`*k` in the signature)
 
 
 def _is_constexpr_annotation(ann: Any) -> bool:
     if ann is constexpr:
         return True
     return isinstance(ann, str) and ann.replace(" ", "").split(".")[-1] == "constexpr"
+
+
+def _is_const_annotation(ann: Any) -> bool:
+    """``p: tl.const`` (or a ``tl.pointer_type(..., const=True)``): Triton's rule, "const" in the annotation."""
+    from ..language.core import const
+
+    if ann is const or getattr(ann, "const", False) is True:
+        return True
+    return isinstance(ann, str) and "const" in ann and "constexpr" not in ann
 
 
 def _annotation_dtype(ann: Any) -> dtype | None:
@@ -111,7 +121,7 @@ class JITFunction:
             self.params.append(KernelParam(
                 name, i, _is_constexpr_annotation(p.annotation),
                 p.default if p.default is not p.empty else inspect.Parameter.empty,
-                _annotation_dtype(p.annotation), name in dns))
+                _annotation_dtype(p.annotation), name in dns, _is_const_annotation(p.annotation)))
         self.param_names = names
         self._by_name = {p.name: p for p in self.params}
         self.debug = debug
@@ -227,6 +237,8 @@ class JITFunction:
                 spec = ArgSpec(spec.type, False, spec.equal_to_1)
             if p.annotation_type is not None and not spec.type.startswith("*"):
                 spec = ArgSpec(_annotated_type(p, v), False, False)
+            if p.is_const and spec.type.startswith("*"):
+                spec = ArgSpec("*k" + spec.type[1:], spec.divisible_by_16, spec.equal_to_1)
             signature[p.name] = spec.type
             facts[p.name] = (spec.divisible_by_16, spec.equal_to_1)
         return signature, constexprs, facts

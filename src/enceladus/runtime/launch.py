@@ -143,6 +143,8 @@ class KernelLauncher:
                                           _scalar_format(kernel) if abi.args_slot is not None else "")
         # Backends that bind host memory themselves (metal) take the arrays of synchronous launches.
         self.run_host = getattr(self.fast, "run_host", None)
+        if kernel.metadata.get("int_pointers") and hasattr(self.fast, "integer_addresses"):
+            self.fast.integer_addresses = True  # metal: buffers given out by Tensor.device_address() made resident
         # The cpu backend checks every access against the arguments' extents and names the kernel line.
         self.checked = hasattr(self.fast, "line_table")
         if self.checked:
@@ -350,12 +352,6 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
         addresses.append(int(arr.__array_interface__["data"][0]))
     scalars = [values[name] for name in kl.scalar_names]
     int_pointers = kernel.metadata.get("int_pointers", False)
-    if int_pointers and getattr(kl.backend, "name", "") == "metal":
-        raise LaunchError(f"kernel '{kernel.name}' makes pointers from integer addresses "
-                          "(x.to(tl.pointer_type(...)), or tl.where between pointers, which selects their addresses), which the metal backend does not support yet: the addresses "
-                          "would have to be MTLBuffer gpuAddress values with every buffer made resident "
-                          "(useResource:), and an mps tensor's data_ptr() is not one; run it on the cpu backend "
-                          "(ENCELADUS_BACKEND=cpu) or pass the arrays as pointer arguments")
     if kernel.metadata.get("sys_scope", False) and getattr(kl.backend, "name", "") == "metal":
         raise LaunchError(f"kernel '{kernel.name}' has atomics with scope='sys' (ordering visible to the CPU and "
                           "other devices while the kernel runs), which Metal cannot give: its fences reach at most "

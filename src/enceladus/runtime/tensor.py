@@ -131,6 +131,15 @@ class Tensor:
         """Address of the first element (host address on ``cpu``; contents pointer on Metal)."""
         return self._address
 
+    def device_address(self) -> int:
+        """The address of the first element as kernels see it, for kernels that make pointers from integers
+        (``x.to(tl.pointer_type(tl.float16))``, Triton tutorial 08's table of ``data_ptr()`` values): the host address on
+        ``cpu`` (``data_ptr()``), the buffer's ``gpuAddress`` plus the byte offset on Metal, where ``data_ptr()``
+        is a CPU address the GPU cannot use. On Metal the allocation is then made resident at every launch of
+        such a kernel while the tensor lives (unverified on Apple hardware)."""
+        gpu_address = getattr(self._alloc, "gpu_address", None)
+        return self._address if gpu_address is None else gpu_address() + self.byte_offset
+
     def is_contiguous(self) -> bool:
         return bool(self._view.flags.c_contiguous)
 

@@ -107,6 +107,7 @@ class RecordingObjCRuntime:
         self.senders_built: list[tuple[Any, tuple[Any, ...]]] = []
         self.executed: list[str] = []
         self.bound_history: list[dict[int, tuple[int, int]]] = []  # encoder bindings after each setBuffers
+        self.resident_history: list[dict[int, int]] = []  # per dispatch: useResources: handles -> usage
         # Metal may autorelease objects internally in any call; modelled by the calls below creating one +0 object
         # each. With no pool pushed (a Python thread has none) it would leak for the life of the process: listed here.
         self.unpooled: list[str] = []
@@ -377,6 +378,11 @@ class RecordingObjCRuntime:
     def _m_length(self, rid: int, obj: Obj) -> int:
         return obj.data["length"]
 
+    def _m_gpuAddress(self, rid: int, obj: Obj) -> int:
+        # the stand-in's GPU address space is the host's: its dispatches run on the cpu backend, which dereferences
+        # the integers a kernel turns into pointers (on a real GPU this is a separate virtual address)
+        return obj.data["address"]
+
     # queue, command buffer, encoder
     def _m_commandBuffer(self, rid: int, obj: Obj) -> int:
         return self._new("MTLCommandBuffer", autoreleased=True, state="open", dispatches=[])
@@ -405,6 +411,16 @@ class RecordingObjCRuntime:
         self._encoder(obj, "setBytes:")
         obj.data["bytes"][index] = ctypes.string_at(ptr, n)  # Metal copies the bytes at this point
 
+    def _m_useResources_count_usage_(self, rid: int, obj: Obj, handles: Any, n: int, usage: int) -> None:
+        self._encoder(obj, "useResources:")
+        if usage & ~3 or not usage:  # MTLResourceUsageRead = 1, MTLResourceUsageWrite = 2
+            raise ProtocolViolation(f"useResources: with usage {usage}")
+        for i in range(n):
+            res = self.objects.get(handles[i] or 0)
+            if res is None or res.kind != "MTLBuffer" or res.refs <= 0:
+                raise ProtocolViolation(f"useResources: given {handles[i]}, which is not a live MTLBuffer")
+            obj.data.setdefault("resident", {})[handles[i]] = usage
+
     def _m_setThreadgroupMemoryLength_atIndex_(self, rid: int, obj: Obj, n: int, index: int) -> None:
         obj.data.setdefault("tg", {})[index] = n
 
@@ -413,6 +429,7 @@ class RecordingObjCRuntime:
         self._encoder(obj, f"dispatch{mode.capitalize()}:")
         if "pipeline" not in obj.data:
             raise ProtocolViolation("dispatch without a pipeline state")
+        self.resident_history.append(dict(obj.data.get("resident", {})))  # buffers made resident for it
         cb = self.objects[obj.data["cb"]]
         cb.data["dispatches"].append((obj.data["pipeline"], dict(obj.data["bound"]), dict(obj.data["bytes"]),
                                       (groups.width, groups.height, groups.depth),

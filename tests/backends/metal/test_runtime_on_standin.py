@@ -117,6 +117,31 @@ def test_tensor_views_bind_at_their_offset(on_metal, recorder) -> None:
     np.testing.assert_array_equal(base.numpy()[500:2500], 2 * np.arange(1000, 3000))
 
 
+def test_integer_addresses_are_gpu_addresses_made_resident(on_metal, recorder) -> None:
+    # Triton tutorial 08's pattern on Metal: a table of Tensor.device_address() values (MTLBuffer gpuAddress +
+    # offset); the buffers they point into are not arguments, so every launch makes them resident. On the
+    # stand-in a GPU address is the host address (its dispatches run on the cpu backend); unverified on hardware.
+    from tests.codegen import address_kernels as ak
+
+    gather = fresh(ak.address_gather_kernel)
+    blocks = [enceladus.tensor(np.arange(8, dtype=np.float32) + 10 * i) for i in range(3)]
+    view = blocks[2][4:]  # a view: its address is the buffer's plus the byte offset
+    table = enceladus.tensor(np.array([b.device_address() for b in (*blocks[:2], view)], np.int64))
+    assert "gpuAddress" in recorder.selectors_sent()
+    assert table.numpy()[2] == blocks[2].allocation.address + 16  # the stand-in's gpuAddress is the contents
+    for _ in range(2):  # the slow path, then a launch that found its plan
+        out = enceladus.zeros(3 * 4)
+        gather[(3,)](table, out, N=4)
+        np.testing.assert_array_equal(out.numpy(), 2 * np.concatenate([np.arange(4), np.arange(4) + 10,
+                                                                        np.arange(4, 8) + 20]))
+        resident = recorder.resident_history[-1]
+        assert {b.allocation.handle for b in blocks} <= set(resident) and set(resident.values()) == {3}
+    add = fresh(kernels.add_kernel)  # kernels that make no pointers from integers make nothing resident
+    add[(1,)](blocks[0], blocks[1], out, 8, BLOCK=256)
+    enceladus.synchronize()
+    assert recorder.resident_history[-1] == {}
+
+
 def test_streams_have_their_own_command_queue(on_metal, recorder) -> None:
     axpy = fresh(kernels.axpy_kernel)
     x = enceladus.tensor(np.arange(256, dtype=np.float32))

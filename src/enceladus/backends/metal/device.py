@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ctypes
 import platform
+import weakref
 from dataclasses import dataclass
+from typing import Any
 
 from ...errors import CompilationError
 from .objc import MTLSize, ObjCBridge, ObjCError
@@ -73,6 +75,9 @@ class MetalDevice:
         if not handle:
             raise ObjCError("MTLCreateSystemDefaultDevice() returned nil: this Mac has no Metal device")
         self.handle = int(handle)  # +1 (NS_RETURNS_RETAINED); kept for the life of the process
+        # buffers whose gpuAddress was handed out (MetalBuffer.gpu_address): made resident (useResources:) on every
+        # launch of a kernel that makes pointers from integers; a released buffer drops out
+        self.addressed: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         with bridge.autorelease_pool():
             self.name = bridge.string(bridge.send(self.handle, "name"))
         self.max_threadgroup_memory = int(bridge.send(self.handle, "maxThreadgroupMemoryLength"))

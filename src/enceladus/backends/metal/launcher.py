@@ -32,7 +32,7 @@ class MetalLauncher:
     """One kernel bound to fixed buffer slots, threads per threadgroup and scalar layout (validated once)."""
 
     __slots__ = ("name", "backend", "pipeline", "nbuf", "slots", "runs", "scalars", "args_slot", "threads",
-                 "tptg", "tg", "writes", "exact", "registry")
+                 "tptg", "tg", "writes", "exact", "registry", "integer_addresses")
 
     def __init__(self, function: MetalFunction, buffer_slots: Sequence[int], threads_per_threadgroup: Sequence[int],
                  args_slot: int | None = None, args_format: str = "",
@@ -74,6 +74,8 @@ class MetalLauncher:
         self.threads = MTLSize(*self.tptg)
         self.exact = self.backend.registry.exact
         self.registry = self.backend.registry
+        # the kernel makes pointers from integers: every buffer whose gpuAddress was handed out is made resident
+        self.integer_addresses = False
 
     # -- the protocol ----------------------------------------------------------------------------
     def pack(self, groups: Sequence[int], gsize: Sequence[int], *values: Any) -> tuple[Any, ...]:
@@ -172,15 +174,16 @@ class MetalLauncher:
             and gsize[2] == groups[2] * self.tptg[2]
         size = MTLSize(*groups) if full else MTLSize(*gsize)  # partial edge threadgroups: dispatchThreads
         backend = self.backend
+        resident = tuple(backend.device.addressed) if self.integer_addresses else ()
         if backend.capture_requested:
             path = backend.take_capture_request()
             if path:
                 stream.capture(path, lambda: stream.encode_prepared(
                     self.pipeline, self.name, runs, scalars, self.args_slot, self.tg, size, self.threads, not full,
-                    keep))
+                    keep, resident))
                 return
         stream.encode_prepared(self.pipeline, self.name, runs, scalars, self.args_slot, self.tg, size, self.threads,
-                               not full, keep)
+                               not full, keep, resident)
 
 
 def _copy_to_device(backend: MetalBackend, arr: Any) -> MetalBuffer:

@@ -92,6 +92,17 @@ class MetalBuffer:
                                "Enceladus needs Shared storage, which every Apple-silicon Mac provides")
         return cls(metal, handle, int(nbytes), address, registry)
 
+    def gpu_address(self) -> int:
+        """The buffer's ``gpuAddress`` (Metal 3): what a kernel that makes pointers from integers
+        (``x.to(tl.pointer_type(...))``) must be given. The buffer is then made resident (``useResources:``) on every
+        launch of such a kernel while it lives (docs/memory.md, integer addresses; unverified on hardware)."""
+        address = int(self.metal.bridge.send(self.handle, "gpuAddress") or 0)
+        if not address:
+            raise RuntimeError("Metal gave this buffer no GPU address (gpuAddress is 0): integer addresses need "
+                               "Metal 3 (macOS 13 or later on Apple silicon)")
+        self.metal.addressed[self.handle] = self
+        return address
+
     def host_view(self) -> np.ndarray:
         """The whole buffer as a writable uint8 NumPy array (zero-copy; the array keeps the buffer alive)."""
         return np.asarray(_HostMemory(self))

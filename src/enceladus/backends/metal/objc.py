@@ -125,8 +125,10 @@ SELECTORS: dict[str, Selector] = {s.name: s for s in [
     _s("MTLComputeCommandEncoder", "dispatchThreads:threadsPerThreadgroup:", "v", "{MTLSize=QQQ}",
        "{MTLSize=QQQ}"),
     _s("MTLComputeCommandEncoder", "endEncoding", "v"),
+    _s("MTLComputeCommandEncoder", "useResources:count:usage:", "v", "^@", "Q", "Q"),
     # MTLBuffer
     _s("MTLBuffer", "contents", "^v"),
+    _s("MTLBuffer", "gpuAddress", "Q"),
     # GPU capture
     _s("MTLCaptureManager", "sharedCaptureManager", "@", returns="autoreleased"),
     _s("MTLCaptureManager", "supportsDestination:", "Z", "q"),

@@ -124,22 +124,25 @@ class Stream:
 
     def encode_prepared(self, pipeline: int, kernel: str, runs: Sequence[PreparedRun], scalars: bytes | None,
                         scalar_slot: int | None, threadgroup_memory: Sequence[tuple[int, int]], size: MTLSize,
-                        threads: MTLSize, dispatch_threads: bool, keep_alive: Any = None) -> None:
+                        threads: MTLSize, dispatch_threads: bool, keep_alive: Any = None,
+                        resident: Sequence[int] = ()) -> None:
         """The hot path: ``setBuffers`` per prepared run, ``setBytes`` for scalars, one dispatch (``size`` is
         threadgroups, or threads with ``dispatch_threads``); ``keep_alive`` lives until the GPU is done.
+        ``resident``: handles of buffers the kernel reaches through integer addresses (``useResources:``).
 
         Inside an autorelease pool (MSL_AUDIT D8): a Python thread has none, so anything Metal autoreleases
         internally would otherwise leak for the life of the process (a push and a pop cost nanoseconds)."""
         pool = self._pool_push()
         try:
             self._encode_prepared(pipeline, kernel, runs, scalars, scalar_slot, threadgroup_memory, size, threads,
-                                  dispatch_threads, keep_alive)
+                                  dispatch_threads, keep_alive, resident)
         finally:
             self._pool_pop(pool)
 
     def _encode_prepared(self, pipeline: int, kernel: str, runs: Sequence[PreparedRun], scalars: bytes | None,
                          scalar_slot: int | None, threadgroup_memory: Sequence[tuple[int, int]], size: MTLSize,
-                         threads: MTLSize, dispatch_threads: bool, keep_alive: Any = None) -> None:
+                         threads: MTLSize, dispatch_threads: bool, keep_alive: Any = None,
+                         resident: Sequence[int] = ()) -> None:
         enc = self._encoder or self._open()
         if pipeline != self._pipeline:
             fn, sel = self._set_pipeline
@@ -153,6 +156,9 @@ class Stream:
             fn(enc, sel, scalars, len(scalars), scalar_slot)  # type: ignore[arg-type]
         for nbytes, slot in threadgroup_memory:
             self.bridge.send(enc, "setThreadgroupMemoryLength:atIndex:", nbytes, slot)
+        if resident:  # read and written through integer addresses: MTLResourceUsageRead | MTLResourceUsageWrite
+            self.bridge.send(enc, "useResources:count:usage:", (ctypes.c_void_p * len(resident))(*resident),
+                             len(resident), 3)
         fn, sel = self._dispatch_threads if dispatch_threads else self._dispatch
         fn(enc, sel, size, threads)
         self._kernels.append(kernel)

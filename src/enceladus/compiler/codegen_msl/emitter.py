@@ -680,14 +680,14 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.fn_written -= {None}
         self._used_values = {o.id for op in ir.walk(fn.ops) for o in op.operands}
         word_ptrs = [op.operands[0] for op in ir.walk(fn.ops)
-                     if op.name == "atomic" and op.operands[0].type.element.element_ty.itemsize == 2]
+                     if op.name == "atomic" and op.operands[0].type.element.element_ty.itemsize < 4]
         word_roots = {self.roots.get(p.id) for p in word_ptrs}
-        if None in word_roots:  # a pointer of unknown origin: every 16-bit buffer is bound padded
-            word_roots = {a.name for a in fn.args if a.type.is_ptr and a.type.element.element_ty.itemsize == 2}
+        if None in word_roots:  # a pointer of unknown origin: every 8- and 16-bit buffer is bound padded
+            word_roots = {a.name for a in fn.args if a.type.is_ptr and a.type.element.element_ty.itemsize < 4}
         for a in fn.args:
             cname = safe_name(a.name)
             if a.type.is_ptr:
-                params.append(Param(a.name, "buffer", str(a.type.element), slot=slot))
+                params.append(Param(a.name, "buffer", "*" + a.type.element.element_ty.name, slot=slot))
                 slot += 1
             else:
                 struct_fields.append((a.name, cname, _SCALAR_SIZE[a.type.element.name], a.type.element.name))

@@ -164,6 +164,13 @@ class MemoryMixin:
             if elem.itemsize == 8:
                 return f"enc_atomic_poll64((device atomic_uint*)({ptr}), ulong({val}))"
             return f"enc_atomic_poll((device {'atomic_int' if elem.is_int_signed() else 'atomic_uint'}*)({ptr}), {t}({val}))"
+        if elem.primitive_bitwidth <= 8:  # int8, uint8, bool: atomic_load / atomic_store on the containing word
+            self.helpers.add("enc_atomic8")
+            if kind == "load":
+                byte = f"enc_atomic8_load({ptr})"
+            else:  # atomic_store: an exchange whose old value is dropped
+                byte = f"enc_atomic8_store({ptr}, {f'uchar(({val}) ? 1 : 0)' if elem.is_bool() else f'as_type<uchar>({t}({val}))'})"
+            return f"({byte} != 0)" if elem.is_bool() else f"as_type<{t}>({byte})"
         if elem.itemsize == 2:  # fp16, bf16 (and int16 compare-and-swap): a loop on the containing 32-bit word
             self.helpers.add("enc_atomic16")
             if kind == "load":

@@ -86,6 +86,22 @@ template <typename T, typename P> static inline T enc_atomic16_load(P p) {  // P
     device atomic_uint* w = (device atomic_uint*)((device uchar*)(p) - (shift >> 3));
     return as_type<T>(ushort(atomic_load_explicit(w, memory_order_relaxed) >> shift));
 }""",
+    "enc_atomic8": """// 8-bit atomic load and store (int8, uint8, bool: Metal's atomic types are 32 bits and wider): the aligned
+// 32-bit word that holds the byte is loaded atomically, or swapped by a compare-and-swap loop that writes the word's
+// other three bytes back unchanged. The runtime binds every such buffer so that the word lies in memory it owns.
+template <typename P> static inline uchar enc_atomic8_load(P p) {  // P: (const) device T* of a 1-byte T
+    const uint shift = uint((ulong)(p) & 3ul) * 8u;
+    device atomic_uint* w = (device atomic_uint*)((device uchar*)(p) - (shift >> 3));
+    return uchar(atomic_load_explicit(w, memory_order_relaxed) >> shift);
+}
+template <typename P> static inline uchar enc_atomic8_store(P p, uchar v) {  // returns the byte it replaced
+    const uint shift = uint((ulong)(p) & 3ul) * 8u;
+    device atomic_uint* w = (device atomic_uint*)((device uchar*)(p) - (shift >> 3));
+    uint old = atomic_load_explicit(w, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(w, &old, (old & ~(0xFFu << shift)) | (uint(v) << shift),
+                                                 memory_order_relaxed, memory_order_relaxed)) {}
+    return uchar(old >> shift);
+}""",
     "enc_atomic_poll": """// tl.atomic_poll: spin on relaxed atomic loads until the element holds the expected value (Metal shaders
 // have no clock, so there is no timeout; the acquire fence, if any, follows the loop).
 template <typename A, typename T> static inline bool enc_atomic_poll(device A* a, T expected) {
