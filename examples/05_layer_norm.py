@@ -29,32 +29,32 @@ def layer_norm_fwd(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.conste
         w = tl.load(W + cols, mask=mask)
         b = tl.load(B + cols, mask=mask)
         tl.store(Y + cols, (xc * rstd * w + b).to(Y.dtype.element_ty), mask=mask)
-        return
-    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        a = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-        _mean += a
-    mean = tl.sum(_mean, axis=0) / N
-    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
-        x = tl.where(cols < N, x - mean, 0.0)
-        _var += x * x
-    var = tl.sum(_var, axis=0) / N
-    rstd = 1 / tl.sqrt(var + eps)
-    tl.store(Mean + row, mean)
-    tl.store(Rstd + row, rstd)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        mask = cols < N
-        w = tl.load(W + cols, mask=mask)
-        b = tl.load(B + cols, mask=mask)
-        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
-        x_hat = (x - mean) * rstd
-        y = x_hat * w + b
-        tl.store(Y + cols, y.to(Y.dtype.element_ty), mask=mask)
+    else:  # a longer row: three passes over it, in blocks (Triton's tutorial)
+        _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+        for off in range(0, N, BLOCK_SIZE):
+            cols = off + tl.arange(0, BLOCK_SIZE)
+            a = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+            _mean += a
+        mean = tl.sum(_mean, axis=0) / N
+        _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+        for off in range(0, N, BLOCK_SIZE):
+            cols = off + tl.arange(0, BLOCK_SIZE)
+            x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+            x = tl.where(cols < N, x - mean, 0.0)
+            _var += x * x
+        var = tl.sum(_var, axis=0) / N
+        rstd = 1 / tl.sqrt(var + eps)
+        tl.store(Mean + row, mean)
+        tl.store(Rstd + row, rstd)
+        for off in range(0, N, BLOCK_SIZE):
+            cols = off + tl.arange(0, BLOCK_SIZE)
+            mask = cols < N
+            w = tl.load(W + cols, mask=mask)
+            b = tl.load(B + cols, mask=mask)
+            x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
+            x_hat = (x - mean) * rstd
+            y = x_hat * w + b
+            tl.store(Y + cols, y.to(Y.dtype.element_ty), mask=mask)
 
 
 def layer_norm_config(N: int, itemsize: int) -> tuple[int, int]:
@@ -82,7 +82,7 @@ def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-5):
     rstd = np.empty(M, np.float32)
     block, num_warps = layer_norm_config(N, x.itemsize)
     layer_norm_fwd[(M,)](x, y, w, b, mean, rstd, x.strides[0] // x.itemsize, N, eps, BLOCK_SIZE=block,
-                         ONE_TILE=N <= block, num_warps=num_warps)
+                         ONE_TILE=block >= N, num_warps=num_warps)
     return y, mean, rstd
 
 

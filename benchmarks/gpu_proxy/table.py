@@ -232,7 +232,7 @@ def _softmax_and_layer_norm_rows(ctx: dict, small: bool, randn: Callable) -> lis
         yl, mean, rstd = torch.empty(M, N, device=dev), torch.empty(M, device=dev), torch.empty(M, device=dev)
         row = Row(f"layer norm fwd {M}x{N}", 2 * 4 * M * N + 8 * M)
         block, warps = enc_ex["ln"].layer_norm_config(N, 4)
-        one = N <= block  # example 05's layer_norm(): a row that fits in one tile is read once
+        one = block >= N  # example 05's layer_norm(): a row that fits in one tile is read once
         row.note = f"BLOCK_SIZE={block}, {warps} warps, ONE_TILE={one}"
         args = (xl, yl, w, b, mean, rstd, xl.stride(0), N, eps)
         row.providers["enceladus"] = (lambda a=args, b_=block, w_=warps, M=M, o=one:
@@ -513,6 +513,12 @@ def enceladus_cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+# What run() loads from kernels.py: its @jit kernels (for both compilers) and host-side config helpers.
+KERNELS = ["layer_norm_bwd_dx", "layer_norm_bwd_dwdb", "cross_entropy_fwd", "transpose_kernel", "_uniform",
+           "_dropout_part", "seeded_dropout", "histogram_kernel", "atomic_accumulate"]
+HELPERS = ["layer_norm_bwd_programs", "layer_norm_bwd_dx_warps", "cross_entropy_config", "transpose_config"]
+
+
 def run(args: argparse.Namespace) -> dict:
     build_dir = tempfile.mkdtemp(prefix="enc-proxy-table-")
     log: list[dict] = []
@@ -525,9 +531,7 @@ def run(args: argparse.Namespace) -> dict:
     tri_examples = {"add": load_functions(os.path.join(ex, "01_vector_add.py"), ["add_kernel"], "triton"),
                     "softmax": load_functions(os.path.join(ex, "02_softmax.py"), ["softmax_kernel"], "triton"),
                     "ln": load_functions(os.path.join(ex, "05_layer_norm.py"), ["layer_norm_fwd"], "triton")}
-    kernel_names = ["layer_norm_bwd_dx", "layer_norm_bwd_dwdb", "cross_entropy_fwd", "transpose_kernel",
-                    "_uniform", "_dropout_part", "seeded_dropout"]
-    helpers = ["layer_norm_bwd_programs", "layer_norm_bwd_dx_warps", "cross_entropy_config", "transpose_config"]
+    kernel_names, helpers = KERNELS, HELPERS
     kpath = os.path.join(HERE, "kernels.py")
     ctx = {"enc_examples": enc_examples, "tri_examples": tri_examples,
            "enc_kernels": load_functions(kpath, kernel_names + helpers, "enceladus"),

@@ -84,3 +84,17 @@ def test_markdown_reports_rows_below_fence_cost_and_eight_warps():
     assert "softmax 8x8 8 warps: 0.80x Triton on our source" in md
     assert "k (4 warps, 16512 B threadgroup): 38 registers" in md
     assert "| v | 2.0000 | 1.0000 | 0.50x | — |" in md
+
+
+def test_the_table_loads_every_kernel_and_helper_its_rows_use():
+    """The rows reach kernels.py's functions as ``enc_k.NAME``/``tri_k.NAME`` and the examples' as
+    ``enc_ex[...]``; a name missing from what run() loads would only fail on the GPU machine."""
+    import re
+
+    text = (ROOT / "benchmarks" / "gpu_proxy" / "table.py").read_text()
+    used = set(re.findall(r"\benc_k\.(\w+)", text)) | set(re.findall(r"\btri_k\.(\w+)", text))
+    assert used and used <= set(table.KERNELS) | set(table.HELPERS), used - set(table.KERNELS) - set(table.HELPERS)
+    assert set(re.findall(r"\btri_k\.(\w+)", text)) <= set(table.KERNELS)
+    source = (ROOT / "benchmarks" / "gpu_proxy" / "kernels.py").read_text()
+    for name in table.KERNELS + table.HELPERS:
+        assert f"def {name}(" in source, name

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from .. import ir
 from ..layout import BlockedLayout, MmaLayout, TileLayout, default_blocked, mma_layout
 from ..metal_limits import MAX_THREADGROUP_MEMORY
-from .axis_info import AxisInfo
 from ..op_traits import TRANSPARENT, VIA_SMEM, VIEW, ops_where
+from .axis_info import AxisInfo
 
 # Ops whose result is computed slot by slot from operands in the same layout (or a view of it).
 _TRANSPARENT = ops_where(layout=TRANSPARENT) | ops_where(layout=VIEW)
