@@ -417,6 +417,20 @@ def _dropout_row(ctx: dict, small: bool, randn: Callable) -> Row:
     return row
 
 
+# The sweep's variants (tests/benchmarks/test_gpu_proxy_table.py compiles every Enceladus one without a GPU).
+# layer norm forward: (M, N) -> (BLOCK_SIZE, num_warps, ONE_TILE)
+SWEEP_LN_FWD = {(65536, 1024): ((1024, 4, True), (1024, 2, True), (1024, 8, True), (1024, 4, False), (1024, 2, False),
+                                (512, 4, False)),
+                (16384, 4096): ((2048, 8, False), (4096, 8, True), (4096, 16, True), (4096, 8, False), (1024, 4, False))}
+# layer norm backward: (programs, num_warps of the dx kernel; None: the heuristic's)
+SWEEP_LN_BWD = ((512, None), (512, 16), (1024, 8), (2048, 8), (264, 8))
+SWEEP_CROSS_ENTROPY = ((4096, 8), (4096, 4), (4096, 16), (2048, 4), (8192, 8), (8192, 16), (2048, 8))  # BLOCK, warps
+# transpose (BLOCK_M, BLOCK_N, num_warps): 32x128 and 64x64 convert through 16.5 KB of threadgroup memory, 32x32
+# through 4.1 KB, 64x128 would need 33 KB (over 32 KB: loaded in the store's layout, as before the conversion)
+SWEEP_TRANSPOSE = ((32, 128, 4), (64, 64, 4), (32, 32, 4), (64, 64, 8), (128, 32, 4), (32, 128, 8), (64, 128, 8),
+                   (32, 32, 1), (64, 64, 2))
+
+
 def sweep(ctx: dict, reps: int) -> list[dict]:
     """Config variants (Enceladus and Triton on our source), for choosing the heuristics: each entry is one
     variant's timing. Every variant is set up first (so the nvcc builds run in parallel), then timed."""
@@ -431,10 +445,7 @@ def sweep(ctx: dict, reps: int) -> list[dict]:
         except Exception as e:
             pending.append((name, provider, e))
 
-    for M, N, variants in ((65536, 1024, ((1024, 4, True), (1024, 2, True), (1024, 8, True), (1024, 4, False),
-                                          (1024, 2, False), (512, 4, False))),
-                           (16384, 4096, ((2048, 8, False), (4096, 8, True), (4096, 16, True), (4096, 8, False),
-                                          (1024, 4, False)))):
+    for (M, N), variants in SWEEP_LN_FWD.items():
         x, w, b = (torch.randn(M, N, device=dev), torch.randn(N, device=dev), torch.randn(N, device=dev))
         y, mean, rstd = torch.empty_like(x), torch.empty(M, device=dev), torch.empty(M, device=dev)
         args = (x, y, w, b, mean, rstd, x.stride(0), N, eps)
@@ -449,8 +460,8 @@ def sweep(ctx: dict, reps: int) -> list[dict]:
         dx = torch.empty_like(x)
         dw, db = torch.empty(N, device=dev), torch.empty(N, device=dev)
         bn = 1 << (N - 1).bit_length()
-        for progs, warps in ((512, bn // 256 if bn < 2048 else 8), (512, 16), (1024, 8), (2048, 8), (264, 8)):
-            warps = min(warps, 16)
+        for progs, warps in SWEEP_LN_BWD:
+            warps = min(warps or (bn // 256 if bn < 2048 else 8), 16)
             dwp, dbp = torch.empty(progs, N, device=dev), torch.empty(progs, N, device=dev)
             a1 = (dx, dy, dwp, dbp, x, w, mean, rstd, x.stride(0), M, N)
             a2 = (dwp, dbp, dw, db, progs, N)
@@ -475,7 +486,7 @@ def sweep(ctx: dict, reps: int) -> list[dict]:
     labels = torch.randint(0, V, (M,), device=dev, dtype=torch.int32)
     loss = torch.empty(M, device=dev)
     ce_args = (logits, labels, loss, logits.stride(0), V)
-    for blk, warps in ((4096, 8), (4096, 4), (4096, 16), (2048, 4), (8192, 8), (8192, 16), (2048, 8)):
+    for blk, warps in SWEEP_CROSS_ENTROPY:
         name = f"cross-entropy {M}x{V} BLOCK={blk} warps={warps}"
         meta = {"BLOCK": blk, "num_warps": warps}
         record(name, "enceladus", lambda m=meta, M=M: P(enc_k.cross_entropy_fwd).prepare((M,), ce_args, m))
@@ -484,10 +495,7 @@ def sweep(ctx: dict, reps: int) -> list[dict]:
     a = torch.randn(M, N, device=dev)
     at = torch.empty(N, M, device=dev)
     targs = (a, at, M, N, a.stride(0), at.stride(0))
-    # 32x128 and 64x64 convert through 16.5 KB of threadgroup memory, 32x32 through 4.1 KB, 64x128 through
-    # 33 KB (over 32 KB: loaded in the store's layout, as before the conversion existed)
-    for bm, bn, warps in ((32, 128, 4), (64, 64, 4), (32, 32, 4), (64, 64, 8), (128, 32, 4), (32, 128, 8),
-                          (64, 128, 8), (32, 32, 1), (64, 64, 2)):
+    for bm, bn, warps in SWEEP_TRANSPOSE:
         name = f"transpose {M}x{N} {bm}x{bn} warps={warps}"
         g = (enceladus_cdiv(M, bm), enceladus_cdiv(N, bn))
         meta = {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps}

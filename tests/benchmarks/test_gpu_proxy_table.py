@@ -98,3 +98,59 @@ def test_the_table_loads_every_kernel_and_helper_its_rows_use():
     source = (ROOT / "benchmarks" / "gpu_proxy" / "kernels.py").read_text()
     for name in table.KERNELS + table.HELPERS:
         assert f"def {name}(" in source, name
+
+
+def test_every_enceladus_config_of_the_table_and_sweep_compiles_and_rewrites():
+    """Every Enceladus config the device run launches (the table's rows and the sweep's variants), compiled at the
+    table's row lengths (fewer rows) and rewritten to CUDA, type-checks against the stub header; a transpose tile
+    whose conversion fits in 32 KB loads and stores 16-byte vectors, a larger one keeps narrow loads."""
+    from enceladus.backends.cpu import find_compiler
+
+    ex = ROOT / "examples"
+    ln = gpu_proxy("source").load_functions(str(ex / "05_layer_norm.py"), ["layer_norm_fwd", "layer_norm_config"],
+                                            "enceladus")
+    sm = gpu_proxy("source").load_functions(str(ex / "02_softmax.py"), ["softmax_kernel", "softmax_config"],
+                                            "enceladus")
+    k = gpu_proxy("source").load_functions(str(ROOT / "benchmarks" / "gpu_proxy" / "kernels.py"),
+                                           table.KERNELS + table.HELPERS, "enceladus")
+
+    def f(*shape):
+        return np.zeros(shape, np.float32)
+
+    msls = []
+
+    def compile_(fn, args, **meta):
+        ck = fn.warmup(*args, grid=(1,), **meta)
+        msls.append(ck.asm["msl"])
+        return ck
+
+    for N in (1024, 4096):
+        block, warps = sm.softmax_config(N)
+        for w in (warps, 8):
+            compile_(sm.softmax_kernel, (f(4, N), f(4, N), N, N, 4, N), BLOCK=block, num_warps=w)
+        block, warps = ln.layer_norm_config(N, 4)
+        configs = [(block, warps, block >= N)] + list(table.SWEEP_LN_FWD[(65536, 1024) if N == 1024 else (16384, 4096)])
+        for blk, w, one in configs:
+            compile_(ln.layer_norm_fwd, (f(4, N), f(4, N), f(N), f(N), f(4), f(4), N, N, 1e-5), BLOCK_SIZE=blk,
+                     ONE_TILE=one, num_warps=w)
+        for _, w in table.SWEEP_LN_BWD + ((None, k.layer_norm_bwd_dx_warps(N)),):
+            w = min(w or (N // 256 if N < 2048 else 8), 16)
+            compile_(k.layer_norm_bwd_dx, (f(4, N), f(4, N), f(4, N), f(4, N), f(4, N), f(N), f(4), f(4), N, 4, N),
+                     BLOCK_N=N, num_warps=w)
+    compile_(k.layer_norm_bwd_dwdb, (f(4, 1024), f(4, 1024), f(1024), f(1024), 4, 1024), BLOCK_P=32, BLOCK_N=128)
+    V = 32768
+    for blk, w in table.SWEEP_CROSS_ENTROPY + (k.cross_entropy_config(V),):
+        compile_(k.cross_entropy_fwd, (f(4, V), np.zeros(4, np.int32), f(4), V, V), BLOCK=blk, num_warps=w)
+    for bm, bn, w in table.SWEEP_TRANSPOSE + (k.transpose_config(),):
+        ck = compile_(k.transpose_kernel, (f(1024, 1024), f(1024, 1024), 1024, 1024, 1024, 1024), BLOCK_M=bm,
+                      BLOCK_N=bn, num_warps=w)
+        widths = {(a.kind, a.vector) for a in ck.accesses}
+        fits = bm * (bn + 1) * 4 <= 32 * 1024
+        assert widths == ({("load", 4), ("store", 4)} if fits else {("load", 1), ("store", 4)}), (bm, bn, widths)
+    compile_(k.seeded_dropout, (f(4096), f(4096), 4096, 0.5, 1234), BLOCK_SIZE=1024)
+    for relaxed in (False, True):
+        compile_(k.histogram_kernel, (np.zeros(4096, np.int32), np.zeros(256, np.int32), 4096), BLOCK=1024,
+                 RELAXED=relaxed)
+        compile_(k.atomic_accumulate, (f(4096), f(4096), 4096), BLOCK=1024, RELAXED=relaxed)
+    problems = gpu_proxy("check").syntax_check(msls, find_compiler().command)
+    assert not problems, "\n".join(problems)[:4000]
