@@ -81,9 +81,13 @@ REFERENCES = [
         reads={"A": {"BROWS": "BM", "BCOLS": "BK"}, "B": {"BROWS": "BK", "BCOLS": "BN"}},
         threadgroup=("tgp_mem_size_a", "tgp_mem_size_b"),
         notes=(Quote(STEEL + "gemm/loader.h", 77, "*((threadgroup ReadVector*)(&dst[i * dst_ld])) = "
-                     "*((const device ReadVector*)(&src[i * src_ld]));", lines=2),),
+                     "*((const device ReadVector*)(&src[i * src_ld]));", lines=2),
+               # the result is stored from the 8x8 fragments, kElemCols = 2 adjacent elements per lane
+               Quote(STEEL + "gemm/mma.h", 40, "STEEL_CONST int kElemCols = 2;"),
+               Quote(STEEL + "gemm/mma.h", 109, "dst[i * str_x + j * str_y] = static_cast<U>(src[i * kElemCols + j]);")),
         summary="A and B blocks staged with one ReadVector (n_reads elements) per thread per row step, "
-                "simdgroup_matrix 8x8 MMAs, a barrier before and after the staging",
+                "simdgroup_matrix 8x8 MMAs, a barrier before and after the staging; C stored from the fragments, "
+                "2 elements per lane",
     ),
     Reference(
         "MLX steel attention", MLX, ("flash attention",),
@@ -111,10 +115,13 @@ REFERENCES = [
         threadgroup=("Q_smem", "KV_smem"),
         notes=(Quote(STEEL + "attn/kernels/steel_attention.h", 128, "threadgroup T* Vs = KV_smem;"),
                Quote(STEEL + "attn/loader.h", 201, "for (short i = 0; i < BROWS; i += TROWS) {"),
-               Quote(STEEL + "attn/loader.h", 204, "dst[i * kDstStrRow + j * kDstStrCol] = src[i * src_ld + j];")),
+               Quote(STEEL + "attn/loader.h", 204, "dst[i * kDstStrRow + j * kDstStrCol] = src[i * src_ld + j];"),
+               Quote(STEEL + "attn/mma.h", 54, "STEEL_CONST int kElemCols = 2;"),
+               Quote(STEEL + "attn/mma.h", 134, "dst[i * str_x + j * str_y] = static_cast<U>(src[i * kElemCols + j]);")),
         summary="Q staged once in threadgroup memory (re-read into fragments every block), K and V share one "
                 "buffer, n_reads contiguous elements per thread copied element by element (K transposed on "
-                "the way), row reductions inside each SIMD group (WN = 1)",
+                "the way), row reductions inside each SIMD group (WN = 1), O stored from the fragments, 2 elements "
+                "per lane",
     ),
     Reference(
         "metal-flash-attention", MFA, ("flash attention",),

@@ -60,11 +60,14 @@ def test_accumulators_stay_in_registers():
                                  BM=64, BN=64, BK=32, EPILOGUE="leaky", num_warps=4)
     msl = ck.asm["msl"]
     assert "simdgroup_multiply_accumulate" in msl and "simdgroup_half8x8" in msl
-    # one staging of A and B per iteration; no layout conversion of the accumulator or the epilogue
-    assert not any("converted" in note for note in ck.metadata["notes"]), ck.metadata["notes"]
-    assert ck.abi.threadgroup_memory == (64 * 32 + 32 * 64) * 2
+    # one staging of A and B per iteration; the accumulator stays in registers across the loop, and only the
+    # stored result leaves the fragment layout, once, after the loop, for 16-byte stores (it was stored two
+    # adjacent elements per lane)
+    assert sum("converted" in note for note in ck.metadata["notes"]) == 1, ck.metadata["notes"]
+    assert ck.abi.threadgroup_memory == (64 * 32 + 32 * 64) * 2 + 64 * 65 * 4
+    assert ck.metadata["barriers"] == 3  # 2 per K step, 1 for the conversion
     store = [x for x in ck.accesses if x.kind == "store"][0]
-    assert store.vector == 2  # two adjacent accumulator elements per lane
+    assert store.vector == 4
 
 
 @pytest.mark.parametrize("M,N,K,out", [(4, 4, 4, "default"), (2, 8, 16, "default"), (16, 16, 16, "fp16"),

@@ -74,7 +74,7 @@ _SCALAR_SIZE = {"int1": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8
 
 class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def __init__(self, fn: ir.Function, num_warps: int, axis: dict[int, AxisInfo], plan: LayoutPlan, header: str,
-                 pooled: bool = False):
+                 pooled: bool = False, reuse: bool = False):
         self.fn = fn
         self.num_warps = num_warps
         self.axis = axis
@@ -104,6 +104,9 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.log_sites: list[dict] = []  # tl.device_print / tl.device_assert call sites (see debug.py)
         self.helpers_emitted: set[str] = set()
         self.pooled = pooled  # threadgroup memory shared by all data movements (when separate arrays exceed 32 KB)
+        # before pooling: a movement outside every loop reuses the array of an earlier one outside every loop
+        self.reuse = reuse
+        self.smem_arrays: list[tuple[str, str, int, int]] = []  # (name, element type, count, movement) at depth 0
         self.pool_offset = 0
         self.smem_uses = 0
         self.carried_runs: dict[str, tuple[str, int]] = {}  # ref of a run-compressed pointer tile -> (name, run)

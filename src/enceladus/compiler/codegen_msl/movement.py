@@ -27,9 +27,10 @@ def _source_line(loc) -> str | None:
 class MovementMixin:
     # --- threadgroup memory --------------------------------------------------------------------------
     def smem(self, elem_type: str, count: int, what: str, itemsize: int) -> str:
-        """A threadgroup array for one data movement. Each gets its own array while they all fit in 32 KB;
-        otherwise they share one pool, each movement from its start (so a movement reusing memory still in use waits at
-        a barrier first: barriers.py)."""
+        """A threadgroup array for one data movement. Each gets its own array while they all fit in 32 KB; else
+        (``reuse``) movements outside every loop reuse an earlier such array of their type that is large enough;
+        else they share one pool, each movement from its start. A movement writing memory that may still be in use
+        waits at a barrier first (barriers.py)."""
         if self.pooled:
             offset = (self.pool_offset + 15) // 16 * 16
             self.pool_offset = offset + count * itemsize
@@ -38,10 +39,20 @@ class MovementMixin:
             self.sync.region(("enc_pool", offset, self.pool_offset))
             self.notes.append(f"{what}: {count * itemsize} bytes of the shared threadgroup pool")
         else:
+            old = [a for a in self.smem_arrays if a[1] == elem_type and a[2] >= count and a[3] != self.sync.current]
+            if self.reuse and not self.depth and old:  # a barrier first if it may still be in use (barriers.py)
+                pick = min(old, key=lambda a: a[2])
+                name, _, size, _ = pick
+                self.smem_arrays[self.smem_arrays.index(pick)] = (name, elem_type, size, self.sync.current)  # taken
+                self.sync.region((name, 0, size * itemsize))
+                self.notes.append(f"{what}: reuses {name} ({size * itemsize} bytes of threadgroup memory)")
+                return name
             name = self.fresh("enc_smem")
             self.smem_decls.append(f"threadgroup {elem_type} {name}[{count}];  // {what}")
             self.sync.region((name, 0, count * itemsize))
             self.smem_bytes += count * itemsize
+            if not self.depth:
+                self.smem_arrays.append((name, elem_type, count, self.sync.current))
         if self.smem_bytes > MAX_THREADGROUP_MEMORY:
             loc = self.current_op.loc if getattr(self, "current_op", None) is not None else None
             raise errors.OutOfResources(

@@ -91,7 +91,8 @@ class _Assigner:
         # the device's thread_elements() lane mapping is the assumed one (a probe may say otherwise: MSL_AUDIT D4)
         self.fragments_in_registers = fragments_in_registers
         self.defs: dict[int, ir.Op] = {}  # value id -> the op that makes it
-        self.loop_of: dict[int, int | None] = {}  # value id (or dot result id) -> id of its innermost loop op
+        self.loop_of: dict[int, int | None] = {}  # value id -> id of its innermost loop op
+        self.op_loop: dict[int, int | None] = {}  # id(op) -> id of its innermost loop op
         self._scan(fn.body, None)
         self.feeds_a = self._dots_feeding_a(fn)
         self.fn = fn
@@ -108,6 +109,7 @@ class _Assigner:
 
     def _scan(self, block: ir.Block, loop: int | None) -> None:
         for op in block.ops:
+            self.op_loop[id(op)] = loop
             for r in op.results:
                 self.defs[r.id] = op
                 self.loop_of[r.id] = loop
@@ -136,6 +138,19 @@ class _Assigner:
                 elif d.name in ir.ELEMENTWISE:
                     todo += [o for o in d.operands if o.type.is_tile and o.type.shape == v.type.shape]
         return out
+
+    def store_converts(self, op: ir.Op, layout: TileLayout) -> bool:
+        """Whether a store of a value held in ``layout`` goes through the default blocked layout instead: the
+        value is in a dot's fragment layout (2 elements per lane: 4- or 8-byte stores), the store is outside
+        every loop (the conversion runs once, as an epilogue), the pointers are contiguous along the rows for
+        16 bytes (the blocked layout's vectors) and the conversion's buffer fits in threadgroup memory."""
+        ptr = op.operands[0]
+        info = self.axis.get(ptr.id)
+        size = ptr.type.element.element_ty.itemsize
+        rows, cols = ptr.type.shape[0], ptr.type.shape[-1]
+        return (isinstance(layout.parent, MmaLayout) and self.op_loop.get(id(op)) is None and info is not None
+                and info.contiguity[-1] * size >= 16 and cols * size >= 16
+                and rows * (cols + 1) * size <= MAX_THREADGROUP_MEMORY)  # the (padded) conversion buffer fits
 
     def operand_anchor(self, v: ir.Value) -> TileLayout:
         """The layout a dot operand is loaded in when nothing else decides: the default blocked layout, or, for a
@@ -309,8 +324,11 @@ class _Assigner:
         if name == "store":
             ptr = op.operands[0]
             if ptr.type.is_tile:
-                # store straight from the layout the value is produced in (e.g. dot accumulators) when it has one
-                layout = self.pref.get(op.operands[1].id) or self.anchor(ptr.type.shape)
+                # store straight from the layout the value is produced in (e.g. dot accumulators) when it has one,
+                # unless that is a fragment layout and the store runs once: then 16-byte rows pay for converting
+                layout = self.pref.get(op.operands[1].id)
+                if layout is None or self.store_converts(op, layout):
+                    layout = self.anchor(ptr.type.shape)
                 for o in op.operands:
                     plan.demand(o, layout)
             return
