@@ -81,6 +81,18 @@ def transpose_kernel(X, Y, M, N, stride_x, stride_y, BLOCK_M: tl.constexpr, BLOC
     tl.store(Y + rn[:, None] * stride_y + rm[None, :], tl.trans(tile), mask=(rn[:, None] < N) & (rm[None, :] < M))
 
 
+@enceladus.jit(do_not_specialize=["stride_xn"])
+def transpose_strided_kernel(X, Y, M, N, stride_x, stride_xn, stride_y, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """transpose_kernel with X's column stride a run-time argument that is not specialized (do_not_specialize),
+    so the compiler cannot know X's rows are contiguous: it loads the tile in the store's layout, 4-byte loads
+    and no threadgroup memory, as before loads learned to convert. The GPU proxy's sweep times it beside
+    transpose_kernel at the same tiles (launched with stride_xn = 1)."""
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    tile = tl.load(X + rm[:, None] * stride_x + rn[None, :] * stride_xn, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    tl.store(Y + rn[:, None] * stride_y + rm[None, :], tl.trans(tile), mask=(rn[:, None] < N) & (rm[None, :] < M))
+
+
 @enceladus.jit
 def histogram_kernel(X, Hist, n, BLOCK: tl.constexpr, RELAXED: tl.constexpr):
     """Hist[X[i]] += 1 for every i (values already in range): one atomic per element onto few addresses.

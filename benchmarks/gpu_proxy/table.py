@@ -429,6 +429,9 @@ SWEEP_CROSS_ENTROPY = ((4096, 8), (4096, 4), (4096, 16), (2048, 4), (8192, 8), (
 # through 4.1 KB, 64x128 would need 33 KB (over 32 KB: loaded in the store's layout, as before the conversion)
 SWEEP_TRANSPOSE = ((32, 128, 4), (64, 64, 4), (32, 32, 4), (64, 64, 8), (128, 32, 4), (32, 128, 8), (64, 128, 8),
                    (32, 32, 1), (64, 64, 2))
+# the same tiles with X's column stride not specialized (kernels.transpose_strided_kernel): no conversion, the
+# loads in the store's layout -- the A/B of the conversion on both compilers
+SWEEP_TRANSPOSE_UNCONVERTED = ((32, 128, 4), (64, 64, 4), (32, 32, 4))
 
 
 def sweep(ctx: dict, reps: int) -> list[dict]:
@@ -501,6 +504,13 @@ def sweep(ctx: dict, reps: int) -> list[dict]:
         meta = {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps}
         record(name, "enceladus", lambda g=g, m=meta: P(enc_k.transpose_kernel).prepare(g, targs, m))
         record(name, "triton", lambda g=g, m=meta: lambda: tri_k.transpose_kernel[g](*targs, **m))
+    sargs = (a, at, M, N, a.stride(0), 1, at.stride(0))
+    for bm, bn, warps in SWEEP_TRANSPOSE_UNCONVERTED:
+        name = f"transpose {M}x{N} {bm}x{bn} warps={warps} column stride unspecialized (no conversion)"
+        g = (enceladus_cdiv(M, bm), enceladus_cdiv(N, bn))
+        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": warps}
+        record(name, "enceladus", lambda g=g, m=meta: P(enc_k.transpose_strided_kernel).prepare(g, sargs, m))
+        record(name, "triton", lambda g=g, m=meta: lambda: tri_k.transpose_strided_kernel[g](*sargs, **m))
 
     out = []
     for name, provider, call in pending:
@@ -523,7 +533,7 @@ def enceladus_cdiv(a: int, b: int) -> int:
 
 # What run() loads from kernels.py: its @jit kernels (for both compilers) and host-side config helpers.
 KERNELS = ["layer_norm_bwd_dx", "layer_norm_bwd_dwdb", "cross_entropy_fwd", "transpose_kernel", "_uniform",
-           "_dropout_part", "seeded_dropout", "histogram_kernel", "atomic_accumulate"]
+           "_dropout_part", "seeded_dropout", "histogram_kernel", "atomic_accumulate", "transpose_strided_kernel"]
 HELPERS = ["layer_norm_bwd_programs", "layer_norm_bwd_dx_warps", "cross_entropy_config", "transpose_config"]
 
 

@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 table = gpu_proxy("table")
 kernels = gpu_proxy("source").load_functions(str(ROOT / "benchmarks" / "gpu_proxy" / "kernels.py"),
                                              ["histogram_kernel", "atomic_accumulate", "transpose_kernel",
-                                              "transpose_config"], "enceladus")
+                                              "transpose_strided_kernel", "transpose_config"], "enceladus")
 
 
 @pytest.mark.parametrize("relaxed", [False, True], ids=["acq_rel", "relaxed"])
@@ -37,6 +37,14 @@ def test_atomic_accumulate_kernel(relaxed):
     base = np.linspace(-1, 1, n, dtype=np.float32)
     run_on_all_paths(kernels.atomic_accumulate, (-(-n // 1024),), lambda: (x.copy(), base.copy(), n),
                      lambda *a: {1: base + x}, constexprs={"BLOCK": 1024, "RELAXED": relaxed}, rtol=0, atol=0)
+
+
+def test_transpose_strided_kernel():
+    M, N, bm, bn = 70, 100, 32, 128
+    a = np.random.default_rng(4).standard_normal((M, N)).astype(np.float32)
+    run_on_all_paths(kernels.transpose_strided_kernel, (-(-M // bm), -(-N // bn)),
+                     lambda: (a.copy(), np.zeros((N, M), np.float32), M, N, N, 1, M), lambda *x: {1: a.T},
+                     constexprs={"BLOCK_M": bm, "BLOCK_N": bn}, rtol=0, atol=0)
 
 
 def test_transpose_kernel_at_the_table_config():
@@ -147,6 +155,11 @@ def test_every_enceladus_config_of_the_table_and_sweep_compiles_and_rewrites():
         widths = {(a.kind, a.vector) for a in ck.accesses}
         fits = bm * (bn + 1) * 4 <= 32 * 1024
         assert widths == ({("load", 4), ("store", 4)} if fits else {("load", 1), ("store", 4)}), (bm, bn, widths)
+    for bm, bn, w in table.SWEEP_TRANSPOSE_UNCONVERTED:
+        ck = compile_(k.transpose_strided_kernel, (f(1024, 1024), f(1024, 1024), 1024, 1024, 1024, 1, 1024),
+                      BLOCK_M=bm, BLOCK_N=bn, num_warps=w)
+        assert {(a.kind, a.vector) for a in ck.accesses} == {("load", 1), ("store", 4)}
+        assert ck.metadata["threadgroup_memory"] == 0
     compile_(k.seeded_dropout, (f(4096), f(4096), 4096, 0.5, 1234), BLOCK_SIZE=1024)
     for relaxed in (False, True):
         compile_(k.histogram_kernel, (np.zeros(4096, np.int32), np.zeros(256, np.int32), 4096), BLOCK=1024,
