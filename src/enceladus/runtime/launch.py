@@ -324,6 +324,11 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
     if 0 in grid:
         return
     if any(arguments.is_torch_mps(values[p.name]) for p in kernel.abi.buffer_params if p.name in values):
+        if kernel.metadata.get("int_pointers"):
+            raise LaunchError(f"kernel '{kernel.name}' makes pointers from integer addresses, and PyTorch launches "
+                              "mps tensors itself, so it cannot make the buffers those addresses point into resident "
+                              "(and an mps tensor's data_ptr() is not a GPU address); pass enceladus.Tensors and build "
+                              "the address table from their device_address() values")
         _launch_torch_mps(kernel, grid, values)
         return
     log = None

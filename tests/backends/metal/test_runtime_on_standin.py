@@ -142,6 +142,19 @@ def test_integer_addresses_are_gpu_addresses_made_resident(on_metal, recorder) -
     assert recorder.resident_history[-1] == {}
 
 
+def test_integer_addresses_with_mps_tensors_are_refused(on_metal, monkeypatch) -> None:
+    # PyTorch launches mps tensors itself and cannot make Enceladus's buffers resident (the check runs before any
+    # PyTorch call, so an array marked as an mps tensor stands in for one)
+    from enceladus.runtime import launch as runtime_launch
+    from tests.codegen import address_kernels as ak
+
+    out = np.zeros(4, np.float32)
+    marked = runtime_launch.arguments.is_torch_mps
+    monkeypatch.setattr(runtime_launch.arguments, "is_torch_mps", lambda v: v is out or marked(v))
+    with pytest.raises(LaunchError, match="device_address"):
+        fresh(ak.address_gather_kernel)[(1,)](np.zeros(1, np.int64), out, N=4)
+
+
 def test_streams_have_their_own_command_queue(on_metal, recorder) -> None:
     axpy = fresh(kernels.axpy_kernel)
     x = enceladus.tensor(np.arange(256, dtype=np.float32))
