@@ -206,6 +206,43 @@ def test_aggregate_replace_in_loops_and_branches(n):
                      constexprs={"BLOCK": 128, "STEPS": steps})
 
 
+@_aggregate
+class Welford:
+    mean: tl.tensor
+    m2: tl.tensor
+    count: tl.tensor
+
+    @enceladus.jit
+    def update(self, x):  # a @jit method: the instance comes first, as in Triton
+        count = self.count + 1
+        delta = x - self.mean
+        mean = self.mean + delta / count.to(tl.float32)
+        return tl.aggregate_replace(self, mean=mean, m2=self.m2 + delta * (x - mean), count=count)
+
+    @enceladus.jit
+    def variance(self):
+        return self.m2 / self.count.to(tl.float32)
+
+
+@enceladus.jit
+def aggregate_method_kernel(x_ptr, mean_ptr, var_ptr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    w = Welford(tl.zeros([BLOCK], tl.float32), tl.zeros([BLOCK], tl.float32), tl.program_id(0) * 0)
+    for r in range(ROWS):
+        w = w.update(tl.load(x_ptr + r * BLOCK + cols))
+    tl.store(mean_ptr + cols, w.mean)
+    tl.store(var_ptr + cols, w.variance())
+
+
+def test_aggregate_jit_methods():
+    rows, block = 9, 64
+    x = RNG.standard_normal((rows, block)).astype(np.float32)
+    run_on_all_paths(aggregate_method_kernel, (1,), lambda: (x.copy(), np.zeros(block, np.float32),
+                                                            np.zeros(block, np.float32)),
+                     lambda *a: {1: x.mean(0), 2: x.var(0)}, constexprs={"ROWS": rows, "BLOCK": block},
+                     rtol=1e-5, atol=1e-5)
+
+
 @enceladus.jit
 def aggregate_bad_field_kernel(x_ptr):
     acc = Running(tl.load(x_ptr), 0)

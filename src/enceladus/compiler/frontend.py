@@ -128,6 +128,14 @@ class _AggregateMethod:
         self.method = method
 
 
+class _BoundJit:
+    """A ``@jit`` method of an ``@aggregate`` instance (``acc.update(x)``): inlined with the instance first."""
+
+    def __init__(self, fn: Any, instance: Any):
+        self.fn = fn
+        self.instance = instance
+
+
 class _TensorMethod:
     """A bound method of a tile value (``x.to``)."""
 
@@ -708,6 +716,8 @@ class Lowering(ast.NodeVisitor):
                                  REFUSED[attr].fix) from None
             raise self.error(node, f"'{what}' has no attribute '{attr}'",
                              "see the language reference for the supported tl.* builtins") from None
+        if is_aggregate(base) and is_jit_function(value):
+            return _BoundJit(value, base)
         path = self._global_path(node)
         if path is not None:  # cfg.BLOCK, mod.helper, Config.ATTR: checked again at launch
             self._record_read(node, path, value)
@@ -910,6 +920,8 @@ class Lowering(ast.NodeVisitor):
     def call(self, node: ast.AST, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if isinstance(fn, _AggregateMethod):
             return self.apply(node, lambda: fn.method(self.b, *args, **kwargs))
+        if isinstance(fn, _BoundJit):
+            return self.inline(node, fn.fn, [fn.instance, *args], kwargs)
         if isinstance(fn, _TensorMethod):
             if fn.name in ("reduce", "associative_scan"):
                 return self.reduce_with(node, fn.name, fn.value, *args, **kwargs)

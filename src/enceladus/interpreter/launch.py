@@ -23,7 +23,7 @@ from ..language import math as tl_math
 from ..language import structs
 from ..language.builtins import range as tl_range_cls
 from ..language.builtins import static_range as tl_static_range_cls
-from ..language.core import builtin_name, constexpr
+from ..language.core import builtin_name, constexpr, is_aggregate_class
 from . import descriptors, extra, fp8, libdevice, ops, random, shape_ops, syntax  # noqa: F401  (registration)
 from .context import (
     InterpreterError,
@@ -230,7 +230,17 @@ class Rebinder:
             return _bound(name)
         if _is_jit(v):
             return self.function(v.fn)
+        if is_aggregate_class(v):
+            return self.aggregate(v)
         return v
+
+    def aggregate(self, cls: type) -> type:
+        """An ``@aggregate`` class whose ``@jit`` methods run interpreted (a subclass: isinstance still holds)."""
+        key = id(cls)
+        if key not in self.functions:
+            methods = {k: self.function(m.fn) for k, m in vars(cls).items() if _is_jit(m)}
+            self.functions[key] = type(cls.__name__, (cls,), methods) if methods else cls
+        return self.functions[key]
 
     def function(self, fn: Any) -> types.FunctionType:
         """The interpreted version of the Python function ``fn``."""

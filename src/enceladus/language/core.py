@@ -210,7 +210,8 @@ def _aggregate(cls: type) -> type:
     """Triton's ``@aggregate`` (``from triton.language.core import _aggregate as aggregate``): a class of named
     fields (its annotations), built inside kernels as ``Pair(a, b)`` or ``Pair(a=.., b=..)``, read as ``p.a``,
     immutable after construction (``tl.aggregate_replace(p, b=...)`` makes a modified copy), carried through
-    loops and branches. Fields hold tiles, scalars, constexprs or tuples of them; methods are not supported."""
+    loops and branches. Fields hold tiles, scalars, constexprs or tuples of them; ``@jit`` methods take the instance
+    first (``acc.update(x)``)."""
     names = builtins.tuple(cls.__dict__.get("__annotations__", {}))
     defaults = {n: cls.__dict__[n] for n in names if n in cls.__dict__}
     if "__init__" not in cls.__dict__:
