@@ -779,19 +779,20 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         out += self.body
         out.append("}")
         lines, files = [], set()
+        offset_checks = []
+        offset_exprs = self.offset_exprs.items()
         at = first
         for text, loc in zip(self.body, self.body_locs):
+            n = text.count("\n") + 1
             if loc is not None:
                 files.add(loc.filename)
-                lines += [[at + k, loc.lineno] for k in range(text.count("\n") + 1)]
-            at += text.count("\n") + 1
+                lines += [[at + k, loc.lineno] for k in range(n)]
+            hits = [(expr, what) for expr, what in offset_exprs if expr in text]  # then the lines holding them
+            if hits:
+                for k, line in enumerate(text.split("\n") if n > 1 else (text,)):
+                    offset_checks += [[at + k, expr, *what] for expr, what in hits if expr in line]
+            at += n
         line_table = {"file": files.pop(), "lines": lines} if len(files) == 1 else {}
-        offset_checks = []
-        at = first
-        for text in self.body:
-            for k, line in enumerate(text.split("\n")):
-                offset_checks += [[at + k, expr, *what] for expr, what in self.offset_exprs.items() if expr in line]
-            at += text.count("\n") + 1
         return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
                          WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
                          list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops,
