@@ -40,3 +40,12 @@ def test_export_tree_holds_the_package(tmp_path):
     tree, commit = _ab().export_tree("HEAD", tmp_path)
     assert len(commit) == 40
     assert (tree / "src" / "enceladus" / "__init__.py").is_file()
+
+
+def test_launch_worker_reports_the_calling_threads_cpu_time():
+    """The launch figures (#26): wall-clock per launch and the calling thread's own CPU time, which cannot exceed
+    it (the stream worker's running of the kernels is not in the latter)."""
+    out = _ab().worker_launch(20)
+    for n in ("4 args", "16 args"):
+        wall, own = out[f"{n} us"], out[f"{n} calling thread us"]
+        assert 0 < own <= wall * 1.05, out  # (thread_time ticks coarser than perf_counter on some systems)

@@ -14,6 +14,7 @@ grids) takes the slow path, which reports errors with full context.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -154,11 +155,22 @@ def positional_key(args: tuple, cflags: tuple) -> list:
     return key
 
 
+def _taker(index: tuple[int, ...]) -> Any:
+    """``lambda vals: [vals[i] for i in index]`` as a sequence, without a Python loop per launch."""
+    if len(index) >= 2:
+        return operator.itemgetter(*index)
+    if index:
+        i = index[0]
+        return lambda vals: (vals[i],)
+    return lambda vals: ()
+
+
 class LaunchPlan:
     """How to launch one kernel from positional/keyword arguments of one fast key."""
 
     __slots__ = ("spec_key", "kernel", "launcher", "nargs", "tail", "buffer_index", "scalar_index",
-                 "numpy_writes", "asynchronous", "names", "guard", "cache", "version", "grid", "grid3")
+                 "numpy_writes", "asynchronous", "names", "guard", "cache", "version", "grid", "grid3",
+                 "take_buffers", "take_scalars")
 
     def __init__(self, spec_key: Any, launcher: KernelLauncher, names: Sequence[str], defaults: Sequence[Any],
                  nargs: int, values: Sequence[Any], guard: Any = None) -> None:
@@ -179,6 +191,8 @@ class LaunchPlan:
         self.numpy_writes = tuple(i for i, w in zip(self.buffer_index, launcher.buffer_writes)
                                   if w and type(values[i]) is np.ndarray)
         self.asynchronous = all(type(values[i]) is Tensor for i in self.buffer_index)
+        self.take_buffers = _taker(self.buffer_index)  # the launch's buffers / scalars from its arguments, in C
+        self.take_scalars = _taker(self.scalar_index)
 
     def current(self, cache: Any) -> bool:
         """Whether ``cache`` still maps this plan's specialization key to its kernel."""
@@ -217,8 +231,7 @@ class LaunchPlan:
                                  "stores through it; pass a writeable array (e.g. arr.copy())")
         launcher = self.launcher
         if self.asynchronous:
-            launcher.queue_tensors(grid3, [vals[i] for i in self.buffer_index], [vals[i] for i in self.scalar_index],
-                                   (args, kwargs))
+            launcher.queue_tensors(grid3, self.take_buffers(vals), self.take_scalars(vals), (args, kwargs))
         else:
             arrays = [vals[i] for i in self.buffer_index]
             addresses = [a._address if type(a) is Tensor else int(a.__array_interface__["data"][0]) for a in arrays]

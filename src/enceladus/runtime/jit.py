@@ -319,8 +319,9 @@ class JITFunction:
                 plan = self._fast.get(fkey)
             except (SlowPath, TypeError):  # TypeError: an unhashable constexpr
                 fkey = plan = None
-            if plan is not None and plan.current(self.cache) and not debug_enabled() and \
-                    (not plan.tail or self._defaults_current()):
+            cache = self.cache
+            if plan is not None and (cache is plan.cache and cache.version == plan.version or plan.current(cache)) \
+                    and not debug_enabled() and (not plan.tail or self._defaults_current()):
                 if plan.guard is not None:
                     plan.guard.check()  # the globals it was compiled with (runtime/guards.py)
                 plan.run(args, kwargs, grid)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy as np
 from ..compiler.kernel import CompiledKernel
 from ..compiler.metal_limits import MAX_GRID as U32
 from ..errors import LaunchError
-from . import arguments, devicelog
+from . import arguments, devicelog, stream
 from .backend import get_backend
 from .stream import _local, current_stream, existing_stream, wait_all_idle
 from .tensor import Tensor
@@ -173,7 +174,7 @@ class KernelLauncher:
                 return fast.pack(grid, gsize, *addresses, *fixed, extents=extents)
             return fast.pack(grid, gsize, *addresses, *fixed)
 
-    def queue_tensors(self, grid: tuple[int, int, int], arrays: list[Tensor], scalars: list[Any],
+    def queue_tensors(self, grid: tuple[int, int, int], arrays: Sequence[Tensor], scalars: Sequence[Any],
                       keepalive: Any) -> None:
         """``submit(grid, addresses, scalars, keepalive, True, extents)`` for Tensor arguments: the launch fast
         path's common case, in one call (packing errors take ``packet``, which names them)."""
@@ -190,7 +191,7 @@ class KernelLauncher:
         if packet is None:
             packet = self.packet(grid, addresses, scalars, [a._extent for a in arrays] if self.checked else None)
         stack = getattr(_local, "stack", None)
-        queue = (stack[-1] if stack else current_stream())._queue
+        queue = (stack[-1] if stack else (stream._default or stream.default_stream()))._queue
         if queue.error is not None:
             raise queue.take_error()  # type: ignore[misc]
         queue.submit(fast.run, packet, keepalive)
