@@ -9,8 +9,8 @@
 # file with Triton's tutorial kernels (not part of this repository; see docs/benchmarks.md). Everything is written
 # under $OUT (default ./proxy-out): table.json (the results; copy it to benchmarks/results/gpu_proxy_h200.json),
 # table.md (`table.py --markdown`: the docs section's data), replay.json, sanitize-*.log, *.log, summary.txt.
-# Each step has its own time limit (seconds, environment: TABLE_TIMEOUT, REPLAY_TIMEOUT, SANITIZE_TIMEOUT) so a
-# slow step leaves the others their time; exit status 0 when every step finished clean.
+# Each step has its own time limit (seconds; TABLE_TIMEOUT, REPLAY_TIMEOUT in the environment) so a slow step
+# leaves the others their time; exit status 0 when every step finished clean.
 set -u
 mode=${1:?usage: device_run.sh table CORPUS TUTORIALS | sanitize CORPUS}
 corpus=${2:?the recorded corpus directory}
@@ -38,13 +38,19 @@ case $mode in
 table)
   tutorials=${3:?the Triton tutorials file}
   # 1. the table and the sweep, alone on the GPU (its nvcc builds run in parallel before the timings)
-  step table ${TABLE_TIMEOUT:-330} python3 -m benchmarks.gpu_proxy.table --tutorials "$tutorials" --sweep \
+  step table ${TABLE_TIMEOUT:-380} python3 -m benchmarks.gpu_proxy.table --tutorials "$tutorials" --sweep \
     --out "$out/table.json"
   [ -f "$out/table.json" ] && python3 -m benchmarks.gpu_proxy.table --markdown "$out/table.json" > "$out/table.md"
-  # 2. the replay of the corpus: every kernel's outputs against the cpu backend's (nvcc on all cores)
+  # 2. the replay of the corpus: every kernel's outputs against the cpu backend's (nvcc on all cores), in the
+  #    time left (the sanitize command replays the corpus too, under memcheck, comparing the same outputs)
   left=$(( 520 - ($(date +%s) - start) ))
-  step replay $(( left < ${REPLAY_TIMEOUT:-190} ? left : ${REPLAY_TIMEOUT:-190} )) python3 -m benchmarks.gpu_proxy.replay \
-    --corpus "$corpus" --build-dir "$build" --json "$out/replay.json"
+  [ -n "${REPLAY_TIMEOUT:-}" ] && [ "$REPLAY_TIMEOUT" -lt "$left" ] && left=$REPLAY_TIMEOUT
+  if [ "$left" -ge 30 ]; then
+    step replay $left python3 -m benchmarks.gpu_proxy.replay --corpus "$corpus" --build-dir "$build" \
+      --json "$out/replay.json"
+  else
+    echo "step replay: skipped, $left s left" | tee -a "$out/steps.txt"
+  fi
   { cat "$out/steps.txt"; tail -1 "$out/replay.log"; sed -n '/^NVIDIA\|^row /,$p' "$out/table.log"
     [ -f "$out/table.md" ] && cat "$out/table.md"; } > "$out/summary.txt"
   ;;
@@ -52,6 +58,7 @@ sanitize)
   # cubins first (cached by source digest in $build: free when the table command ran on this machine)
   step build 150 python3 -m benchmarks.gpu_proxy.replay --corpus "$corpus" --build-dir "$build" --build-only
   limit=$(( 510 - ($(date +%s) - start) ))
+  [ "$limit" -ge 60 ] || limit=60
   san() { timeout --kill-after=10 "$limit" compute-sanitizer --tool "$1" --kernel-name kns=enc_proxy_ \
             --error-exitcode 9 --print-limit 20 "${@:2}"; }
   pids=()

@@ -623,15 +623,26 @@ def run(args: argparse.Namespace) -> dict:
         results.append(entry)
     import triton
 
-    sweeps = sweep(ctx, args.reps) if args.sweep and not args.small else []
-    return {
+    data = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
         "cuda": torch.version.cuda, "python": platform.python_version(), "reps": args.reps,
         "note": "NVIDIA GPU proxy: not an Apple GPU. Ratios are other provider's time / Enceladus's time "
                 "(above 1.00x: Enceladus faster).",
-        "rows": results, "sweep": sweeps, "builds": log,
+        "rows": results, "sweep": [], "builds": log,
     }
+    if args.sweep and not args.small:
+        save(data, args.out)  # the table survives a sweep that runs out of time
+        print_table(data)
+        data["sweep"] = sweep(ctx, args.reps)
+    return data
+
+
+def save(data: dict, path: str) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 def print_table(data: dict) -> None:
@@ -758,9 +769,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     data = run(args)
     if not args.small:
-        os.makedirs(os.path.dirname(args.out), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(data, f, indent=1)
+        save(data, args.out)
         print_table(data)
     bad = [(r["row"], n) for r in data["rows"] for n, p in r["providers"].items()
            if "failed" in p or p.get("correct") is False]
