@@ -70,3 +70,15 @@ def transposed_b_kernel(a_ptr, bt_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, 
     a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
     b = tl.load(bt_ptr + rn[None, :] * K + rk[:, None])
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b))
+
+
+@enceladus.jit
+def dot_row_max_kernel(a_ptr, b_ptr, out_ptr, NB, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    # the running row maximum of A @ B_j over j: carried across the loop as a slice of the dot's fragments
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    m = tl.load(out_ptr + rm)
+    for j in range(0, NB):
+        b = tl.load(b_ptr + j * K * N + rk[:, None] * N + rn[None, :])
+        m = tl.maximum(m, tl.max(tl.dot(a, b), 1))
+    tl.store(out_ptr + rm, m)

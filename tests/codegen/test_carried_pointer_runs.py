@@ -1,7 +1,8 @@
 """A loop-carried pointer tile keeps one pointer per run of a thread's contiguous elements (issue 24, "offsets, not
 pointer tiles": fewer registers carried across the loop), only where every value it holds is contiguous over
-those runs; element e is then the run's pointer plus e % run. Values on every path against NumPy, between
-sentinels; the compiled MSL says which pointer tiles were compressed."""
+those runs; element e is then the run's pointer plus e % run (row statistics carried as slices of a dot's
+fragments: tests/codegen/test_dot_registers.py). Values on every path against NumPy, between sentinels; the
+compiled MSL says which pointer tiles were compressed."""
 
 from __future__ import annotations
 
@@ -60,4 +61,5 @@ def test_a_misaligned_step_keeps_runs(step):
     assert _compressed(lk.row_copy_carried_pointers_unmasked, *args(), **kw, num_warps=4) == [(2, 4)] * 2
     run_on_all_paths(lk.row_copy_carried_pointers_unmasked, (rows,), args, lambda *a: {1: exp}, constexprs=kw,
                      num_warps=4, rtol=0, atol=0)
+
 

@@ -67,6 +67,8 @@ def test_attention_static_facts():
     assert ck.metadata["barriers"] == 5
     assert any("reuses" in n for n in notes), notes
     assert "simdgroup_load(fa" not in msl  # A (Q, then P) never goes through threadgroup memory in the loop
+    # the row max and row sum carried across the loop: one value per fragment row a thread holds (2), not 32
+    assert msl.count("float c") == 3 and msl.count("[2];  // one value per 16 registers") == 2
     assert ck.metadata["threadgroup_memory"] == 64 * 65 * 2 + 2 * 64 * 64 * 2  # Q's conversion (padded), K, V
 
 
@@ -120,3 +122,18 @@ def test_no_register_fragments_when_the_lane_mapping_differs():
     assert [d.a_registers for d in assign_layouts(fn, 4).dots.values()] == [True]
     assert [d.a_registers for d in assign_layouts(fn, 4, fragments_in_registers=False).dots.values()] == [False]
     assert tl.dot  # the builtin these kernels exercise
+
+
+@pytest.mark.parametrize("m,n,k", [(32, 32, 16), (64, 32, 32)])
+def test_carried_row_statistics_one_value_per_fragment_row(m, n, k):
+    nb = 3
+    a = RNG.integers(-4, 5, (m, k)).astype(np.float32)
+    b = RNG.integers(-4, 5, (nb, k, n)).astype(np.float32)
+    init = RNG.integers(-40, 40, m).astype(np.float32)
+    want = np.maximum(init, np.max(np.stack([a @ b[j] for j in range(nb)]), axis=(0, 2)))
+    ck = rk.dot_row_max_kernel.warmup(a, b, init.copy(), nb, M=m, N=n, K=k, num_warps=4)
+    # 4x1 SIMD groups: a thread holds m / 32 fragment rows of n / 8 fragments, 2 registers each
+    rows, per_row = m // 32, 2 * (n // 8)
+    assert f"[{rows}];  // one value per {per_row} registers" in ck.asm["msl"]
+    run_on_all_paths(rk.dot_row_max_kernel, (1,), lambda: (a, b, init.copy(), nb), lambda *x: {2: want},
+                     constexprs={"M": m, "N": n, "K": k}, num_warps=4, rtol=0, atol=0)

@@ -540,38 +540,49 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         return f"static_cast<{t}>({x})"
 
     # --- control flow ---------------------------------------------------------------------------------------------
-    def pointer_run(self, values: list[ir.Value]) -> int:
-        """How many consecutive registers of a carried pointer tile one pointer stands for: the thread's run along
-        the layout's fastest dimension when every value the variable holds (initial, carried, yielded, result)
-        is known to be contiguous over such runs (axis analysis); then element e is ``c[e / run] + e % run``."""
+    def carried_run(self, values: list[ir.Value]) -> tuple[int, bool]:
+        """How many consecutive registers of a loop-carried tile one register stands for, and whether they differ
+        by their position in the run (pointers):
+
+        - a slice of its parent layout without the parent's fastest register dimension (attention's row max and
+          row sum, reduced along the rows of a dot's fragments): the thread's registers along that dimension hold
+          one value, so element e is ``c[e / run]``;
+        - a pointer tile whose values (initial, carried, yielded, result) are all known to be contiguous over
+          each thread's runs along the layout's fastest dimension (axis analysis): element e is
+          ``c[e / run] + e % run``."""
         v = values[0]
         home = self.plan.homes[v.id]
         p = home.parent
+        dropped = [d for d in range(len(p.shape)) if d not in home.dims]
+        if len(dropped) == 1 and len(home.dims) == len(p.shape) - 1 and p.slot_stride(dropped[0]) == 1:
+            return p.per_thread[dropped[0]], False
         if not v.type.is_ptr or not isinstance(p, BlockedLayout) or home.dims != tuple(range(len(p.shape))):
-            return 1
+            return 1, True
         fast = p.order[0]
         run = p.size_per_thread[fast]
         if run <= 1 or p.replicated[fast] or any(x.id not in self.axis or self.axis[x.id].contiguity[fast] < run
                                                  for x in values):
-            return 1
-        return run
+            return 1, True
+        return run, True
 
     def declare_carried(self, v: ir.Value, init: ir.Value | None, same: list[ir.Value] = ()) -> str:
-        """A variable that holds a loop-carried value or a control-flow result (in its home layout). A pointer
-        tile contiguous over each thread's runs (``same``: the other values the variable holds) keeps one
-        pointer per run (``pointer_run``): fewer registers carried across the loop."""
+        """A variable that holds a loop-carried value or a control-flow result (in its home layout). A slice
+        without its parent's fastest register dimension, or a pointer tile contiguous over each thread's runs
+        (``same``: the other values the variable holds), keeps one register per run (``carried_run``): fewer
+        registers carried across the loop."""
         name = f"c{v.id}"
         t = "auto" if v.type.is_ptr and not v.type.is_tile else msl_type(v.type.element)
         if v.type.is_tile:
             home = self.plan.homes[v.id]
             if v.type.is_ptr:
                 t = msl_type(v.type.element, const=not self._writes_through(init) if init is not None else False)
-            run = self.pointer_run([v, *same]) if same and init is not None else 1
+            run, step = self.carried_run([v, *same]) if same and init is not None else (1, True)
             if run > 1:
                 n = home.parent.elems_per_thread
-                self.emit(f"{t} {name}[{n // run}];  // one pointer per run of {run} contiguous elements")
+                self.emit(f"{t} {name}[{n // run}];  // " + (f"one pointer per run of {run} contiguous elements"
+                                                            if step else f"one value per {run} registers"))
                 self.emit(f"for (int e = 0; e < {n}; e += {run}) {name}[e / {run}] = {self.ref(init, home)};")
-                ref = f"({name}[({{e}}) / {run}] + ({{e}}) % {run})"
+                ref = f"({name}[({{e}}) / {run}] + ({{e}}) % {run})" if step else f"{name}[({{e}}) / {run}]"
                 self.carried_runs[ref] = (name, run)
                 return ref
             self.emit(f"{t} {name}[{home.parent.elems_per_thread}];")
