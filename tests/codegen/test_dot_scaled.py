@@ -118,6 +118,34 @@ def test_dot_scaled_matches_numpy(a_fmt, b_fmt, a_pack, b_pack, scaled, with_acc
                                  "SCALED": scaled, "ACC": with_acc})
 
 
+@pytest.mark.parametrize("a_fmt,b_fmt,a_pack,b_pack", [("fp16", "e2m1", True, True), ("e2m1", "e2m1", True, False),
+                                                   ("e4m3", "e2m1", True, True)])
+def test_large_dot_scaled_fits_in_threadgroup_memory(a_fmt, b_fmt, a_pack, b_pack):
+    """Triton's test_scaled_dot 64x128x128 with an e2m1 operand: the e2m1 unpacking and the scale expansion gather
+    from the packed bytes (1 byte per element in threadgroup memory) instead of reshaping the unpacked float32 tile
+    (64 KB, over Metal's 32 KB)."""
+    M, N, K = 64, 128, 128
+    a_shape = (M, K // 2) if a_fmt == "e2m1" and a_pack else (M, K)
+    b_shape = (K // 2, N) if b_fmt == "e2m1" and b_pack else (K, N // 2)
+    rng = np.random.default_rng(64)
+    a, b = random_codes(rng, a_fmt, a_shape), random_codes(rng, b_fmt, b_shape)
+    sa = rng.integers(120, 134, (M, K // 32)).astype(np.uint8)
+    sb = rng.integers(120, 134, (N, K // 32)).astype(np.uint8)
+    av = decode(a, a_fmt, 1 if a_pack else 0) * np.repeat(scales(sa), 32, axis=1)
+    bv = decode(b, b_fmt, 0 if b_pack else 1) * np.repeat(scales(sb), 32, axis=1).T
+    ref = av @ bv
+    consts = {"AR": a_shape[0], "AC": a_shape[1], "BR": b_shape[0], "BC": b_shape[1], "M": M, "N": N, "K": K,
+              "A_FMT": a_fmt, "B_FMT": b_fmt, "A_PACK": a_pack, "B_PACK": b_pack, "SCALED": True, "ACC": False}
+
+    def make_args():
+        return (a.copy(), sa.copy(), b.copy(), sb.copy(), np.zeros((M, N), np.float32), np.zeros((M, N), np.float32))
+
+    ck = dot_scaled_kernel.warmup(*make_args(), grid=(1,), num_warps=4, **consts)
+    assert ck.metadata.shared <= 32768, ck.metadata.shared
+    run_on_all_paths(dot_scaled_kernel, (1,), make_args, lambda *args: {5: ref.astype(np.float32)}, rtol=1e-5,
+                     atol=1e-5 * float(np.abs(ref).max()), constexprs=consts, num_warps=4)
+
+
 @enceladus.jit
 def mxfp8_typed(a_ptr, b_ptr, s_ptr, c_ptr, M: tl.constexpr, K: tl.constexpr):
     rm, rk = tl.arange(0, M), tl.arange(0, K)

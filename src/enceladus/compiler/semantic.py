@@ -1392,6 +1392,15 @@ def _u32(b: Builder, x: Value, value: int) -> Value:
     return b.splat(b.const(value, D.uint32), x.type.shape)
 
 
+def _along(b: Builder, n: int, axis: int, shape: tuple[int, ...]) -> Value:
+    """0 .. n-1 along ``axis`` of an int32 tile of ``shape`` (the same along every other axis)."""
+    i = arange(b, 0, n)
+    for d in range(len(shape)):
+        if d != axis:
+            i = expand_dims(b, i, d)
+    return b.broadcast_to(i, shape)
+
+
 def _mx_operand(b: Builder, x: Any, scale: Any, fmt: Any, k_pack: Any, is_rhs: bool) -> Value:
     """One dot_scaled operand dequantized into a float32 tile ([..., M, K] for lhs, [..., K, N] for rhs)."""
     side = "rhs" if is_rhs else "lhs"
@@ -1413,15 +1422,18 @@ def _mx_operand(b: Builder, x: Any, scale: Any, fmt: Any, k_pack: Any, is_rhs: b
         if elem != D.uint8:
             raise SemanticError(f"tl.dot_scaled: e2m1 {side} must be uint8 (two 4-bit codes per byte), got {elem}",
                                 "load the packed bytes from a uint8 array")
-        n = b.cast(x, D.uint32)
-        lo, hi = b.emit("and", [n, _u32(b, n, 0xF)], n.type), b.emit("shr", [n, _u32(b, n, 4)], n.type)
-        pair = join(b, lo, hi)  # [..., R, C, 2]: the low nibble is the first element
         rows, cols = x.type.shape[-2:]
         packed_last = k_pack != is_rhs  # lhs packs K (last axis), rhs packs K (axis -2); k_pack=False the other
-        if packed_last:
-            n = reshape(b, pair, *lead, rows, cols * 2)
-        else:
-            n = reshape(b, permute(b, pair, *range(nl), nl, nl + 2, nl + 1), *lead, rows * 2, cols)
+        # element j of the packed axis is byte j // 2's low nibble (j even) or high nibble (j odd): a gather of the
+        # bytes (its source in threadgroup memory is the packed uint8 tile, half the elements, one byte each)
+        # rather than a join and a reshape through threadgroup memory of the whole unpacked tile
+        axis = nl + 1 if packed_last else nl
+        shape = (*lead, rows, cols * 2) if packed_last else (*lead, rows * 2, cols)
+        j = _along(b, shape[axis], axis, shape)
+        n = b.cast(gather(b, x, b.emit("shr", [j, b.splat(b.const(1, D.int32), shape)], j.type), axis), D.uint32)
+        nibble = b.cast(b.emit("shl", [b.emit("and", [j, b.splat(b.const(1, D.int32), shape)], j.type),
+                                       b.splat(b.const(2, D.int32), shape)], j.type), D.uint32)
+        n = b.emit("and", [b.emit("shr", [n, nibble], n.type), _u32(b, n, 0xF)], n.type)
         sign = b.emit("shl", [b.emit("and", [n, _u32(b, n, 8)], n.type), _u32(b, n, 28)], n.type)
         e = b.emit("and", [b.emit("shr", [n, _u32(b, n, 1)], n.type), _u32(b, n, 3)], n.type)
         m = b.emit("and", [n, _u32(b, n, 1)], n.type)
@@ -1451,15 +1463,20 @@ def _mx_operand(b: Builder, x: Any, scale: Any, fmt: Any, k_pack: Any, is_rhs: b
     if s.type.element not in (D.uint8, D.int8):
         raise SemanticError(f"tl.dot_scaled: scales are e8m0 bytes (uint8), got {s.type.element}",
                             "load the scales from a uint8 array")
-    s = b.cast(b.cast(s, D.uint8, bitcast=True), D.uint32) if s.type.element == D.int8 else b.cast(s, D.uint32)
+    # scale k // 32 for each element k: a gather of the codes (bytes) along K, not a broadcast and a reshape of
+    # float32 scales through threadgroup memory
+    s = b.cast(s, D.uint8, bitcast=True) if s.type.element == D.int8 else s
+    full = (*lead, rows, k)
+    s = gather(b, s, b.emit("shr", [_along(b, k, nl + 1, full), b.splat(b.const(MX_GROUP.bit_length() - 1, D.int32), full)],
+                                 Type(D.int32, full)),
+               nl + 1)
+    s = b.cast(s, D.uint32)
     bits = b.emit("shl", [s, _u32(b, s, 23)], s.type)  # 2**(s - 127) as float32 bits
     bits = b.emit("select", [b.emit("eq", [s, _u32(b, s, 0)], s.type.with_element(D.int1)), _u32(b, s, 0x00400000),
                              bits], s.type)  # s == 0: 2**-127, a float32 subnormal
     bits = b.emit("select", [b.emit("eq", [s, _u32(b, s, 255)], s.type.with_element(D.int1)),
                              _u32(b, s, 0x7FC00000), bits], s.type)  # 255: NaN
-    sc = b.cast(bits, D.float32, bitcast=True)
-    sc = broadcast_to(b, expand_dims(b, sc, nl + 2), *lead, rows, k // MX_GROUP, MX_GROUP)
-    sc = reshape(b, sc, *lead, rows, k)  # [..., rows, K]
+    sc = b.cast(bits, D.float32, bitcast=True)  # [..., rows, K]
     if is_rhs:
         sc = permute(b, sc, *range(nl), nl + 1, nl)
     return b.emit("mul", [value, sc], value.type)

@@ -57,17 +57,13 @@ def _built_modules(api: Any) -> dict[str, types.ModuleType]:
     from ..runtime.jit import JITFunction
     from ..runtime.structs import TensorDescriptor
     from . import driver
+    from . import mxfp as mx
 
     class NullAllocator:
         """Triton's default allocator (no scratch memory)."""
 
         def __call__(self, size: int, alignment: int, stream: Any) -> Any:
             raise RuntimeError("no allocator set (triton.set_allocator)")
-
-    class _MXFPUnavailable:
-        def __init__(self, *args: Any, **kwargs: Any):
-            raise NotImplementedError("triton.tools.mxfp (MXFP4 data helpers) is not provided by Enceladus: "
-                                      "Apple GPUs have no MX formats")
 
     errors = _module("triton.runtime.errors", "Errors (Enceladus).", InterpreterError=InterpreterError,
                      OutOfResources=OutOfResources, TritonError=api.TritonError, CompilationError=CompilationError)
@@ -91,8 +87,8 @@ def _built_modules(api: Any) -> dict[str, types.ModuleType]:
                        CompilationError=CompilationError)
     tdesc = _module("triton.tools.tensor_descriptor", "Host tensor descriptors (Enceladus).",
                     TensorDescriptor=TensorDescriptor)
-    mxfp = _module("triton.tools.mxfp", "Not provided: Apple GPUs have no MX formats.",
-                   MXFP4Tensor=_MXFPUnavailable, MXScaleTensor=_MXFPUnavailable)
+    mxfp = _module("triton.tools.mxfp", "MX data helpers (Enceladus's own, in torch).", MXFP4Tensor=mx.MXFP4Tensor,
+                   MXScaleTensor=mx.MXScaleTensor)
     tools = _module("triton.tools", "Tools (Enceladus).", tensor_descriptor=tdesc, mxfp=mxfp)
     return {m.__name__: m for m in (errors, jit, tuner, allocation, drv, runtime, cerrors, compiler, tdesc, mxfp, tools)}
 
