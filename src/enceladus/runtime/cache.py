@@ -32,7 +32,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from .. import cachedir
 from ..cachedir import CacheSecurityError, sha256
@@ -48,7 +48,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 class CacheStats:
-    """Counters for this process (tests and ``benchmarks/fresh_process.py`` read them). A plain class: the
+    """Counters for this process (tests and ``benchmarks/fresh_process.py`` read them). Plain classes here: the
     cached path of a fresh process imports this module, and a dataclass costs ~0.7 ms to create."""
 
     __slots__ = ("compiled", "disk_hits", "disk_misses", "stored", "corrupt", "unkeyable", "notes")
@@ -404,14 +404,20 @@ def store_json(kind: str, key: str, value: Any) -> None:
 
 
 # --- the CLI's view ------------------------------------------------------------------------------------------------
-class Entry(NamedTuple):
-    """One file in the cache directory."""
+class Entry:
+    """One file in the cache directory (a plain class: this module is on the cached path of a fresh process)."""
 
-    kind: str
-    path: str
-    size: int
-    mtime: float
-    name: str  # kernel name for kernel entries, file name otherwise
+    __slots__ = ("kind", "path", "size", "mtime", "name")
+
+    def __init__(self, kind: str, path: str, size: int, mtime: float, name: str) -> None:
+        self.kind = kind
+        self.path = path
+        self.size = size
+        self.mtime = mtime
+        self.name = name  # kernel name for kernel entries, file name otherwise
+
+    def __repr__(self) -> str:
+        return f"Entry({self.kind!r}, {self.path!r}, size={self.size}, name={self.name!r})"
 
 
 def list_entries(kinds: tuple[str, ...] = KINDS) -> list[Entry]:

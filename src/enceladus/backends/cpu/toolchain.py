@@ -7,7 +7,6 @@ import functools
 import json
 import os
 import sys
-from typing import NamedTuple
 
 from ... import cachedir
 from ...cachedir import CacheSecurityError, sha256
@@ -60,13 +59,29 @@ INSTALL_HINT = (
 )
 
 
-class CompilerInfo(NamedTuple):
-    """A host C++ compiler: the command to run it, its family and its version banner (a NamedTuple: a dataclass
-    costs a fresh process ~0.7 ms to create)."""
+class CompilerInfo:
+    """A host C++ compiler: the command to run it, its family and its version banner. Immutable; a plain class
+    (a fresh process creates it, and a dataclass costs ~0.7 ms to create)."""
 
-    command: tuple[str, ...]
-    kind: str  # "clang", "gcc" or "zig" (zig c++ is clang underneath)
-    version: str
+    __slots__ = ("command", "kind", "version")
+
+    def __init__(self, command: tuple[str, ...], kind: str, version: str) -> None:
+        object.__setattr__(self, "command", tuple(command))
+        object.__setattr__(self, "kind", kind)  # "clang", "gcc" or "zig" (zig c++ is clang underneath)
+        object.__setattr__(self, "version", version)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"CompilerInfo is immutable (cannot set {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is CompilerInfo and (self.command, self.kind, self.version) == \
+            (other.command, other.kind, other.version)
+
+    def __hash__(self) -> int:
+        return hash((self.command, self.kind, self.version))
+
+    def __repr__(self) -> str:
+        return f"CompilerInfo(command={self.command!r}, kind={self.kind!r}, version={self.version!r})"
 
     @property
     def warning_flags(self) -> tuple[str, ...]:
