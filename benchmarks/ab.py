@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import shutil
 import statistics
 import subprocess
@@ -240,8 +241,18 @@ def compare(kind: str, rev: str, rounds: int) -> dict[str, Any]:
     for metric, row in rows.items():
         print(f"{metric:<40}{row['current']:>12.3f}{row['baseline']:>12.3f}{row['speedup']:>9.2f}x")
     return {"benchmark": f"ab_{kind}", "current": head, "current_dirty": dirty, "baseline": commit,
-            "rounds": rounds, "cpus": os.cpu_count(), "speedup": "baseline / current (above 1: current is faster)",
-            "results": rows}
+            "rounds": rounds, "cpus": os.cpu_count(), "machine": {"platform": platform.platform(),
+                                                                  "python": platform.python_version(),
+                                                                  "load_average": _load_average()},
+            "speedup": "baseline / current (above 1: current is faster)", "results": rows}
+
+
+def _load_average() -> list[float] | None:
+    """The 1/5/15-minute load averages when the run ended (how busy the machine was), where the system says."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
 
 
 def main(argv: list[str] | None = None, kind: str | None = None) -> None:
