@@ -30,7 +30,9 @@ namespace {
 // ---- context switch ------------------------------------------------------------------------
 #if defined(__x86_64__)
 // Saves callee-saved registers, MXCSR and the x87 control word on the current stack, stores the
-// stack pointer in *from and resumes the stack `to`. A fresh stack starts in enc_fiber_entry.
+// stack pointer in *from and resumes the stack `to`. A fresh stack starts in enc_fiber_entry. The
+// control registers are reloaded only when the resumed context saved other values than the current
+// ones (ldmxcsr and fldcw are slow; every fiber normally runs with the same settings).
 extern "C" void enc_switch(void** from, void* to);
 extern "C" void enc_fiber_entry();
 asm(R"(
@@ -49,9 +51,18 @@ enc_switch:
   stmxcsr (%rsp)
   fnstcw 4(%rsp)
   movq %rsp, (%rdi)
+  movq %rsp, %rax
   movq %rsi, %rsp
+  movl (%rsp), %ecx
+  cmpl (%rax), %ecx
+  je 1f
   ldmxcsr (%rsp)
+1:
+  movzwl 4(%rsp), %ecx
+  cmpw 4(%rax), %cx
+  je 2f
   fldcw 4(%rsp)
+2:
   addq $8, %rsp
   popq %r15
   popq %r14
@@ -251,8 +262,7 @@ bool resolve_simd(Worker* w, unsigned s, unsigned n);
 // scheduler's bookkeeping itself and hands over directly to the next runnable fiber of the round (one
 // switch instead of two through the scheduler); at the end of a round, or on a failure, it returns to
 // the scheduler.
-void block_current() {
-  Worker* w = tls_worker;
+void block_current(Worker* w) {
   Fiber* f = w->cur;
   if (w->in_fibers && !w->aborted && f->state != RUNNABLE) {
     Fiber* fs = w->fibers.data();
@@ -277,7 +287,7 @@ void block_current() {
 void fiber_main(Fiber* f) {
   f->worker->launch->fn(&f->t);
   f->state = DONE;
-  block_current();
+  block_current(f->worker);
   __builtin_trap();  // a finished fiber is never resumed
 }
 
@@ -904,7 +914,7 @@ void api_fail(const char* message, unsigned line) {
                  w->group[1], w->group[2], message);
   if (w->in_fibers) {
     w->aborted = true;
-    block_current();
+    block_current(w);
   }
 }
 
@@ -924,7 +934,7 @@ void api_barrier(unsigned kind, unsigned /*flags*/, const char* what, unsigned l
   f->what = what;
   f->line = line;
   f->kind = kind;
-  block_current();
+  block_current(w);
 }
 
 const EncSimdSnapshot* api_simd(const void* data, unsigned nbytes, const char* what, unsigned line, int require_all,
@@ -945,7 +955,7 @@ const EncSimdSnapshot* api_simd(const void* data, unsigned nbytes, const char* w
   f->what = what;
   f->line = line;
   f->require_all = require_all;
-  block_current();
+  block_current(w);
   *my_lane = f->t.lane;
   return f->result;
 }
@@ -1252,7 +1262,7 @@ __attribute__((visibility("default"))) int enc_launch(const EncLaunch* L, char* 
 namespace {
 unsigned g_pingpong_iters = 0;
 void pingpong(const EncThread*) {
-  for (unsigned i = 0; i < g_pingpong_iters; ++i) block_current();
+  for (unsigned i = 0; i < g_pingpong_iters; ++i) block_current(tls_worker);
 }
 }  // namespace
 

@@ -34,19 +34,28 @@ __ENC_INLINE unsigned sgm_col(unsigned lane) {
   return 4u * ((lane >> 3) & 1u) + 2u * (lane & 1u);
 }
 
-// One deferred multiply-accumulate D = A*B + C of a SIMD group, operands gathered from its lanes.
+// One deferred multiply-accumulate D = A*B + C of a SIMD group: its result and each lane's destination.
+// The destination type (`kind`) decides the rounding of results written back and read as another C.
+enum : unsigned char { sgm_float = 0, sgm_half = 1, sgm_bfloat = 2 };
 struct sgm_op {
-  float A[8][8], B[8][8], C[8][8], D[8][8];
-  void* dst[ENC_SIMD_WIDTH];    // each lane's destination matrix (null: overwritten or destroyed since)
-  short csrc[ENC_SIMD_WIDTH];   // per lane: the multiply of this batch whose result is its C (-1: C holds it)
-  void (*write)(void* m, float d0, float d1);  // stores a lane's two results (rounded to the matrix type)
-  float (*round)(float);                        // float -> the destination type -> float
+  float D[8][8];
+  void* dst[ENC_SIMD_WIDTH];  // each lane's destination matrix (null: overwritten or destroyed since)
+  unsigned char kind;         // the destination's element type
+};
+// What one lane deposits for one multiply: its two elements of A, B and C (as float), or in csrc the multiply
+// of this batch whose result is its C. Kept per lane (in[lane][op]): a lane's deposits fill consecutive bytes
+// (half a cache line each) instead of touching the rows of four 8x8 matrices.
+struct sgm_in {
+  float a[2], b[2], c[2];
+  int csrc;  // -1: c holds C
+  unsigned pad;
 };
 constexpr unsigned sgm_max_ops = ENC_SG_MMA;
 struct sgm_batch {
   unsigned serial;  // EncSgLog::serial this batch belongs to (another: stale, start empty)
   unsigned done;    // multiplies computed so far
   sgm_op ops[sgm_max_ops];
+  sgm_in in[ENC_SIMD_WIDTH][sgm_max_ops + 2];  // + one cache line: the lanes' rows do not alias in the cache
 };
 
 struct sgm_msg {
@@ -146,6 +155,10 @@ inline void sgm_record_slow(const sgm_ctx& c, const char* what, unsigned line) {
   }
 }
 
+// float -> the destination type of kind `k` -> float; and a lane's two results stored into its destination.
+__ENC_INLINE float sgm_round(unsigned char k, float x);
+__ENC_INLINE void sgm_write(unsigned char k, void* m, float d0, float d1);
+
 // Computes the multiplies of the batch that every lane has executed, in order; empties the batch when
 // all are done.
 inline void sgm_compute(EncSgLog* g) {
@@ -154,22 +167,31 @@ inline void sgm_compute(EncSgLog* g) {
   for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) ready = g->mma_pos[l] < ready ? g->mma_pos[l] : ready;
   for (unsigned k = bt->done; k < ready; ++k) {
     sgm_op& op = bt->ops[k];
+    float A[8][8], B[8][8], C[8][8];
     for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) {
-      if (op.csrc[l] < 0) continue;
-      const sgm_op& src = bt->ops[op.csrc[l]];
+      const sgm_in& x = bt->in[l][k];
       unsigned r = sgm_row(l), col = sgm_col(l);
-      for (unsigned e = 0; e < 2; ++e) op.C[r][col + e] = src.round(src.D[r][col + e]);
+      for (unsigned e = 0; e < 2; ++e) {
+        A[r][col + e] = x.a[e];
+        B[r][col + e] = x.b[e];
+      }
+      if (x.csrc < 0) {
+        for (unsigned e = 0; e < 2; ++e) C[r][col + e] = x.c[e];
+      } else {
+        const sgm_op& src = bt->ops[x.csrc];
+        for (unsigned e = 0; e < 2; ++e) C[r][col + e] = sgm_round(src.kind, src.D[r][col + e]);
+      }
     }
     for (unsigned i = 0; i < 8; ++i) {  // per element: ((0 + a0*b0) + a1*b1 ...) + c, j innermost (vectorised)
       float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
       for (unsigned q = 0; q < 8; ++q)
-        for (unsigned j = 0; j < 8; ++j) acc[j] += op.A[i][q] * op.B[q][j];
-      for (unsigned j = 0; j < 8; ++j) op.D[i][j] = acc[j] + op.C[i][j];
+        for (unsigned j = 0; j < 8; ++j) acc[j] += A[i][q] * B[q][j];
+      for (unsigned j = 0; j < 8; ++j) op.D[i][j] = acc[j] + C[i][j];
     }
     for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) {
       if (!op.dst[l]) continue;
       unsigned r = sgm_row(l), col = sgm_col(l);
-      op.write(op.dst[l], op.D[r][col], op.D[r][col + 1]);
+      sgm_write(op.kind, op.dst[l], op.D[r][col], op.D[r][col + 1]);
       op.dst[l] = nullptr;
     }
   }
@@ -260,6 +282,17 @@ template <class TD> void sgm_write(void* m, float d0, float d1) {
   x->__op = -1;
 }
 template <class TD> float sgm_round(float x) { return float(TD(x)); }
+template <class TD> constexpr unsigned char sgm_kind() {
+  return is_same<TD, float>::value ? sgm_float : is_same<TD, half>::value ? sgm_half : sgm_bfloat;
+}
+__ENC_INLINE float sgm_round(unsigned char k, float x) {
+  return k == sgm_float ? x : k == sgm_half ? sgm_round<half>(x) : sgm_round<bfloat>(x);
+}
+__ENC_INLINE void sgm_write(unsigned char k, void* m, float d0, float d1) {
+  if (k == sgm_float) sgm_write<float>(m, d0, d1);
+  else if (k == sgm_half) sgm_write<half>(m, d0, d1);
+  else sgm_write<bfloat>(m, d0, d1);
+}
 }  // namespace __enc
 
 template <class T, int R, int C>
@@ -335,8 +368,7 @@ __ENC_INLINE void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8
   if (k == x.g->mma_count) {
     x.g->mma_count++;
     x.g->mma_line[k] = __line;
-    op.write = &__enc::sgm_write<TD>;
-    op.round = &__enc::sgm_round<TD>;
+    op.kind = __enc::sgm_kind<TD>();
   } else if (x.g->mma_line[k] != __line) {
     __enc::sgm_msg m;
     m.s(what).s(": lane ").u(x.lane).s(" executes it at line ").u(__line).s(" where other lanes of its SIMD group "
@@ -345,17 +377,17 @@ __ENC_INLINE void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8
     __enc::rt->fail(m.b, __line);
     return;
   }
-  unsigned r = __enc::sgm_row(x.lane), col = __enc::sgm_col(x.lane);
-  op.A[r][col] = float(a.__e.x);
-  op.A[r][col + 1] = float(a.__e.y);
-  op.B[r][col] = float(b.__e.x);
-  op.B[r][col + 1] = float(b.__e.y);
+  __enc::sgm_in& in = bt->in[x.lane][k];
+  in.a[0] = float(a.__e.x);
+  in.a[1] = float(a.__e.y);
+  in.b[0] = float(b.__e.x);
+  in.b[1] = float(b.__e.y);
   if (c.__op >= 0 && c.__serial == x.g->serial) {
-    op.csrc[x.lane] = short(c.__op);
+    in.csrc = c.__op;
   } else {
-    op.csrc[x.lane] = -1;
-    op.C[r][col] = float(c.__e.x);
-    op.C[r][col + 1] = float(c.__e.y);
+    in.csrc = -1;
+    in.c[0] = float(c.__e.x);
+    in.c[1] = float(c.__e.y);
   }
   if (d.__op >= 0 && d.__serial == x.g->serial) bt->ops[d.__op].dst[x.lane] = nullptr;  // d.__forget()
   op.dst[x.lane] = &d;
