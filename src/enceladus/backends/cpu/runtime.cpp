@@ -96,18 +96,20 @@ void fiber_main(Fiber* f);
 
 enum State : unsigned char { RUNNABLE, AT_BARRIER, AT_SIMD, DONE };
 
-struct Fiber {
-  EncThread t;
+// What the scheduler reads for every fiber of a round (state, where it waits, its context) comes first: one
+// cache line per fiber.
+struct alignas(64) Fiber {
   Context ctx;
-  char* stack = nullptr;
   State state = DONE;
-  const char* what = nullptr;  // the call this fiber is blocked in
-  unsigned line = 0;
+  unsigned char require_all = 0;
   unsigned kind = 0;
-  int require_all = 0;
-  unsigned char slot[ENC_SIMD_SLOT];
+  unsigned line = 0;
+  const char* what = nullptr;  // the call this fiber is blocked in
   const EncSimdSnapshot* result = nullptr;
   Worker* worker = nullptr;
+  char* stack = nullptr;
+  unsigned char slot[ENC_SIMD_SLOT];
+  EncThread t;
 };
 
 constexpr unsigned kMaxThreads = 1024;
@@ -262,6 +264,24 @@ bool resolve_simd(Worker* w, unsigned s, unsigned n);
 // scheduler's bookkeeping itself and hands over directly to the next runnable fiber of the round (one
 // switch instead of two through the scheduler); at the end of a round, or on a failure, it returns to
 // the scheduler.
+// A fiber that resumes prefetches the saved context and the top of the stack of the fiber after it (the one it
+// most likely hands over to at its next stop): by then the lines are in cache instead of being fetched while
+// the switch waits for them.
+constexpr unsigned kPrefetchLines = 8;
+__attribute__((always_inline)) inline void prefetch_next(Worker* w, Fiber* f) {
+#if defined(__x86_64__)
+  Fiber* fs = w->fibers.data();
+  unsigned j = unsigned(f - fs) + 1;
+  if (j >= w->nfibers) j = 0;
+  const char* sp = static_cast<const char*>(fs[j].ctx.sp);
+  for (unsigned k = 0; k < kPrefetchLines; ++k) __builtin_prefetch(sp + 64 * k, 1);
+  if (j + 1 < w->nfibers) __builtin_prefetch(&fs[j + 1], 1);  // the context pointer the next prefetch reads
+#else
+  (void)w;
+  (void)f;
+#endif
+}
+
 void block_current(Worker* w) {
   Fiber* f = w->cur;
   if (w->in_fibers && !w->aborted && f->state != RUNNABLE) {
@@ -275,6 +295,7 @@ void block_current(Worker* w) {
         if (fs[j].state != RUNNABLE) continue;
         w->cur = &fs[j];
         switch_to(&f->ctx, &fs[j].ctx);
+        prefetch_next(w, f);
         return;
       }
     }
@@ -282,6 +303,7 @@ void block_current(Worker* w) {
     w->accounted = false;
   }
   switch_to(&f->ctx, &w->sched);
+  if (w->in_fibers) prefetch_next(w, f);
 }
 
 void fiber_main(Fiber* f) {
@@ -954,7 +976,7 @@ const EncSimdSnapshot* api_simd(const void* data, unsigned nbytes, const char* w
   f->state = AT_SIMD;
   f->what = what;
   f->line = line;
-  f->require_all = require_all;
+  f->require_all = require_all != 0;
   block_current(w);
   *my_lane = f->t.lane;
   return f->result;
