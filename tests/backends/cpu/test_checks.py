@@ -3,6 +3,8 @@ exact extent of its argument, and a violation names kernel, program, thread, arg
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -265,6 +267,24 @@ def test_timeout_names_the_kernel(lib, monkeypatch):
     fresh = enceladus.compile_shader(SRC)
     with pytest.raises(KernelTimeoutError, match="kernel 'spin'"):
         fresh.spin(flag, threads=(2,))
+
+
+def test_process_exits_after_a_launch_with_a_timeout():
+    """A launch with a timeout starts the runtime's watchdog thread; the process must still exit (it hung in exit()
+    when the watchdog's condition variable was destroyed while the thread waited on it)."""
+    code = (
+        "import numpy as np, enceladus\n"
+        f"lib = enceladus.compile_shader({SRC!r})\n"
+        "flag = np.ones(1, np.int32)\n"
+        "lib.spin(flag, threads=(2,), timeout=5.0)\n"
+        "print('launched')\n"
+    )
+    env = {**os.environ, "ENCELADUS_BACKEND": "cpu"}
+    try:
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the process did not exit after a launch with a timeout (hung at exit)")
+    assert res.returncode == 0 and "launched" in res.stdout, res.stderr
 
 
 @enceladus.jit

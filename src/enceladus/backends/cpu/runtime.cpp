@@ -1117,8 +1117,10 @@ EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier,   api_simd,           api_t
 }  // namespace
 
 // ---- timeouts: one watchdog thread, started by the first launch that has a timeout -----------------
-std::mutex g_wd_mu;
-std::condition_variable g_wd_cv;
+// Never destroyed: the detached watchdog still waits on them when the process exits, and destroying a condition
+// variable with a waiter blocks exit() for ever (glibc's pthread_cond_destroy waits for its waiters).
+std::mutex& g_wd_mu = *new std::mutex;
+std::condition_variable& g_wd_cv = *new std::condition_variable;
 std::chrono::steady_clock::time_point g_wd_deadline;
 bool g_wd_active = false;
 unsigned long g_wd_gen = 0;
