@@ -8,8 +8,9 @@ on the cpu backend with each compiler (default access checks on, default thread 
 interpreter and in NumPy itself, the ratios cpu/interpreter and cpu/NumPy, and the cold build time of each
 kernel on the cpu backend: generated MSL -> C++ compile -> loaded library, with an empty cache. Each compiler
 runs in its own worker process (its own cache directory, ``ENCELADUS_CXX``); the interpreter and NumPy run in
-this process. A few raw-MSL rows (a float4 vector add, a simd_sum block reduction) and the fiber switch cost
-follow. Timings on a shared machine are noisy: compare the ratios of one run, and repeat.
+this process. A few raw-MSL rows (a float4 vector add, a simd_sum block reduction), the fixed cost of a launch
+(one threadgroup of raw MSL; one program through @jit) and the fiber switch cost follow. Timings on a shared
+machine are noisy: compare the ratios of one run, and repeat.
 """
 
 from __future__ import annotations
@@ -206,7 +207,19 @@ def raw_msl(repeat: int) -> dict[str, Any]:
     np.testing.assert_allclose(partial.sum(dtype=np.float64), data.sum(dtype=np.float64), rtol=1e-3)
     rows["raw MSL: block reduction 4M fp32 (simd_sum)"] = {
         "seconds": t, "numpy_s": best_of(lambda: data.reshape(groups, -1).sum(axis=1), repeat)}
-    return {"rows": rows, "fiber_switch_ns": backend.fiber_switch_ns(2_000_000), "compiler": backend.compiler.version}
+    # The fixed cost of a launch, beside the work: one threadgroup of the raw kernel (the runtime: argument
+    # packing, the dispatch, the thread pool), and one program of example 01 through @jit (plus the front end:
+    # argument checks, specialization key, launcher).
+    one = {0: x.ctypes.data, 1: y.ctypes.data, 2: out.ctypes.data}
+    overhead = {"raw MSL launch, 1 threadgroup of 256 threads": best_of(
+        lambda: add.launch((1, 1, 1), (256, 1, 1), one), 200, budget_s=1.0)}
+    ex1 = load_example("01_vector_add.py")
+    xs, ys, zs = x[:1024], y[:1024], out[:1024]
+    ex1.add_kernel[(1,)](xs, ys, zs, 1024, BLOCK=1024)
+    overhead["@jit launch of example 01, 1 program (1024 elements)"] = best_of(
+        lambda: ex1.add_kernel[(1,)](xs, ys, zs, 1024, BLOCK=1024), 200, budget_s=1.0)
+    return {"rows": rows, "launch_overhead_s": overhead, "fiber_switch_ns": backend.fiber_switch_ns(2_000_000),
+            "compiler": backend.compiler.version}
 
 
 def cold_builds(dump: Path) -> dict[str, float]:
@@ -308,6 +321,8 @@ def main() -> None:
         for rname, r in data["raw"]["rows"].items():
             print(f"{rname:40} {cxx}: {r['seconds'] * 1e3:.3f} ms, NumPy {r['numpy_s'] * 1e3:.3f} ms "
                   f"({r['seconds'] / r['numpy_s']:.1f}x)")
+        for oname, t in data["raw"]["launch_overhead_s"].items():
+            print(f"{oname:40} {cxx}: {t * 1e6:.1f} us")
         print(f"{'fiber context switch (one way)':40} {cxx}: {data['raw']['fiber_switch_ns']:.1f} ns")
     for cxx, why in skipped.items():
         print(f"{cxx}: not measured ({why})")
