@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -270,3 +274,47 @@ def test_missing_buffer_is_reported(backend: CpuBackend, run) -> None:
         fn.launch((1, 1, 1), (4, 1, 1), {0: x.ctypes.data, 1: x.ctypes.data, 2: x.ctypes.data})
     with pytest.raises(KernelLaunchError, match="exceeds Metal's limit of 1024"):
         fn.launch((1, 1, 1), (2048, 1, 1), dict.fromkeys(range(4), x.ctypes.data))
+
+
+POOL_SCRIPT = """
+import os, sys
+import numpy as np
+import enceladus
+import enceladus.language as tl
+
+
+@enceladus.jit
+def double(x, y, n, B: tl.constexpr):
+    o = tl.program_id(0) * B + tl.arange(0, B)
+    m = o < n
+    tl.store(y + o, tl.load(x + o, mask=m) * 2, mask=m)
+
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+x = np.arange(20000, dtype=np.float32)
+y = np.empty_like(x)
+before = threads()
+double[(1,)](x, y, x.size, B=256)
+one = threads()
+double[(79,)](x, y, x.size, B=256)
+np.testing.assert_array_equal(y, 2 * x)
+many = threads()
+double[(79,)](x, y, x.size, B=256)
+print("THREADS", one - before, many - before, threads() - before)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through /proc (Linux)")
+def test_pool_threads_start_when_a_launch_needs_them(tmp_path) -> None:
+    """The runtime's helper threads start on the first launch with work for them (#26: a fresh process running a
+    one-threadgroup launch creates no thread), then are reused; the results are unchanged."""
+    script = tmp_path / "pool.py"
+    script.write_text(POOL_SCRIPT)
+    env = {**os.environ, "ENCELADUS_CPU_THREADS": "4", "ENCELADUS_CACHE_DIR": str(tmp_path / "cache")}
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("THREADS "))
+    assert line.split()[1:] == ["0", "3", "3"]  # none for one threadgroup; 3 helpers (4 threads); no more after

@@ -11,6 +11,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -19,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -902,10 +904,10 @@ void kick_workers() {
     if (w->in_launch && w->armed) pthread_kill(w->thread, g_abort_signal);
 }
 
-void worker_loop(unsigned idx) {
+// `seen`: the pool's generation when the thread was started (under launch_mu); it takes the jobs after it.
+void worker_loop(unsigned idx, unsigned long seen) {
   Worker* w = g_pool->workers[idx];
   w->thread = pthread_self();
-  unsigned long seen = 0;
   for (;;) {
     const EncLaunch* L;
     {
@@ -1166,6 +1168,19 @@ extern "C" {
 __attribute__((visibility("default"))) const EncRuntimeApi* enc_runtime_api() { return &g_api; }
 __attribute__((visibility("default"))) unsigned enc_abi_version() { return ENC_ABI_VERSION; }
 
+// Starts helper threads (held under launch_mu) until `wanted` run; returns how many run (fewer if the system
+// refuses a thread: the launch then runs on those).
+unsigned start_helpers(unsigned wanted) {
+  while (g_pool->threads.size() < wanted) {
+    try {
+      g_pool->threads.emplace_back(worker_loop, unsigned(g_pool->threads.size()) + 1, g_pool->generation);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  return std::min(wanted, unsigned(g_pool->threads.size()));
+}
+
 __attribute__((visibility("default"))) int enc_runtime_init(unsigned nthreads, unsigned long stack_size) {
   if (g_pool) return 0;
   g_page = size_t(sysconf(_SC_PAGESIZE));
@@ -1186,7 +1201,8 @@ __attribute__((visibility("default"))) int enc_runtime_init(unsigned nthreads, u
   sa.sa_flags = SA_SIGINFO | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
   sigaction(g_abort_signal, &sa, nullptr);
-  for (unsigned i = 1; i < nthreads; ++i) g_pool->threads.emplace_back(worker_loop, i);
+  // the helper threads start on the first launch that has work for them (start_helpers): a process that runs
+  // small grids never pays for the others
   return 0;
 }
 
@@ -1239,7 +1255,7 @@ __attribute__((visibility("default"))) int enc_launch(const EncLaunch* L, char* 
   unsigned long total = static_cast<unsigned long>(L->groups[0]) * L->groups[1] * L->groups[2];
   if (total == 0) return 0;
   unsigned n = unsigned(g_pool->workers.size());
-  unsigned helpers = total - 1 < n - 1 ? unsigned(total - 1) : n - 1;
+  unsigned helpers = start_helpers(total - 1 < n - 1 ? unsigned(total - 1) : n - 1);
   g_pool->workers[0]->thread = pthread_self();
   // SIGINT stops this launch (see on_sigint); an ignored SIGINT stays ignored.
   g_launch_on_main.store(syscall(SYS_gettid) == getpid());
