@@ -3,6 +3,7 @@
     python tools/triton_suite.py --triton-python ~/triton/python --sample 300            # seeded sample, both modes
     python tools/triton_suite.py --triton-python ~/triton/python --full --mode compiled  # every case
     python tools/triton_suite.py ... --baseline-python /path/to/venv-with-triton/bin/python
+    python tools/triton_suite.py ... --full --jobs 16 --budget 36000 --json full.json     # sharded over 16 processes
 
 ``--triton-python`` is the ``python/`` directory of a Triton checkout (the tests are not part of Enceladus and are
 never committed here). The interpreter-marked cases (``-m interpreter``, the set Triton runs on CPU) of
@@ -256,6 +257,24 @@ def run_cases(python: str, pydir: str, mode: str, ids: list[str], case_timeout: 
     return results
 
 
+def run_sharded(python: str, pydir: str, mode: str, ids: list[str], case_timeout: int, deadline: float, log: str,
+                jobs: int) -> dict[str, dict]:
+    """``run_cases`` over ``jobs`` shards at once (case i in shard i % jobs), each a pytest process of its own with
+    its own log (``log``.shardK); one shard's crash or hang restarts only that shard's process."""
+    if jobs <= 1 or len(ids) <= 1:
+        return run_cases(python, pydir, mode, ids, case_timeout, deadline, log)
+    from concurrent.futures import ThreadPoolExecutor
+
+    shards = [ids[k::jobs] for k in range(jobs) if ids[k::jobs]]
+    with ThreadPoolExecutor(len(shards)) as pool:
+        parts = pool.map(lambda ks: run_cases(python, pydir, mode, ks[1], case_timeout, deadline,
+                                              f"{log}.shard{ks[0]}"), enumerate(shards))
+        results: dict[str, dict] = {}
+        for part in parts:
+            results.update(part)
+    return results
+
+
 def summarize(mode: str, results: dict[str, dict], counted: list[str], baseline: dict[str, dict] | None) -> dict:
     """Pass rates per file, per test function and per failure class, over the counted cases."""
     if baseline is not None:
@@ -313,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=SAMPLE_SEED)
     ap.add_argument("--case-timeout", type=int, default=120, help="seconds before a case counts as hung")
     ap.add_argument("--budget", type=float, default=3600, help="seconds for each mode's run (the rest is 'not run')")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="pytest processes run at once, each on a shard of the cases (e.g. the machine's cores)")
     ap.add_argument("--json", default=None, help="write every case's outcome here")
     ap.add_argument("--from-json", default=None, help="print the summary of an earlier run's --json output again")
     ap.add_argument("--log", default=os.path.join(tempfile.gettempdir(), "triton_suite.log"))
@@ -346,17 +367,18 @@ def main(argv: list[str] | None = None) -> int:
         out["triton_passes"] = len(counted)
     elif args.baseline_python:
         t0 = time.time()
-        baseline = run_cases(args.baseline_python, pydir, "triton", counted, args.case_timeout, t0 + args.budget,
-                             args.log)
+        baseline = run_sharded(args.baseline_python, pydir, "triton", counted, args.case_timeout, t0 + args.budget,
+                               args.log, args.jobs)
         tb = [i for i in counted if baseline[i]["outcome"] == "passed"]
         print(f"Triton's interpreter passes {len(tb)}/{len(counted)} of them ({time.time() - t0:.0f} s)")
         out["triton_passes"] = len(tb)
+        out["baseline_seconds"] = round(time.time() - t0)
         counted = tb  # only these count; the rest need not run
     modes = ("compiled", "interpreted") if args.mode == "both" else (args.mode,)
     all_results = {}
     for mode in modes:
         t0 = time.time()
-        res = run_cases(args.python, pydir, mode, counted, args.case_timeout, t0 + args.budget, args.log)
+        res = run_sharded(args.python, pydir, mode, counted, args.case_timeout, t0 + args.budget, args.log, args.jobs)
         summary = summarize(mode, res, counted, baseline)
         summary["seconds"] = round(time.time() - t0)
         out["modes"][mode] = summary

@@ -318,3 +318,29 @@ def test_dtype_mantissa_width_and_exponent_bias_match_numpy_finfo():
     assert (tl.float8e4b15.fp_mantissa_width, tl.float8e4b15.exponent_bias) == (3, 15)
     with pytest.raises(AttributeError, match="'int32' is not a floating-point type"):
         tl.int32.fp_mantissa_width  # noqa: B018 - the attribute access is what is tested
+
+
+def test_suite_script_shards_the_cases_over_jobs(monkeypatch):
+    import importlib.util
+    import pathlib
+    import threading
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "tools" / "triton_suite.py"
+    spec = importlib.util.spec_from_file_location("triton_suite_under_test", path)
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    calls = []
+
+    def fake_run_cases(python, pydir, mode, ids, case_timeout, deadline, log):
+        calls.append((tuple(ids), log, threading.get_ident()))
+        return {i: {"id": i, "outcome": "passed", "text": None} for i in ids}
+
+    monkeypatch.setattr(suite, "run_cases", fake_run_cases)
+    ids = [f"t.py::case{i}" for i in range(10)]
+    res = suite.run_sharded("py", "dir", "compiled", ids, 10, 0.0, "/tmp/log", jobs=4)
+    assert sorted(res) == sorted(ids) and len(calls) == 4
+    assert sorted(c[0] for c in calls) == sorted(tuple(ids[k::4]) for k in range(4))  # every case once
+    assert {c[1] for c in calls} == {f"/tmp/log.shard{k}" for k in range(4)}  # a log per shard
+    calls.clear()
+    suite.run_sharded("py", "dir", "compiled", ids, 10, 0.0, "/tmp/log", jobs=1)
+    assert calls == [(tuple(ids), "/tmp/log", calls[0][2])]  # one process, the plain log
