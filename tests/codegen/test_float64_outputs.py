@@ -1,7 +1,7 @@
 """float64 arrays as outputs: Apple GPUs have no float64, but a kernel may store into a float64 array values that
-convert to it exactly (floats of 32 bits or fewer, integers of 32 bits or fewer); the compiler writes the float64
-bits in integer arithmetic. Loading one, updating it atomically or storing int64 values into it is refused on both
-paths (Triton's tests make such outputs themselves: NumPy 2 promotes an integer array and a Python float to
+float64 holds exactly (floats of 32 bits or fewer, integers of 32 bits or fewer) or rounds as Triton's conversion
+does (64-bit integers: to nearest even at 53 bits); the compiler writes the float64 bits in integer arithmetic.
+Loading one, updating it atomically or storing a float literal beyond float32 into it is refused on both paths (Triton's tests make such outputs themselves: NumPy 2 promotes an integer array and a Python float to
 float64)."""
 
 import numpy as np
@@ -23,6 +23,7 @@ def scalar_kernel(z_ptr):
     tl.store(z_ptr, 0.1)
     tl.store(z_ptr + 1, -7)
     tl.store(z_ptr + 2, tl.program_id(0) > 5)
+    tl.store(z_ptr + 3, 9007199254740993)  # 2**53 + 1, an int64 literal: rounds to 2**53
 
 
 @enceladus.jit
@@ -32,7 +33,7 @@ def bad_float64_kernel(z_ptr, KIND: tl.constexpr):
     elif KIND == "atomic":
         tl.atomic_add(z_ptr, 1.0)
     else:
-        tl.store(z_ptr, tl.program_id(0).to(tl.int64))
+        tl.store(z_ptr, 1e300)
 
 
 def _bits_equal(args, expected, path):
@@ -43,11 +44,14 @@ def _bits_equal(args, expected, path):
 F32_SPECIALS = np.array([1.5, -0.0, 0.0, np.inf, -np.inf, np.nan, 3.4e38, -1e-45, 1e-40, 1.17549435e-38,
                          0.1, -2.5e-7, 65504, 1 / 3, 16777217, -1e30], np.float32)
 INTS = {np.int8: [-128, 127, 0, -1], np.int16: [-32768, 32767, 255, -3], np.uint16: [65535, 0, 1, 4096],
-        np.int32: [-2**31, 2**31 - 1, 16777217, -16777219], np.uint32: [2**32 - 1, 2**31, 16777217, 3]}
+        np.int32: [-2**31, 2**31 - 1, 16777217, -16777219], np.uint32: [2**32 - 1, 2**31, 16777217, 3],
+        # 64 bits: ties to even at 53 bits (2**53 + 1 -> 2**53, 2**53 + 3 -> 2**53 + 4), a carry into the exponent
+        np.int64: [-2**63, 2**63 - 1, 2**53 + 1, -(2**53 + 3), 2**54 - 1, 12345678901234567, -1, 2**62 + 2**9],
+        np.uint64: [2**64 - 1, 2**63, 2**53 + 1, 2**53 + 3, 2**60 + 2**7, 2**60 + 2**7 + 1, 1, 0]}
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int8", "int16", "uint16", "int32", "uint32",
-                                   "bool"])
+                                   "int64", "uint64", "bool"])
 def test_values_are_widened_exactly_and_masked_lanes_untouched(dtype):
     if dtype == "float32":
         x = F32_SPECIALS
@@ -72,15 +76,15 @@ def test_values_are_widened_exactly_and_masked_lanes_untouched(dtype):
 
 
 def test_python_scalars_and_booleans():
-    run_on_all_paths(scalar_kernel, (1,), lambda: (np.full(4, np.e),),
-                     lambda z: {0: np.array([np.float32(0.1), -7.0, 0.0, np.e])},
+    run_on_all_paths(scalar_kernel, (1,), lambda: (np.full(5, np.e),),
+                     lambda z: {0: np.array([np.float32(0.1), -7.0, 0.0, 2.0**53, np.e])},
                      check=lambda args, exp, path: np.testing.assert_array_equal(args[0], exp[0], err_msg=path))
 
 
 @pytest.mark.parametrize("path", ALL_PATHS)
 @pytest.mark.parametrize("kind,message", [("load", "a float64 array can only be stored to"),
                                           ("atomic", "float64"),
-                                          ("int64", "storing int64 values into a float64 array")])
+                                          ("literal", "float64")])
 def test_other_uses_of_float64_arrays_are_refused(kind, message, path):
     if path == "cpu" and not cpu_available():
         path_missing(path, "no C++ compiler")

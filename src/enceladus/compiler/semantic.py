@@ -510,28 +510,25 @@ def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modif
 
 
 FP64_STORE_ONLY = ("a float64 array can only be stored to (Apple GPUs have no float64: a kernel writes float32, "
-                   "float16, bfloat16, fp8 or integer values of 32 bits or fewer into it, widened exactly), not loaded or "
+                   "float16, bfloat16, fp8 or integer values into it, converted as Triton converts them), not loaded or "
                    "updated atomically")
 
 
 def float64_bits(b: Builder, value: Any) -> Value:
-    """The bits (uint64) of float64(value) for a float of 32 bits or fewer or an integer of 32 bits or fewer (both
-    convert exactly), built in integer arithmetic: Apple GPUs have no float64 type, but a float64 array
+    """The bits (uint64) of float64(value) for a float of 32 bits or fewer or an integer (rounded to nearest even
+    beyond 53 bits, as Triton's conversion), built in integer arithmetic: Apple GPUs have no float64 type, but a float64 array
     can still receive such values exactly (Triton's store converts them to the element type)."""
     if not is_value(value):
-        if isinstance(value, float) or isinstance(value, int) and abs(value) <= 2**24:
-            value = b.const(float(value), D.float32)
-        else:
-            raise SemanticError(f"storing {value!r} into a float64 array needs float64 arithmetic, which Apple GPUs do "
-                                "not have", "store a float32 value, or pass the array as float32")
+        value = b.const(value, D.literal_dtype(value))  # a float literal is float32, as Triton types it
     src = value.type.element
-    if src.is_int() and not src.is_bool() and src.primitive_bitwidth == 32:
-        return _int32_float64_bits(b, value)
-    if src.is_int() and not src.is_bool() and src.primitive_bitwidth > 32 or src.is_ptr():
-        raise SemanticError(f"storing {src} values into a float64 array needs a float64 conversion, which Apple GPUs "
-                            "do not have (only floats of 32 bits or fewer and integers of 32 bits or fewer convert "
-                            "exactly)", "convert the values with .to(tl.float32) or .to(tl.int32) first, or pass "
-                            "the array as float32")
+    if src.is_fp64():  # a float literal beyond float32's range (Triton types it float64)
+        raise SemanticError("storing a float64 value (a literal beyond float32's range) needs float64, which Apple "
+                            "GPUs do not have", "store a float32 value")
+    if src.is_int() and not src.is_bool() and src.primitive_bitwidth >= 32:
+        return _int_float64_bits(b, value)
+    if src.is_ptr():
+        raise SemanticError("storing pointers into a float64 array is not supported",
+                            "store their addresses into an int64 array")
     f = b.cast(value, D.float32)
     u = b.cast(b.emit("bitcast", [f], f.type.with_element(D.uint32)), D.uint64)
     sign = binary(b, "<<", binary(b, ">>", u, 31), 63)
@@ -551,23 +548,43 @@ def float64_bits(b: Builder, value: Any) -> Value:
     return binary(b, "|", sign, mag)
 
 
-def _int32_float64_bits(b: Builder, value: Value) -> Value:
-    """float64_bits of int32 / uint32 values (exact: they have at most 32 significant bits)."""
-    v = b.cast(value, D.int64)
-    a = b.cast(where(b, compare(b, "<", v, 0), binary(b, "-", 0, v), v), D.uint64)  # |v| <= 2**32 - 1
+def _int_float64_bits(b: Builder, value: Value) -> Value:
+    """float64_bits of 32- and 64-bit integers: exact up to 53 significant bits, rounded to nearest even beyond (as
+    a conversion to float64 rounds)."""
+    src = value.type.element
+    signed = src.is_int_signed()
+    v = b.cast(value, D.int64 if signed else D.uint64)
+    neg = compare(b, "<", v, 0) if signed else None
+    u = b.cast(v, D.uint64)
+    a = where(b, neg, binary(b, "-", b.const(0, D.uint64), u), u) if signed else u  # |v| (2**63 for INT64_MIN)
 
     def top_bit(x: Value) -> Value:  # floor(log2(x)) of 0 < x < 2**16, from the exponent of float32(x) (exact)
         bits = b.cast(b.emit("bitcast", [b.cast(x, D.float32)], x.type.with_element(D.uint32)), D.int64)
         return binary(b, "-", binary(b, ">>", bits, 23), 127)
 
-    hi = binary(b, ">>", a, 16)
-    p = where(b, compare(b, "!=", hi, 0), binary(b, "+", top_bit(hi), 16),
-              top_bit(binary(b, "|", binary(b, "&", a, 0xFFFF), 1)))
+    p = top_bit(binary(b, "|", binary(b, "&", a, 0xFFFF), 1))
+    for shift in (16, 32, 48):  # the highest non-zero 16-bit chunk decides
+        chunk = binary(b, "&", binary(b, ">>", a, shift), 0xFFFF)
+        p = where(b, compare(b, "!=", binary(b, ">>", a, shift), 0), binary(b, "+", top_bit(chunk), shift), p)
     p = where(b, compare(b, "==", a, 0), 0, p)
-    mant = binary(b, "&", binary(b, "<<", a, b.cast(binary(b, "-", 52, p), D.uint64)), (1 << 52) - 1)
-    bits = binary(b, "|", binary(b, "<<", b.cast(binary(b, "+", p, 1023), D.uint64), 52), mant)
-    sign = where(b, compare(b, "<", v, 0), b.const(1 << 63, D.uint64), b.const(0, D.uint64))
-    return where(b, compare(b, "==", a, 0), b.const(0, D.uint64), binary(b, "|", sign, bits))
+    # up to 53 significant bits: shift left into place; more: shift right by p - 52, rounding to nearest even
+    small = compare(b, "<=", p, 52)
+    left = b.cast(where(b, small, binary(b, "-", 52, p), 0), D.uint64)
+    right = b.cast(where(b, small, 0, binary(b, "-", p, 52)), D.uint64)
+    m = binary(b, ">>", binary(b, "<<", a, left), right)
+    rem = binary(b, "&", a, binary(b, "-", binary(b, "<<", b.const(1, D.uint64), right), 1))
+    half = binary(b, ">>", binary(b, "<<", b.const(1, D.uint64), right), 1)
+    up = binary(b, "|", compare(b, ">", rem, half),
+                binary(b, "&", compare(b, "==", rem, half), compare(b, "!=", binary(b, "&", m, 1), 0)))
+    up = binary(b, "&", up, compare(b, "!=", right, 0))
+    m = binary(b, "+", m, b.cast(up, D.uint64))
+    carry = compare(b, "==", binary(b, ">>", m, 53), 1)  # rounded up to 2**53: one more in the exponent
+    p = where(b, carry, binary(b, "+", p, 1), p)
+    m = binary(b, "&", m, (1 << 52) - 1)
+    bits = binary(b, "|", binary(b, "<<", b.cast(binary(b, "+", p, 1023), D.uint64), 52), m)
+    if signed:
+        bits = binary(b, "|", where(b, neg, b.const(1 << 63, D.uint64), b.const(0, D.uint64)), bits)
+    return where(b, compare(b, "==", a, 0), b.const(0, D.uint64), bits)
 
 
 @rule("where")

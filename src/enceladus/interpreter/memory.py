@@ -193,7 +193,7 @@ def _prepare(op: str, pointer: Any, mask: Any) -> tuple[PointerTile, np.ndarray,
         raise TypeError(f"tl.{op} expects a pointer (an array argument plus offsets), got {got}")
     if pointer.dtype.element_ty.is_fp64() and op != "store":
         raise TypeError(f"tl.{op}: a float64 array can only be stored to (Apple GPUs have no float64: a kernel "
-                        "writes float32, float16, bfloat16, fp8 or integer values of 32 bits or fewer into it, widened exactly); "
+                        "writes float32, float16, bfloat16, fp8 or integer values into it, converted as Triton converts them); "
                         "pass the array as float32")
     m = _mask_data(mask, pointer.shape, f"tl.{op}")
     if isinstance(pointer.buf, RawBytes):
@@ -241,9 +241,6 @@ def load(pointer: Any, mask: Any = None, other: Any = None, *, cache_modifier: s
 
 
 def _value_for(ptr: PointerTile, value: Any, op: str) -> np.ndarray:
-    raw = unwrap(value)
-    if ptr.dtype.element_ty.is_fp64() and isinstance(raw, int) and not isinstance(raw, bool) and abs(raw) <= 2**24:
-        value = float(raw)  # exact in float32, as the compiler takes it
     v = to_tile(value)
     if v.dtype.is_ptr():  # Triton converts the value to the element type: a pointer to its 64-bit address
         elem = ptr.dtype.element_ty
@@ -251,10 +248,9 @@ def _value_for(ptr: PointerTile, value: Any, op: str) -> np.ndarray:
             raise TypeError(f"tl.{op} of pointers needs a pointer to int64 or uint64 (their addresses), got a "
                             f"pointer to {elem}")
         v = Tile(pointer_to_addresses(v).astype(elem.to_numpy()), elem)
-    if ptr.dtype.element_ty.is_fp64() and (v.dtype.is_ptr() or v.dtype.is_int() and not v.dtype.is_bool()
-                                           and v.dtype.primitive_bitwidth > 32):
-        raise TypeError(f"storing {v.dtype} values into a float64 array needs a float64 conversion, which Apple GPUs "
-                        "do not have; convert them with .to(tl.float32) first, or pass the array as float32")
+    if v.dtype.is_fp64():  # a float literal beyond float32's range (Triton types it float64)
+        raise TypeError(f"tl.{op} of a float64 value (a literal beyond float32's range) needs float64, which Apple GPUs "
+                        "do not have; store a float32 value")
     if broadcast_shapes(ptr.shape, v.shape) != ptr.shape and v.shape:
         raise ValueError(f"tl.{op}: value of shape {v.shape} does not broadcast to the pointer shape {ptr.shape}")
     return align(cast_array(v.data, v.dtype, ptr.dtype.element_ty), len(ptr.shape))
