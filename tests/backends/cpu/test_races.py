@@ -42,6 +42,35 @@ kernel void ordered(device float* out [[buffer(0)]], uint t [[thread_index_in_th
     threadgroup_barrier(mem_flags::mem_threadgroup);
     out[t] = tile[63 - t];
 }
+kernel void write_after_read(device float* out [[buffer(0)]], uint t [[thread_index_in_threadgroup]]) {
+    threadgroup float tile[64];
+    tile[t] = float(t);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    const float v = tile[(t + 1) % 64];
+    tile[t] = 2.0f * v;              // thread t - 1 read tile[t] since the barrier: a write after read
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[t] = tile[t];
+}
+kernel void write_after_read_ordered(device float* out [[buffer(0)]], uint t [[thread_index_in_threadgroup]]) {
+    threadgroup float tile[64];
+    tile[t] = float(t);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    const float v = tile[(t + 1) % 64];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    tile[t] = 2.0f * v;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[t] = tile[t];
+}
+kernel void matrix_load_then_overwrite(device float* out [[buffer(0)]], uint t [[thread_index_in_threadgroup]],
+                                       uint lane [[thread_index_in_simdgroup]]) {
+    threadgroup float tile[64];
+    tile[t] = float(t);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    simdgroup_float8x8 m;
+    simdgroup_load(m, tile, 8);      // every lane reads its two elements of the 8x8 tile
+    tile[t] = 0.0f;                  // overwritten with no barrier: the matrix load may see either value
+    out[t] = m.thread_elements()[0];
+}
 kernel void read16(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
                    uint i [[thread_position_in_grid]]) {
     out[i] = x[i * 4096];
@@ -75,6 +104,23 @@ def test_read_after_write_without_barrier(lib):
     out = np.zeros(64, np.float32)
     _run(lib, "ordered", out)
     np.testing.assert_array_equal(out, np.arange(64)[::-1])
+
+
+def test_write_after_read_without_barrier(lib):
+    with pytest.raises(KernelLaunchError, match=r"race on 'tile': thread 1 writes byte 4 of it, which thread 0 read "
+                                                r"since the last threadgroup_barrier \(write-after-read race"):
+        _run(lib, "write_after_read", np.zeros(64, np.float32))
+    out = np.zeros(64, np.float32)
+    _run(lib, "write_after_read_ordered", out)
+    np.testing.assert_array_equal(out, 2 * ((np.arange(64) + 1) % 64))
+
+
+def test_write_after_a_matrix_load_without_barrier(lib):
+    # simdgroup_load's reads are reported too (each lane's two elements of the tile; lane 0 holds row 0, columns 0
+    # and 1), and lanes of one SIMD group are ordered only by a barrier, as for element accesses
+    with pytest.raises(KernelLaunchError, match=r"race on 'tile': thread 1 writes byte 4 of it, which thread 0 read "
+                                                r"since the last threadgroup_barrier"):
+        _run(lib, "matrix_load_then_overwrite", np.zeros(64, np.float32))
 
 
 def test_read_of_uninitialised_threadgroup_memory(lib):

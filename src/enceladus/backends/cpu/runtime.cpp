@@ -150,7 +150,13 @@ struct Worker {
   unsigned epoch = 0;     // advances at every threadgroup barrier and group start
   unsigned group_epoch = 0;  // epoch at the start of the running group
   unsigned sepoch[kMaxThreads / ENC_SIMD_WIDTH];  // advances at every simdgroup_barrier of that group
-  struct Shadow { unsigned epoch, sepoch; unsigned short tid; }* shadow = nullptr;
+  // per byte: the last write (epoch, SIMD-group epoch, thread) and the reads since (the first reader, and whether
+  // another thread read it too), for read-after-write, write-write and write-after-read races
+  struct Shadow {
+    unsigned epoch, sepoch, repoch, rsepoch;
+    unsigned short tid, rtid;
+    unsigned char rmany;
+  }* shadow = nullptr;
   unsigned nfibers = 0;       // fibers of the running group
   bool accounted = false;     // the fiber that returned to the scheduler did its own bookkeeping
   bool chain_failed = false;  // ... and it failed (a SIMD-group check)
@@ -1033,6 +1039,20 @@ void api_tg_access(const void* base, const void* addr, unsigned long n, int is_w
     long rel = static_cast<const unsigned char*>(addr) + i - static_cast<const unsigned char*>(base);
     char msg[512];
     if (is_write) {
+      bool read_here = s.repoch == w->epoch && s.repoch - w->group_epoch < 0x80000000u;
+      bool reader_synced = s.rtid / ENC_SIMD_WIDTH == sg && s.rsepoch != w->sepoch[sg];
+      if (is_write == 1 && read_here && (s.rmany || (s.rtid != me && !reader_synced))) {
+        char who[48];  // the first reader, or "other threads" when this thread read it first
+        if (s.rtid != me) snprintf(who, sizeof who, "thread %u", unsigned(s.rtid));
+        else snprintf(who, sizeof who, "other threads");
+        snprintf(msg, sizeof msg,
+                 "threadgroup-memory race on '%s': thread %u writes byte %ld of it, which %s read since the last "
+                 "threadgroup_barrier (write-after-read race: a reader may see the new value; put a "
+                 "threadgroup_barrier(mem_flags::mem_threadgroup) between the read and the write)",
+                 name, me, rel, who);
+        api_fail(msg, 0);
+        return;
+      }
       if (unordered && is_write == 1) {
         snprintf(msg, sizeof msg,
                  "threadgroup-memory race on '%s': thread %u writes byte %ld of it, which thread %u also wrote "
@@ -1063,6 +1083,14 @@ void api_tg_access(const void* base, const void* addr, unsigned long n, int is_w
                name, me, rel, unsigned(s.tid));
       api_fail(msg, 0);
       return;
+    }
+    if (s.repoch != w->epoch) {  // the first read since the last barrier
+      s.repoch = w->epoch;
+      s.rsepoch = w->sepoch[sg];
+      s.rtid = static_cast<unsigned short>(me);
+      s.rmany = 0;
+    } else if (s.rtid != me) {
+      s.rmany = 1;
     }
   }
 }

@@ -1,6 +1,7 @@
 // Debug builds only (ENCELADUS_DEBUG): threadgroup memory is reached through small proxy types that
 // report every element read and write to the runtime, which detects a read of bytes another thread
-// wrote since the last threadgroup_barrier (see runtime.cpp api_tg_access). translate.py rewrites
+// wrote since the last threadgroup_barrier, and a write of bytes another thread read since then (see
+// runtime.cpp api_tg_access). translate.py rewrites
 // `threadgroup T* p` to tg_ptr<T> and function-scope `threadgroup T x[N]` to tg_var<T[N]>.
 // Constructs the proxies cannot express (member access on elements, template deduction through a
 // proxy) make the instrumented build fail; the launch then runs without race checks and warns.
@@ -96,39 +97,43 @@ template <class T, unsigned long N> struct tg_var<T[N]> {
 };
 }  // namespace __enc
 
-// simdgroup_matrix loads and stores through proxies use the raw pointer (the matrix load itself is
-// not tracked).
-template <class T, int R, int C, class S>
-__ENC_INLINE void simdgroup_load(thread simdgroup_matrix<T, R, C>& m, __enc::tg_ptr<S> src, ulong elements_per_row = 8,
-                                 ulong2 matrix_origin = ulong2(0), bool transpose = false,
-                                 unsigned __line = __builtin_LINE()) {
-  simdgroup_load(m, static_cast<const S*>(src.__p), elements_per_row, matrix_origin, transpose, __line);
-}
 namespace __enc {
-// The two elements a lane's simdgroup_store wrote, reported as writes (so later reads are not taken for
-// reads of uninitialised memory).
+// The two elements of the 8x8 tile that a lane's simdgroup_load or simdgroup_store holds, reported as reads
+// (is_write 0) or writes (1): the 32 lanes together report the whole tile, so a matrix load is checked like
+// element reads (read after write, uninitialised, and the write-after-read of a later write) and later
+// reads of a stored tile are not taken for reads of uninitialised memory.
 template <class D>
-__ENC_INLINE void record_matrix_store(D* dst, const void* base, const char* name, ulong elements_per_row,
-                                      ulong2 matrix_origin, bool transpose) {
+__ENC_INLINE void record_matrix_access(D* p, const void* base, const char* name, ulong elements_per_row,
+                                       ulong2 matrix_origin, bool transpose, int is_write) {
   unsigned lane = rt->current_thread()->lane;
   unsigned r = sgm_row(lane), col = sgm_col(lane);
   for (unsigned e = 0; e < 2; ++e) {
     ulong i = transpose ? col + e : r, j = transpose ? r : col + e;
-    rt->tg_access(base, dst + (matrix_origin.y + i) * elements_per_row + matrix_origin.x + j, sizeof(D), 1, name);
+    rt->tg_access(base, p + (matrix_origin.y + i) * elements_per_row + matrix_origin.x + j, sizeof(D), is_write,
+                  name);
   }
 }
 }  // namespace __enc
+// simdgroup_matrix loads and stores through proxies: the raw pointer, and the lane's elements reported.
+template <class T, int R, int C, class S>
+__ENC_INLINE void simdgroup_load(thread simdgroup_matrix<T, R, C>& m, __enc::tg_ptr<S> src, ulong elements_per_row = 8,
+                                 ulong2 matrix_origin = ulong2(0), bool transpose = false,
+                                 unsigned __line = __builtin_LINE()) {
+  __enc::record_matrix_access(src.__p, src.__base, src.__name, elements_per_row, matrix_origin, transpose, 0);
+  simdgroup_load(m, static_cast<const S*>(src.__p), elements_per_row, matrix_origin, transpose, __line);
+}
 template <class T, int R, int C, class D>
 __ENC_INLINE void simdgroup_store(const simdgroup_matrix<T, R, C>& m, __enc::tg_ptr<D> dst, ulong elements_per_row = 8,
                                   ulong2 matrix_origin = ulong2(0), bool transpose = false,
                                   unsigned __line = __builtin_LINE()) {
   simdgroup_store(m, dst.__p, elements_per_row, matrix_origin, transpose, __line);
-  __enc::record_matrix_store(dst.__p, dst.__base, dst.__name, elements_per_row, matrix_origin, transpose);
+  __enc::record_matrix_access(dst.__p, dst.__base, dst.__name, elements_per_row, matrix_origin, transpose, 1);
 }
 template <class T, int R, int C, class S, unsigned long N>
 __ENC_INLINE void simdgroup_load(thread simdgroup_matrix<T, R, C>& m, const __enc::tg_var<S[N]>& src,
                                  ulong elements_per_row = 8, ulong2 matrix_origin = ulong2(0), bool transpose = false,
                                  unsigned __line = __builtin_LINE()) {
+  __enc::record_matrix_access(&(*src.__p)[0], src.__base, src.__name, elements_per_row, matrix_origin, transpose, 0);
   simdgroup_load(m, static_cast<const S*>(&(*src.__p)[0]), elements_per_row, matrix_origin, transpose, __line);
 }
 template <class T, int R, int C, class D, unsigned long N>
@@ -136,7 +141,7 @@ __ENC_INLINE void simdgroup_store(const simdgroup_matrix<T, R, C>& m, const __en
                                   ulong elements_per_row = 8, ulong2 matrix_origin = ulong2(0), bool transpose = false,
                                   unsigned __line = __builtin_LINE()) {
   simdgroup_store(m, &(*dst.__p)[0], elements_per_row, matrix_origin, transpose, __line);
-  __enc::record_matrix_store(&(*dst.__p)[0], dst.__base, dst.__name, elements_per_row, matrix_origin, transpose);
+  __enc::record_matrix_access(&(*dst.__p)[0], dst.__base, dst.__name, elements_per_row, matrix_origin, transpose, 1);
 }
 }  // namespace metal
 #endif
