@@ -72,12 +72,14 @@ def test_attention_static_facts():
     assert ck.metadata["threadgroup_memory"] == 64 * 65 * 2 + 2 * 64 * 64 * 2  # Q's conversion (padded), K, V
 
 
-@pytest.mark.parametrize("dtype,m,n,k", [(np.float32, 32, 32, 16), (np.float16, 64, 32, 32)])
+@pytest.mark.parametrize("dtype,m,n,k", [(np.float32, 32, 32, 16), (np.float16, 64, 32, 32), ("bfloat16", 32, 32, 16)])
 def test_loop_invariant_a(dtype, m, n, k):
+    if dtype == "bfloat16":
+        dtype = pytest.importorskip("ml_dtypes").bfloat16
     nb = 3
     a = RNG.integers(-4, 5, (m, k)).astype(dtype)
     b = RNG.integers(-4, 5, (nb, k, n)).astype(dtype)
-    want = np.stack([a.astype(np.float64) @ b[j] for j in range(nb)]).astype(np.float32)
+    want = np.stack([a.astype(np.float64) @ b[j].astype(np.float64) for j in range(nb)]).astype(np.float32)
     ck = rk.invariant_a_kernel.warmup(a, b, np.zeros((nb, m, n), np.float32), nb, M=m, N=n, K=k, num_warps=4)
     assert any("A's fragments from registers" in note for note in ck.metadata["notes"]), ck.metadata["notes"]
     # the store in the loop stays in the fragment layout (a conversion there would cost barriers per iteration)
