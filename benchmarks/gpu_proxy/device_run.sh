@@ -4,6 +4,7 @@
 #
 #   benchmarks/gpu_proxy/device_run.sh table    CORPUS TUTORIALS   # timings: the table + sweep, then the replay
 #   benchmarks/gpu_proxy/device_run.sh sanitize CORPUS             # memcheck, racecheck, synccheck
+#   benchmarks/gpu_proxy/device_run.sh check CORPUS                # the replay and the three sanitizers at once
 #
 # CORPUS comes from `python -m benchmarks.gpu_proxy.record --out CORPUS` (run anywhere, no GPU); TUTORIALS is a
 # file with Triton's tutorial kernels (not part of this repository; see docs/benchmarks.md). Everything is written
@@ -12,7 +13,7 @@
 # Each step has its own time limit (seconds; TABLE_TIMEOUT, REPLAY_TIMEOUT in the environment) so a slow step
 # leaves the others their time; exit status 0 when every step finished clean.
 set -u
-mode=${1:?usage: device_run.sh table CORPUS TUTORIALS | sanitize CORPUS}
+mode=${1:?usage: device_run.sh table CORPUS TUTORIALS | sanitize CORPUS | check CORPUS}
 corpus=${2:?the recorded corpus directory}
 out=${OUT:-$(pwd)/proxy-out}
 mkdir -p "$out"
@@ -54,14 +55,20 @@ table)
   { cat "$out/steps.txt"; tail -1 "$out/replay.log"; sed -n '/^NVIDIA\|^row /,$p' "$out/table.log"
     [ -f "$out/table.md" ] && cat "$out/table.md"; } > "$out/summary.txt"
   ;;
-sanitize)
+sanitize|check)
   # cubins first (cached by source digest in $build: free when the table command ran on this machine)
   step build 150 python3 -m benchmarks.gpu_proxy.replay --corpus "$corpus" --build-dir "$build" --build-only
   limit=$(( 510 - ($(date +%s) - start) ))
   [ "$limit" -ge 60 ] || limit=60
-  san() { timeout --kill-after=10 "$limit" compute-sanitizer --tool "$1" --kernel-name kns=enc_proxy_ \
-            --error-exitcode 9 --print-limit 20 "${@:2}"; }
+  # each replay runs its kernels in worker processes (a fault ends only its worker): sanitize them all
+  san() { timeout --kill-after=10 "$limit" compute-sanitizer --tool "$1" --target-processes all \
+            --kernel-name kns=enc_proxy_ --error-exitcode 9 --print-limit 20 "${@:2}"; }
   pids=()
+  if [ "$mode" = check ]; then  # the plain replay (outputs against the cpu backend's) alongside the sanitizers
+    timeout --kill-after=10 "$limit" python3 -m benchmarks.gpu_proxy.replay --corpus "$corpus" --build-dir "$build" \
+      --json "$out/replay.json" > "$out/replay.log" 2>&1 &
+    pids+=($!)
+  fi
   for tool in memcheck racecheck synccheck; do
     for k in 0 1 2 3; do
       san $tool python3 -m benchmarks.gpu_proxy.replay --corpus "$corpus" --build-dir "$build" --jobs 2 --shard $k/4 \
@@ -76,9 +83,10 @@ sanitize)
   { cat "$out/steps.txt"
     for f in "$out"/sanitize-*.log; do
       echo "$(basename $f): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|replayed|providers failing' $f | tr '\n' ' ')"
-    done; } > "$out/summary.txt"
+    done
+    [ -f "$out/replay.log" ] && grep -v '^    |' "$out/replay.log" | grep -E ': (mismatch|atomic-unverified|fault|launch-failed|translate-failed|compile-failed|undefined-conversion)|^replayed' ; } > "$out/summary.txt"
   ;;
-*) echo "unknown mode $mode (table or sanitize)"; exit 2 ;;
+*) echo "unknown mode $mode (table, sanitize or check)"; exit 2 ;;
 esac
 echo "total $(( $(date +%s) - start )) s, status $status" >> "$out/summary.txt"
 cat "$out/summary.txt"

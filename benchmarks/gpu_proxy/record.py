@@ -113,6 +113,9 @@ class Recorder:
         meta = {
             "kernel": abi.kernel_name, "name": kl.name, "grid": list(grid), "threads": abi.threads_per_threadgroup,
             "buffers": buffers, "regions": [hi - lo for lo, hi in regions],
+            # the host address of each region: replay.py moves integers that point into a region (addresses a
+            # kernel makes into pointers, issue #18) to the same offset in that region's device copy
+            "host_regions": [lo for lo, hi in regions],
             "args_slot": abi.args_slot,
             "args": pack_scalars(kl.kernel, dict(zip(kl.scalar_names, scalars))).hex() if abi.args_slot is not None
             else None,

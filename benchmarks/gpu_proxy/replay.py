@@ -7,6 +7,21 @@ the recorded grid, threads per threadgroup, scalars and buffer contents, and eve
 may write is compared with the cpu backend's result (floats within a few ulps' worth of tolerance,
 integers exactly). Run it under ``compute-sanitizer --tool memcheck|racecheck|synccheck`` for the race
 and memory checks. Exit status 1 if any kernel fails to translate, compile, run or match.
+
+The launches run in a child process (``--worker``); a kernel that faults (an illegal address kills the CUDA
+context) is that kernel's failure, named with what the process printed (the sanitizer's report), and a fresh
+child replays the rest. Integers the kernel reads that point into a recorded argument's host memory (addresses
+made into pointers, issue #18) are moved to the same offset in that argument's device copy, and moved back
+in the outputs before the comparison. Each region is allocated rounded up to 16 bytes, as the runtime binds
+16-bit buffers so that the last element's 32-bit word lies in memory it owns (16-bit atomics loop on it).
+
+Statuses: ok; atomic-order (a kernel with atomics whose outputs differ from the cpu backend's only in what
+depends on the order the atomics landed in, checked by an order-free rule for the operation: final memory,
+and the old values as a multiset or running totals); undefined-conversion (integer elements that only differ
+where a float -> int conversion of NaN or an out-of-range value gives the x86 "integer indefinite" on the cpu
+backend and a saturated value or 0 on CUDA: undefined in Metal, see docs/language.md; counted, not failures);
+mismatch; atomic-unverified (outputs differ and no order-free rule covers the kernel: a failure);
+translate-failed, compile-failed, launch-failed, fault.
 """
 
 from __future__ import annotations
@@ -16,7 +31,10 @@ import concurrent.futures
 import hashlib
 import json
 import os
+import re
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -37,7 +55,7 @@ def build_all(sources: dict[str, str], build_dir: str, jobs: int) -> dict[str, s
     os.makedirs(build_dir, exist_ok=True)
     todo, paths = {}, {}
     for key, src in sources.items():
-        path = os.path.join(build_dir, hashlib.sha256(src.encode()).hexdigest()[:20] + ".cubin")
+        path = _cubin_path(build_dir, src)
         paths[key] = path
         if not os.path.exists(path):
             todo[key] = (src, path)
@@ -48,9 +66,25 @@ def build_all(sources: dict[str, str], build_dir: str, jobs: int) -> dict[str, s
     return paths
 
 
-def _compare(got: np.ndarray, want: np.ndarray, dtype: str) -> str | None:
+_FLOAT_TO_INT = re.compile(r"static_cast<(char|short|int|long)>\(")
+
+
+def _undefined_conversion(g: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Elements whose difference is a float -> signed int conversion of NaN or an out-of-range value: the cpu
+    backend (x86 cvtt*: the "integer indefinite", the type's minimum; 0 once narrowed to 8 or 16 bits) against
+    CUDA (saturated to the type's limits, NaN -> 0). Metal leaves these conversions undefined."""
+    info = np.iinfo(g.dtype)
+    if info.min == 0:
+        return np.zeros(g.shape, bool)
+    indefinite = info.min if g.dtype.itemsize >= 4 else 0
+    return (w == indefinite) & ((g == 0) | (g == info.min) | (g == info.max)) & (g != w)
+
+
+def _compare(got: np.ndarray, want: np.ndarray, dtype: str, conversions: bool = False) -> tuple[str | None, int]:
+    """(description of the elements that differ, or None; how many differ only by an undefined conversion)."""
     kind = dtype.lstrip("<>|=")
     g, w = got.view(np.dtype(dtype)), want.view(np.dtype(dtype))
+    undefined = 0
     if kind in _RTOL:
         g64, w64 = g.astype(np.float64), w.astype(np.float64)
         both_nan = np.isnan(g64) & np.isnan(w64)
@@ -59,26 +93,95 @@ def _compare(got: np.ndarray, want: np.ndarray, dtype: str) -> str | None:
         close = np.isclose(g64, w64, rtol=_RTOL[kind], atol=_ATOL[kind] * max(scale, 1e-30)) | both_nan
         bad = np.flatnonzero(~close)
     else:
-        bad = np.flatnonzero(g != w)
+        differ = g != w
+        if conversions and g.dtype.kind == "i":
+            loose = _undefined_conversion(g, w)
+            undefined = int(np.count_nonzero(loose))
+            differ &= ~loose
+        bad = np.flatnonzero(differ)
     if bad.size == 0:
-        return None
+        return None, undefined
     i = int(bad[0])
-    return f"{bad.size} of {g.size} elements differ (first at {i}: got {g[i]!r}, cpu backend {w[i]!r})"
+    return f"{bad.size} of {g.size} elements differ (first at {i}: got {g[i]!r}, cpu backend {w[i]!r})", undefined
 
 
-def replay_one(meta: dict, data: np.lib.npyio.NpzFile, module: cuda.Module, symbol: str, params: tuple) -> list[str]:
-    """Run one recorded launch; returns the list of mismatches (empty when every output matches)."""
-    regions = [cuda.alloc(n) for n in meta["regions"]]
+_ALIGN = 16
+_ADDRESS_TYPES = ("<i8", "<u8")
+
+
+def _padded(nbytes: int) -> int:
+    return max(-(-nbytes // _ALIGN) * _ALIGN, _ALIGN)
+
+
+def _move_addresses(words: np.ndarray, frm: list[int], to: list[int], sizes: list[int]) -> tuple[np.ndarray, int]:
+    """``words`` (uint64) with every value inside region j of ``frm`` (one past its end included) moved to the
+    same offset from ``to[j]``; and how many moved."""
+    out = words.copy()
+    moved = 0
+    for lo, dst, n in zip(frm, to, sizes):
+        inside = (words >= np.uint64(lo)) & (words <= np.uint64(lo + n))
+        out[inside] = words[inside] - np.uint64(lo) + np.uint64(dst)
+        moved += int(np.count_nonzero(inside))
+    return out, moved
+
+
+def _address_views(meta: dict, blobs: list[bytearray], writes_only: bool = False) -> list[np.ndarray]:
+    """Writable uint64 views of every int64/uint64 buffer (8-byte aligned in its region) in ``blobs``."""
+    views = []
+    for b in meta["buffers"]:
+        if b["dtype"] not in _ADDRESS_TYPES or b["offset"] % 8 or (writes_only and not b["writes"]):
+            continue
+        blob = blobs[b["region"]]
+        hi = b["offset"] + (len(blob) - b["offset"]) // 8 * 8
+        views.append(np.frombuffer(memoryview(blob)[b["offset"]:hi], np.uint64))
+    return views
+
+
+def host_to_device(meta: dict, inputs: list[bytes], args: bytes | None, device: list[int]):
+    """The inputs and packed scalars with recorded host addresses moved into the device regions."""
+    blobs = [bytearray(x) for x in inputs]
+    host = meta.get("host_regions")
+    moved = 0
+    if host:
+        for v in _address_views(meta, blobs):
+            v[:], k = _move_addresses(v, host, device, meta["regions"])
+            moved += k
+        if args:
+            words = np.frombuffer(args[: len(args) // 8 * 8], np.uint64)
+            new, k = _move_addresses(words, host, device, meta["regions"])
+            args = new.tobytes() + args[len(args) // 8 * 8:]
+            moved += k
+    return [bytes(b) for b in blobs], args, moved
+
+
+def device_to_host(meta: dict, outputs: list[bytes], device: list[int]) -> list[bytes]:
+    """The outputs with device addresses of the regions moved back to the recorded host addresses."""
+    host = meta.get("host_regions")
+    if not host:
+        return outputs
+    blobs = [bytearray(x) for x in outputs]
+    for v in _address_views(meta, blobs, writes_only=True):
+        v[:], _ = _move_addresses(v, device, host, meta["regions"])
+    return [bytes(b) for b in blobs]
+
+
+def replay_one(meta: dict, data, module: cuda.Module, symbol: str, params: tuple) -> list[bytes]:
+    """Run one recorded launch; returns every region's bytes afterwards (addresses moved back to the host's)."""
+    sizes = meta["regions"]
+    regions = [cuda.alloc(_padded(n)) for n in sizes]
     try:
-        for i, ptr in enumerate(regions):
-            cuda.upload(ptr, data[f"in{i}"].tobytes())
+        args = bytes.fromhex(meta["args"]) if meta.get("args") else None
+        inputs, args, _ = host_to_device(meta, [data[f"in{i}"].tobytes() for i in range(len(sizes))], args,
+                                         regions)
+        for ptr, blob, n in zip(regions, inputs, sizes):
+            cuda.upload(ptr, blob + bytes(_padded(n) - n))
         by_slot = {b["slot"]: b for b in meta["buffers"]}
         values = []
         for p in params:
             if p.kind == "bytes":
                 if p.slot != meta["args_slot"]:
                     raise cuda.CudaError(f"parameter {p.name} [[buffer({p.slot})]] is a struct but not the args slot")
-                values.append(bytes.fromhex(meta["args"]).ljust(256, b"\0"))
+                values.append((args or b"").ljust(256, b"\0"))
             else:
                 b = by_slot[p.slot]
                 values.append(cuda.pointer(regions[b["region"]] + b["offset"]))
@@ -87,23 +190,245 @@ def replay_one(meta: dict, data: np.lib.npyio.NpzFile, module: cuda.Module, symb
             raise cuda.CudaError(f"grid {grid}: CUDA limits the y and z grid dimensions to 65535")
         cuda.launch(module.function(symbol), grid, meta["threads"], values)
         cuda.synchronize()
-        problems = []
-        for b in meta["buffers"]:
-            if not b["writes"]:
-                continue
-            r = b["region"]
-            got = np.frombuffer(cuda.download(regions[r], meta["regions"][r]), np.uint8)
-            want = data[f"out{r}"]
-            size = np.dtype(b["dtype"]).itemsize
-            lo = b["offset"]
-            hi = lo + (len(want) - lo) // size * size
-            msg = _compare(got[lo:hi], want[lo:hi], b["dtype"])
-            if msg:
-                problems.append(f"{b['name']}: {msg}")
-        return problems
+        return device_to_host(meta, [cuda.download(ptr, n) for ptr, n in zip(regions, sizes)], regions)
     finally:
         for ptr in regions:
             cuda.free(ptr)
+
+
+# --- judging the outputs (no GPU needed) ---
+
+_OPS16 = {0: "add", 1: "max", 2: "min", 3: "xchg", 4: "cas"}
+
+
+def _kernel_body(msl: str) -> str:
+    i = msl.find("kernel void")
+    return msl[i:] if i >= 0 else msl
+
+
+def atomic_ops(body: str) -> set[str]:
+    """The read-modify-write operations a kernel body performs on device memory."""
+    ops = {_OPS16[int(m[1])] for m in re.finditer(r"enc_atomic16<(\d)>", body)}
+    ops |= set(re.findall(r"atomic_fetch_(add|sub|max|min|and|or|xor)_explicit", body))
+    ops |= {"max" if m == "true" else "min" for m in re.findall(r"atomic_fminmax\([^;]*?,\s*(true|false)\)", body)}
+    if "atomic_exchange_explicit" in body:
+        ops.add("xchg")
+    if "atomic_compare_exchange" in body:
+        ops.add("cas")
+    return ops
+
+
+def _view(blob: bytes, b: dict, itemsize: int | None = None) -> np.ndarray:
+    dt = np.dtype(b["dtype"])
+    hi = b["offset"] + (len(blob) - b["offset"]) // dt.itemsize * dt.itemsize
+    return np.frombuffer(blob[b["offset"]:hi], dt)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+        kind = "f2" if a.dtype.itemsize == 2 else f"f{a.dtype.itemsize}"
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        return a64.shape == b64.shape and bool(np.all(np.isclose(a64, b64, rtol=_RTOL[kind], atol=_ATOL[kind])))
+    return a.shape == b.shape and bool(np.all(a == b))
+
+
+def _check_slot(op: str, init, vals: np.ndarray, final, olds: np.ndarray) -> str | None:
+    """The order-free facts about NSLOT-style contention on one address: ``vals`` offered in some order to
+    memory holding ``init``, each lane getting its ``olds`` value back; memory ends at ``final``."""
+    f64 = vals.dtype.kind == "f" or vals.dtype.name == "bfloat16"
+    if op in ("add", "sub"):
+        sign = 1 if op == "add" else -1
+        total = (np.float64(init) + sign * vals.astype(np.float64).sum()) if f64 else \
+            (np.asarray(init) + sign * vals.astype(vals.dtype).sum(dtype=vals.dtype)).astype(vals.dtype)
+        if not _same(np.asarray([final]).astype(np.float64 if f64 else vals.dtype), np.asarray([total])):
+            return f"final {final!r}, not init {init!r} {'+-'[op == 'sub']} the sum of the values ({total!r})"
+        if olds is not None and op == "add" and (vals.astype(np.float64) >= 0).all():  # a rising chain
+            chain = np.sort(np.append(olds.astype(np.float64), np.float64(final)))
+            steps = np.diff(chain) * sign
+            if not _same(np.sort(steps), np.sort(vals.astype(np.float64))) or not _same(chain[:1], [init]):
+                return "the old values are not the running totals of any order of the values"
+        return None
+    if op in ("max", "min"):
+        pick = np.maximum if op == "max" else np.minimum
+        want = pick.reduce(np.append(vals, np.asarray(init, vals.dtype)))
+        if not _same(np.asarray([final], vals.dtype), np.asarray([want])):
+            return f"final {final!r}, not the {op} of the values and init ({want!r})"
+        if olds is not None:
+            if not set(olds.tolist()) <= set(vals.tolist()) | {np.asarray(init, vals.dtype).item()}:
+                return "an old value was never in memory"
+            if not ((olds <= final) if op == "max" else (olds >= final)).all():
+                return f"an old value is beyond the final {op}"
+        return None
+    if op == "xchg":
+        have = np.sort(np.append(olds, np.asarray(final, vals.dtype)))
+        offered = np.sort(np.append(vals, np.asarray(init, vals.dtype)))
+        return None if np.array_equal(have, offered) else "the old values and the final one are not the values offered"
+    if op in ("and", "or", "xor"):
+        red = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op].reduce(
+            np.append(vals, np.asarray(init, vals.dtype)))
+        if final != red:
+            return f"final {final!r}, not the {op} of the values and init ({red!r})"
+        if olds is not None and op == "or" and (olds & ~np.asarray(final, vals.dtype)).any():
+            return "an old value has a bit the final value lacks"
+        if olds is not None and op == "and" and (np.asarray(final, vals.dtype) & ~olds).any():
+            return "an old value lacks a bit the final value has"
+        return None
+    if op == "cas":  # compare with 0 (the corpus's contention kernels): one lane wins, the others see its value
+        if init != 0:
+            return "compare-and-swap from a nonzero initial value: no order-free rule"
+        winners = np.flatnonzero(olds == 0)
+        if winners.size != 1 or vals[winners[0]] != final or not (np.delete(olds, winners) == final).all():
+            return "not exactly one lane swapped its value in with the others seeing it"
+        return None
+    return f"no order-free rule for atomic {op}"
+
+
+def order_free_check(meta: dict, data, got: list[bytes], msl: str) -> tuple[bool, str | None]:
+    """(whether a rule covers the kernel, None when the outputs of a contention kernel satisfy every order-free fact about its one atomic operation else why not). Layouts: (memory, values, olds) with lane i on element i % len(memory), as tests/codegen's
+    atomic_kernel and word_atomic_kernel; (counter, tickets): one ``atomic_add(counter, 1)`` per element."""
+    ops = atomic_ops(_kernel_body(msl))
+    if len(ops) != 1:
+        return False, f"atomic operations {sorted(ops)}: an order-free check needs exactly one"
+    op = ops.pop()
+    bufs = sorted(meta["buffers"], key=lambda b: b["slot"])
+    init = lambda b: _view(data[f"in{b['region']}"].tobytes(), b)  # noqa: E731
+    final = lambda b: _view(got[b["region"]], b)  # noqa: E731
+    if len(bufs) == 3 and bufs[0]["writes"] and not bufs[1]["writes"] and bufs[2]["writes"] \
+            and len(init(bufs[1])) == len(final(bufs[2])):
+        mem0, vals, mem1, olds = init(bufs[0]), init(bufs[1]), final(bufs[0]), final(bufs[2])
+    elif len(bufs) == 2 and all(b["writes"] for b in bufs) and len(init(bufs[0])) == 1 and op == "add":
+        mem0, mem1, olds = init(bufs[0]), final(bufs[0]), final(bufs[1])
+        vals = np.ones(len(olds), mem0.dtype)
+    else:
+        return False, "no order-free rule for this kernel's buffers"
+    nslot = len(mem0)
+    for slot in range(nslot):
+        why = _check_slot(op, mem0[slot], vals[slot::nslot], mem1[slot], olds[slot::nslot])
+        if why:
+            return not why.startswith("no order-free rule"), f"atomic {op}, element {slot} of {nslot}: {why}"
+    return True, None
+
+
+def judge(meta: dict, data, got: list[bytes], msl: str) -> dict:
+    """Compare the replayed regions with the recorded cpu-backend outputs; the result's status and details."""
+    body = _kernel_body(msl)
+    conversions = bool(_FLOAT_TO_INT.search(body))
+    problems, undefined = [], 0
+    for b in meta["buffers"]:
+        if not b["writes"]:
+            continue
+        r = b["region"]
+        want = data[f"out{r}"]
+        g = np.frombuffer(got[r], np.uint8)
+        size = np.dtype(b["dtype"]).itemsize
+        lo = b["offset"]
+        hi = lo + (len(want) - lo) // size * size
+        msg, u = _compare(g[lo:hi], want[lo:hi], b["dtype"], conversions)
+        undefined += u
+        if msg:
+            problems.append(f"{b['name']}: {msg}")
+    result = {"kernel": meta["name"], "status": "ok", "problems": problems}
+    if undefined:
+        result["undefined_elements"] = undefined
+    if problems and (atomic_ops(body) or any(a in body for a in _ATOMIC)):
+        # Which lane's atomic lands first is unspecified (Metal and CUDA alike): accepted only when every
+        # order-free fact about the results holds
+        covered, why = order_free_check(meta, data, got, msl)
+        result["status"] = "atomic-order" if why is None else "mismatch" if covered else "atomic-unverified"
+        if why:
+            result["problems"].append(why)
+    elif problems:
+        result["status"] = "mismatch"
+    elif undefined:
+        result["status"] = "undefined-conversion"
+    return result
+
+
+_MARK = "@@replay "
+_PASS = {"ok", "atomic-order", "undefined-conversion"}
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _cubin_path(build_dir: str, source: str) -> str:
+    return os.path.join(build_dir, hashlib.sha256(source.encode()).hexdigest()[:20] + ".cubin")
+
+
+def _load(corpus: str, digest: str) -> tuple[dict, object, str]:
+    with open(os.path.join(corpus, digest + ".json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(corpus, digest + ".metal")) as f:
+        msl = f.read()
+    return meta, np.load(os.path.join(corpus, digest + ".npz")), msl
+
+
+def worker(corpus: str, build_dir: str, digests: list[str], out=sys.stdout) -> int:
+    """Replay ``digests`` in this process (one CUDA context), one result line each; stop at the first CUDA
+    error, as a fault leaves the context unusable (exit status 3: the parent starts another worker)."""
+    for d in digests:
+        print(f"{_MARK}start {d}", file=out, flush=True)
+        meta, data, msl = _load(corpus, d)
+        module = translate(msl)
+        kernel = module.kernels[meta["kernel"]]
+        try:
+            got = replay_one(meta, data, cuda.Module(_cubin_path(build_dir, module.source)), kernel.symbol,
+                             kernel.params)
+            result = judge(meta, data, got, msl)
+        except cuda.CudaError as e:
+            print(f"{_MARK}result {json.dumps({'kernel': meta['name'], 'status': 'launch-failed', 'error': str(e)})}",
+                  file=out, flush=True)
+            return 3
+        print(f"{_MARK}result {json.dumps(result)}", file=out, flush=True)
+    print(f"{_MARK}done", file=out, flush=True)
+    return 0
+
+
+def run_isolated(corpus: str, build_dir: str, todo: list[str], results: dict[str, dict],
+                 command: list[str] | None = None) -> int:
+    """Replay ``todo`` in worker processes, starting a fresh one after each fault; each kernel's result goes
+    into ``results`` (a kernel whose worker died is a "fault", with the last lines the worker printed: the
+    sanitizer's report under compute-sanitizer). Returns how many workers were started."""
+    remaining = list(todo)
+    started = 0
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
+    while remaining:
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("\n".join(remaining))
+        cmd = (command or [sys.executable, "-m", "benchmarks.gpu_proxy.replay"]) + [
+            "--corpus", corpus, "--build-dir", build_dir, "--worker", f.name]
+        started += 1
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        current, report, progress = None, [], False
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith(_MARK + "start "):
+                current, report = line.split()[2], []
+            elif line.startswith(_MARK + "result ") and current is not None:
+                r = json.loads(line[len(_MARK + "result "):])
+                if r["status"] not in _PASS and report:
+                    r["report"] = report[-60:]
+                results[current] = r
+                remaining.remove(current)
+                current, progress = None, True
+            elif not line.startswith(_MARK):
+                report.append(line.rstrip("\n"))
+                sys.stderr.write(line)
+        rc = proc.wait()
+        os.unlink(f.name)
+        if current is not None:  # the worker died inside this kernel's replay
+            with open(os.path.join(corpus, current + ".json")) as meta_file:
+                name = json.load(meta_file)["name"]
+            results[current] = {"kernel": name, "status": "fault",
+                                "error": f"the replay process died (exit status {rc}) replaying this kernel",
+                                "report": report[-60:]}
+            remaining.remove(current)
+        elif remaining and not progress:
+            for d in remaining:
+                results[d] = {"kernel": "?", "status": "launch-failed",
+                              "error": f"the replay worker exited (status {rc}) before replaying anything",
+                              "report": report[-60:]}
+            break
+    return started
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,19 +439,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write the per-kernel results here")
     ap.add_argument("--build-only", action="store_true", help="translate and compile, launch nothing")
     ap.add_argument("--shard", default="0/1", help="K/N: replay every N-th kernel starting at K (parallel runs)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)  # a file of digests: replay them in this process
     args = ap.parse_args(argv)
+    if args.worker:
+        with open(args.worker) as f:
+            return worker(args.corpus, args.build_dir, f.read().split())
 
     digests = sorted(f[:-5] for f in os.listdir(args.corpus) if f.endswith(".json") and f != "skipped.json")
     k, n = (int(v) for v in args.shard.split("/"))
     digests = digests[k::n]
     results: dict[str, dict] = {}
-    modules, sources = {}, {}
+    sources = {}
     for d in digests:
         with open(os.path.join(args.corpus, d + ".metal")) as f:
             msl = f.read()
         try:
-            modules[d] = translate(msl)
-            sources[d] = modules[d].source
+            sources[d] = translate(msl).source
         except Exception as e:
             results[d] = {"status": "translate-failed", "error": f"{type(e).__name__}: {e}"}
     t0 = time.perf_counter()
@@ -141,37 +469,26 @@ def main(argv: list[str] | None = None) -> int:
             except cuda.CudaError as e2:
                 results[d] = {"status": "compile-failed", "error": str(e2)[-2000:]}
     print(f"built {len(cubins)} cubins in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    workers = 0
     if not args.build_only:
-        for d in digests:
-            if d in results:
-                continue
-            with open(os.path.join(args.corpus, d + ".json")) as f:
-                meta = json.load(f)
-            data = np.load(os.path.join(args.corpus, d + ".npz"))
-            kernel = modules[d].kernels[meta["kernel"]]
-            try:
-                problems = replay_one(meta, data, cuda.Module(cubins[d]), kernel.symbol, kernel.params)
-                status = "ok"
-                if problems:
-                    # Which lane's atomic lands first is unspecified (Metal and CUDA alike): the values atomics
-                    # return, exchanged results and the device log's record order may legitimately differ.
-                    status = "atomic-order" if any(a in sources[d] for a in _ATOMIC) else "mismatch"
-                results[d] = {"kernel": meta["name"], "status": status, "problems": problems}
-            except cuda.CudaError as e:
-                results[d] = {"kernel": meta["name"], "status": "launch-failed", "error": str(e)}
-                if "illegal" in str(e) or "misaligned" in str(e):
-                    break  # the context is unusable after a fault
+        workers = run_isolated(args.corpus, args.build_dir, [d for d in digests if d not in results], results)
     counts: dict[str, int] = {}
     for r in results.values():
         counts[r["status"]] = counts.get(r["status"], 0) + 1
+    undefined = sum(r.get("undefined_elements", 0) for r in results.values())
     for d, r in sorted(results.items()):
         if r["status"] != "ok":
-            print(f"{d} {r.get('kernel', '?')}: {r['status']}: {r.get('error') or r.get('problems')}")
-    print(f"replayed {len(digests)} kernels: {counts}")
+            print(f"{d} {r.get('kernel', '?')}: {r['status']}: {r.get('error') or r.get('problems')}"
+                  + (f" ({r['undefined_elements']} elements from undefined float -> int conversions)"
+                     if r.get("undefined_elements") else ""))
+            for line in r.get("report", []):
+                print(f"    | {line}")
+    print(f"replayed {len(digests)} kernels in {workers} worker process(es): {counts}; elements left undefined "
+          f"by float -> int conversions of NaN or out-of-range values: {undefined}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"counts": counts, "results": results}, f, indent=1)
-    return 0 if set(counts) <= {"ok", "atomic-order"} else 1
+            json.dump({"counts": counts, "undefined_elements": undefined, "results": results}, f, indent=1)
+    return 0 if set(counts) <= _PASS else 1
 
 
 if __name__ == "__main__":
