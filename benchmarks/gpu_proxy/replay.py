@@ -71,13 +71,15 @@ _FLOAT_TO_INT = re.compile(r"static_cast<(char|short|int|long)>\(")
 
 def _undefined_conversion(g: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Elements whose difference is a float -> signed int conversion of NaN or an out-of-range value: the cpu
-    backend (x86 cvtt*: the "integer indefinite", the type's minimum; 0 once narrowed to 8 or 16 bits) against
-    CUDA (saturated to the type's limits, NaN -> 0). Metal leaves these conversions undefined."""
+    backend (x86 cvtt*: the "integer indefinite", the type's minimum, for 32 and 64 bits; narrower types
+    convert through int32 and wrap) against CUDA (saturated to the type's limits, NaN -> 0). Metal leaves
+    these conversions undefined."""
     info = np.iinfo(g.dtype)
     if info.min == 0:
         return np.zeros(g.shape, bool)
-    indefinite = info.min if g.dtype.itemsize >= 4 else 0
-    return (w == indefinite) & ((g == 0) | (g == info.min) | (g == info.max)) & (g != w)
+    if g.dtype.itemsize >= 4:
+        return (w == info.min) & ((g == 0) | (g == info.max))
+    return (g != w) & ((g == info.min) | (g == info.max))
 
 
 def _compare(got: np.ndarray, want: np.ndarray, dtype: str, conversions: bool = False) -> tuple[str | None, int]:

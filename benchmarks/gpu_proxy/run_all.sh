@@ -17,7 +17,7 @@ timeout ${TABLE_TIMEOUT:-300} python3 -m benchmarks.gpu_proxy.table --tutorials 
   > "$out/table.log" 2>&1 || status=1
 # compute-sanitizer over the corpus (4 shards per tool) and the table's kernels at small sizes, all at once
 # (after the timings, which run alone).
-san() { timeout ${SANITIZE_TIMEOUT:-300} compute-sanitizer --tool "$1" --kernel-name kns=enc_proxy_ --error-exitcode 9 \
+san() { timeout ${SANITIZE_TIMEOUT:-300} compute-sanitizer --tool "$1" --target-processes all --kernel-name kns=enc_proxy_ --error-exitcode 9 \
           --print-limit 20 "${@:2}"; }
 pids=()
 for tool in memcheck racecheck synccheck; do

@@ -231,7 +231,8 @@ CONVERT = "kernel void convert() { for (int e = 0; e < 2; ++e) v8[e] = static_ca
 
 
 @pytest.mark.parametrize("dtype,cpu,gpu", [(np.int32, -2**31, 0), (np.int32, -2**31, 2**31 - 1),
-                                           (np.int64, -2**63, 0), (np.int8, 0, 127), (np.int16, 0, -2**15)])
+                                           (np.int64, -2**63, 0), (np.int8, 0, 127), (np.int8, 44, 127),
+                                           (np.int16, 0, -2**15)])
 def test_undefined_float_to_int_conversions_are_counted_apart(dtype, cpu, gpu):
     want = np.arange(8, dtype=dtype)
     want[3] = cpu
