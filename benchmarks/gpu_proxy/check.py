@@ -22,16 +22,17 @@ INCLUDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
 _WHERE = re.compile(r"^(msl-(\d+)\.metal)(?:\.wrappers\.cu)?:(\d+)", re.MULTILINE)
 
 
-def syntax_check(msls: Iterable[str], cxx: str | Sequence[str]) -> list[str]:
+def syntax_check(msls: Iterable[str], cxx: str | Sequence[str], diagnostic_fast_math: bool = False) -> list[str]:
     """Problems found (empty when every file rewrites and type-checks), each naming the kernel file.
-    ``cxx``: a C++ compiler command (clang++, g++, or e.g. ("python", "-m", "ziglang", "c++"))."""
+    ``cxx``: a C++ compiler command (clang++, g++, or e.g. ("python", "-m", "ziglang", "c++"));
+    ``diagnostic_fast_math``: rewritten with rewrite.py's diagnostic (the table's fast-math provider)."""
     command = [cxx] if isinstance(cxx, str) else list(cxx)
     msls = list(msls)
     problems, parts = [], ['#include "metal_cuda.cuh"\n']
     for i, msl in enumerate(msls):
         try:
             module = translate(msl, header="", inner_namespace=f"enc_m{i}", symbol_prefix=f"enc_m{i}_",
-                               filename=f"msl-{i}.metal")
+                               filename=f"msl-{i}.metal", diagnostic_fast_math=diagnostic_fast_math)
         except ProxyTranslationError as e:
             problems.append(f"msl-{i}: cannot rewrite: {e}\n{msl[:400]}")
             continue

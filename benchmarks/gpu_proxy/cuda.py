@@ -49,6 +49,13 @@ def check(status: int, what: str) -> None:
         raise CudaError(f"{what} failed: error {status} ({(msg.value or b'?').decode()})")
 
 
+def nvcc_flags(extra: Sequence[str] = ()) -> list[str]:
+    """NVCC_FLAGS followed by ``extra``, where an extra ``-name=value`` replaces NVCC_FLAGS' ``-name=...``
+    (nvcc refuses an option given twice with different values)."""
+    keys = {f.split("=", 1)[0] for f in extra if "=" in f}
+    return [f for f in NVCC_FLAGS if f.split("=", 1)[0] not in keys or "=" not in f] + list(extra)
+
+
 def build_cubin(source: str, out_path: str, extra: Sequence[str] = ()) -> str:
     """Compile CUDA source text to a cubin with nvcc (cached by the caller); returns nvcc's messages."""
     # private file names: several processes (sanitizer shards) may build into one directory at once
@@ -56,7 +63,7 @@ def build_cubin(source: str, out_path: str, extra: Sequence[str] = ()) -> str:
     src, tmp = stem + ".cu", stem + ".cubin.tmp"
     with open(src, "w") as f:
         f.write(source)
-    cmd = ["nvcc", *NVCC_FLAGS, *extra, "-I", INCLUDE, src, "-o", tmp]
+    cmd = ["nvcc", *nvcc_flags(extra), "-I", INCLUDE, src, "-o", tmp]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise CudaError(f"nvcc failed for {src}:\n{proc.stderr[-4000:]}")

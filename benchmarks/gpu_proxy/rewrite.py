@@ -18,6 +18,12 @@ messages back to the MSL). Every rule is textual and local; the semantics live i
 6. ``1.5h`` / ``2bf`` literals become ``half(1.5f)`` / ``bfloat(2.0f)``; ``#pragma unroll full`` becomes
    ``#pragma unroll``.
 
+A DIAGNOSTIC, never the default and never a config Enceladus ships: ``translate(..., diagnostic_fast_math=True)``
+turns every ``precise::`` call into its ``fast::`` form (``fast::exp`` is ``__expf``, an ``ex2.approx`` like
+Triton's ``tl.exp`` on NVIDIA) and asks nvcc for ``-prec-div=false`` (fp32 ``/`` becomes ``div.full.f32``,
+Triton's lowering of ``/``), so the table can time our same MSL with Triton's approximate math: what is
+left of a gap against Triton is then not precision (issue 22).
+
 The wrapper ``extern "C" __global__ enc_proxy_NAME`` takes the kernel's buffers in parameter order:
 pointers as device pointers, ``constant T&`` argument structs by value (CUDA's parameter space), and
 computes Metal's builtins (``threadgroup_position_in_grid``, ``thread_index_in_threadgroup``, ...)
@@ -63,6 +69,7 @@ class CudaModule:
 
     source: str
     kernels: dict[str, CudaKernel]
+    nvcc_flags: tuple[str, ...] = ()  # extra nvcc options the source needs (only the diagnostic sets any)
 
 
 _ATTRIBUTE = re.compile(r"\[\[\s*([A-Za-z_]\w*)\s*(?:\(([^\]]*)\))?\s*\]\]")
@@ -84,6 +91,7 @@ _COHERENT = re.compile(r"\bcoherent\s*\(\s*\w+\s*\)")
 _LITERAL = re.compile(
     r"(?<![\w.])(\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+(?:[eE][+-]?\d+)?)(h|bf)\b"
 )
+_PRECISE = re.compile(r"\bprecise::")
 _UNROLL_FULL = re.compile(r"^(\s*#\s*pragma\s+unroll)\s+full\b", re.MULTILINE)
 _STATIC_INLINE = re.compile(r"\bstatic\s+inline\b|^(\s*)inline\b")
 _FILE_CONSTANT = re.compile(r"^(\s*)constant\b")
@@ -182,12 +190,14 @@ def _rewrite_body(text: str) -> str:
 
 
 def translate(msl: str, header: str = "metal_cuda.cuh", inner_namespace: str = "", symbol_prefix: str = "enc_proxy_",
-              filename: str = "kernel.metal", launch_bounds: bool = True) -> CudaModule:
+              filename: str = "kernel.metal", launch_bounds: bool = True,
+              diagnostic_fast_math: bool = False) -> CudaModule:
     """Rewrite one MSL file (as Enceladus emits it) into a CUDA translation unit with wrappers.
 
     ``inner_namespace`` (inside ``metal``) and ``symbol_prefix`` let several files share one translation
     unit (the syntax check of a whole corpus); ``filename`` names the MSL in ``#line`` directives;
-    ``launch_bounds=False`` drops the declared threadgroup size (to measure what it changes)."""
+    ``launch_bounds=False`` drops the declared threadgroup size (to measure what it changes);
+    ``diagnostic_fast_math=True`` is the diagnostic of the module docstring (fast:: math, approximate division)."""
     signatures = parse_kernels(msl)
     if not signatures:
         raise ProxyTranslationError("no 'kernel void NAME(...)' in the MSL")
@@ -202,6 +212,8 @@ def translate(msl: str, header: str = "metal_cuda.cuh", inner_namespace: str = "
     text = _ADDRESS_SPACE.sub("", text)
     text = _LITERAL.sub(_literal, text)
     text = _UNROLL_FULL.sub(r"\1     ", text)
+    if diagnostic_fast_math:
+        text = _PRECISE.sub("fast::", text)
 
     kernels: dict[str, CudaKernel] = {}
     wrappers = []
@@ -231,4 +243,4 @@ def translate(msl: str, header: str = "metal_cuda.cuh", inner_namespace: str = "
         *wrappers,
         close_ns,
     ])
-    return CudaModule(source, kernels)
+    return CudaModule(source, kernels, ("-prec-div=false",) if diagnostic_fast_math else ())

@@ -57,9 +57,11 @@ class ProxyKernel:
     """An @enceladus.jit kernel launched on the GPU: compiled by Enceladus to MSL (same specialization as a
     normal launch), rewritten to CUDA, built with nvcc. ``kernel[grid](...)`` as usual, with torch tensors."""
 
-    def __init__(self, fn: Any, build_dir: str, log: list[dict], launch_bounds: bool = True) -> None:
+    def __init__(self, fn: Any, build_dir: str, log: list[dict], launch_bounds: bool = True,
+                 diagnostic_fast_math: bool = False) -> None:
         self.fn = fn
         self.launch_bounds = launch_bounds
+        self.diagnostic_fast_math = diagnostic_fast_math  # rewrite.py's DIAGNOSTIC (never what we ship)
         self.build_dir = build_dir
         self.log = log
         self._built: dict[int, tuple] = {}
@@ -83,10 +85,11 @@ class ProxyKernel:
                 standins[k] = v
         ck = self.fn.compile_for(standins, options)
         if id(ck) not in self._built:
-            module = translate(ck.asm["msl"], launch_bounds=self.launch_bounds)
+            module = translate(ck.asm["msl"], launch_bounds=self.launch_bounds,
+                               diagnostic_fast_math=self.diagnostic_fast_math)
             kern = module.kernels[ck.abi.kernel_name]
             path = os.path.join(self.build_dir, f"{ck.name}-{abs(hash(module.source)) % 10**12}.cubin")
-            build = _NVCC.submit(cuda.build_cubin, module.source, path, ("-Xptxas", "-v"))
+            build = _NVCC.submit(cuda.build_cubin, module.source, path, ("-Xptxas", "-v", *module.nvcc_flags))
             self._built[id(ck)] = {"ck": ck, "kern": kern, "path": path, "build": build, "function": None}
         entry = self._built[id(ck)]
         kern = entry["kern"]
@@ -106,10 +109,12 @@ class ProxyKernel:
                 self.log.append({"kernel": ck.name, "num_warps": ck.metadata["num_warps"],
                                  "threads": ck.abi.threads_per_threadgroup,
                                  "threadgroup_memory": ck.metadata.get("threadgroup_memory"),
-                                 "launch_bounds": self.launch_bounds, "ptxas": messages.strip()[-600:]})
+                                 "launch_bounds": self.launch_bounds, "ptxas": messages.strip()[-600:],
+                                 **({"diagnostic_fast_math": True} if self.diagnostic_fast_math else {})})
                 entry["module"] = cuda.Module(entry["path"])
                 entry["function"] = entry["module"].function(kern.symbol)
             cuda.launch(entry["function"], g, block, params, stream)
+        launch.proxy_entry = entry  # type: ignore[attr-defined]  # the cubin's path, for log_code rows
         return launch
 
     def launch(self, grid: Any, args: tuple, kwargs: dict) -> None:
@@ -151,6 +156,53 @@ def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(out64 - ref) / torch.linalg.vector_norm(ref))
 
 
+# A DIAGNOSTIC provider, not a config Enceladus ships: our same MSL with rewrite.py's diagnostic_fast_math
+# (fast:: exp/log, fp32 division as div.full.f32: Triton's NVIDIA lowerings). Never part of a ratio or the goal;
+# it says how much of a gap to Triton on our source is precise math (issue 22) and how much is something else.
+DIAGNOSTIC = "enceladus DIAGNOSTIC fast math (not shipped)"
+_SASS_OP = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)")
+_PTX_OP = re.compile(r"^\s*(?:@!?%p\d+\s+)?([a-z][a-z0-9_.:]*)[\s;]", re.MULTILINE)
+
+
+def opcode_counts(text: str, sass: bool) -> dict[str, int]:
+    """How often each instruction (with its modifiers: RED.E.ADD.F32 against a vector form, BAR.SYNC, MUFU.EX2,
+    ex2.approx.f32, div.full.f32) occurs in a SASS listing or in PTX."""
+    counts: dict[str, int] = {}
+    for op in (_SASS_OP if sass else _PTX_OP).findall(text):
+        counts[op] = counts.get(op, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def sass_of_cubin(path: str) -> str:
+    """cuobjdump's SASS listing of a cubin ('' when cuobjdump is missing or fails)."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(["cuobjdump", "-sass", path], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return proc.stdout if proc.returncode == 0 else ""
+
+
+def code_record(ret: Any, provider: str, proxy_entry: dict | None) -> tuple[dict[str, Any], str]:
+    """For a row with log_code: the opcode counts of what the provider ran (Triton: the PTX and SASS of the
+    CompiledKernel its launch returned; Enceladus: the SASS of our cubin) and Triton's full PTX ('' if none)."""
+    if proxy_entry is not None:
+        return {"sass_ops": opcode_counts(sass_of_cubin(proxy_entry["path"]), True)}, ""
+    asm = getattr(ret, "asm", None)
+    if asm is None:
+        return {"code": f"no asm on the launch's result ({type(ret).__name__})"}, ""
+    rec: dict[str, Any] = {}
+    ptx = asm.get("ptx", "") if hasattr(asm, "get") else ""
+    if ptx:
+        rec["ptx_ops"] = opcode_counts(ptx, False)
+    try:
+        rec["sass_ops"] = opcode_counts(asm["sass"], True)  # Triton disassembles its cubin on demand
+    except Exception as e:  # the PTX alone still says what Triton emitted
+        rec["sass_ops_failed"] = f"{type(e).__name__}: {str(e)[:200]}"
+    return rec, ptx
+
+
 # --- the rows -------------------------------------------------------------------------------------------
 class Row:
     """One table row: providers name -> (setup callable returning a launch callable, output tensors)."""
@@ -164,6 +216,7 @@ class Row:
         self.reset: Callable[[], None] | None = None  # instead of the poisoning (integer outputs, accumulators)
         self.note = ""  # printed with the row (what it measures, when that is not obvious from its name)
         self.informational = False  # not at the config our examples/heuristics pick: not held to the goal
+        self.log_code = False  # log the opcodes of Triton's PTX/SASS and of our SASS (and save Triton's PTX)
 
 
 def build_rows(ctx: dict, small: bool) -> list[Row]:
@@ -210,11 +263,15 @@ def _softmax_and_layer_norm_rows(ctx: dict, small: bool, randn: Callable) -> lis
         if eight:  # issue 22: precise exp and division against Triton's approximate ones, at 8 SIMD groups
             warps = 8
             row.informational = True
+            row.log_code = True
             row.note = ("both at 8 SIMD groups (not softmax_config's choice): Enceladus's precise exp/division "
                         "against Triton's approximate ones (issue 22)")
         args = (ys, xs, xs.stride(0), ys.stride(0), M, N)
         row.providers["enceladus"] = (lambda a=args, b=block, w=warps, M=M:
                                       P(enc_ex["softmax"].softmax_kernel).prepare((M,), a, {"BLOCK": b, "num_warps": w}))
+        if eight:
+            row.providers[DIAGNOSTIC] = (lambda a=args, b=block, w=warps, M=M: ctx["proxy_fast"](
+                enc_ex["softmax"].softmax_kernel).prepare((M,), a, {"BLOCK": b, "num_warps": w}))
         row.providers["triton (our kernel)"] = (lambda a=args, b=block, w=warps, M=M: lambda:
                                                 tri_ex["softmax"].softmax_kernel[(M,)](*a, BLOCK=b, num_warps=w))
         if tut is not None and not eight:
@@ -342,6 +399,7 @@ def _atomic_rows(ctx: dict, small: bool, randn: Callable, gen: torch.Generator) 
         row = Row(f"atomic add {size} distinct addresses ({sem})", 3 * 4 * n)
         row.note = f"tl.atomic_add(sem={sem!r}) per element, every address distinct"
         row.informational = True
+        row.log_code = True  # scalar RED against a vector one, fences: which instructions each compiler emits
         aargs = (xa, acc, n)
         row.providers["enceladus"] = lambda a=aargs, m=meta: P(enc_k.atomic_accumulate).prepare(grid, a, m)
         row.providers["triton (our kernel)"] = lambda a=aargs, m=meta: lambda: tri_k.atomic_accumulate[grid](*a, **m)
@@ -363,8 +421,11 @@ def _cross_entropy_row(ctx: dict, small: bool, randn: Callable, gen: torch.Gener
     args = (logits, labels, loss, logits.stride(0), V)
     row.providers["enceladus"] = lambda: P(enc_k.cross_entropy_fwd).prepare((M,), args, {"BLOCK": blk,
                                                                                          "num_warps": warps})
+    row.providers[DIAGNOSTIC] = lambda: ctx["proxy_fast"](enc_k.cross_entropy_fwd).prepare(
+        (M,), args, {"BLOCK": blk, "num_warps": warps})
     row.providers["triton (our kernel)"] = lambda: lambda: tri_k.cross_entropy_fwd[(M,)](*args, BLOCK=blk,
                                                                                          num_warps=warps)
+    row.log_code = True
     labels64 = labels.long()
     row.providers["torch"] = lambda: lambda: torch.nn.functional.cross_entropy(logits, labels64, reduction="none")
     ref_loss = torch.nn.functional.cross_entropy(logits.double(), labels64, reduction="none")
@@ -432,6 +493,11 @@ SWEEP_TRANSPOSE = ((32, 128, 4), (64, 64, 4), (32, 32, 4), (64, 64, 8), (128, 32
 # the same tiles with X's column stride not specialized (kernels.transpose_strided_kernel): no conversion, the
 # loads in the store's layout -- the A/B of the conversion on both compilers
 SWEEP_TRANSPOSE_UNCONVERTED = ((32, 128, 4), (64, 64, 4), (32, 32, 4))
+# atomic_accumulate onto 2^26 distinct addresses (BLOCK, num_warps, RELAXED): at 1024 over 4 SIMD groups each thread
+# holds 4 contiguous elements (the 16-byte load's layout), so one SIMD-group atomic instruction spans 512 bytes at a
+# 16-byte lane stride; at one element per thread (BLOCK = 32 x num_warps) its 32 lanes are contiguous (128 bytes).
+# Metal has only scalar atomics; Triton on NVIDIA may issue a vector red. The A/B of that layout, on both compilers.
+SWEEP_ATOMIC = ((1024, 4, True), (512, 16, True), (256, 8, True), (128, 4, True), (1024, 4, False), (512, 16, False))
 
 
 def sweep(ctx: dict, reps: int) -> list[dict]:
@@ -512,6 +578,16 @@ def sweep(ctx: dict, reps: int) -> list[dict]:
         record(name, "enceladus", lambda g=g, m=meta: P(enc_k.transpose_strided_kernel).prepare(g, sargs, m))
         record(name, "triton", lambda g=g, m=meta: lambda: tri_k.transpose_strided_kernel[g](*sargs, **m))
 
+    n = 1 << 26
+    xa, acc = torch.randn(n, device=dev), torch.zeros(n, device=dev)
+    for blk, warps, relaxed in SWEEP_ATOMIC:
+        name = (f"atomic add 2^26 distinct {'relaxed' if relaxed else 'acq_rel'} BLOCK={blk} warps={warps} "
+                f"({blk // (32 * warps)} per thread)")
+        g = (enceladus_cdiv(n, blk),)
+        meta = {"BLOCK": blk, "RELAXED": relaxed, "num_warps": warps}
+        record(name, "enceladus", lambda g=g, m=meta: P(enc_k.atomic_accumulate).prepare(g, (xa, acc, n), m))
+        record(name, "triton", lambda g=g, m=meta: lambda: tri_k.atomic_accumulate[g](xa, acc, n, **m))
+
     out = []
     for name, provider, call in pending:
         if isinstance(call, Exception):
@@ -564,26 +640,31 @@ def run(args: argparse.Namespace) -> dict:
             ctx["tutorials"] = None
             print(f"--tutorials {args.tutorials} could not be loaded ({type(e).__name__}: {e}); "
                   "no tutorial column", flush=True)
-    proxies: dict[int, ProxyKernel] = {}
+    proxies: dict[tuple[int, bool], ProxyKernel] = {}
 
-    def proxy(fn: Any) -> ProxyKernel:
-        if id(fn) not in proxies:
-            proxies[id(fn)] = ProxyKernel(fn, build_dir, log)
-        return proxies[id(fn)]
+    def proxy(fn: Any, diagnostic_fast_math: bool = False) -> ProxyKernel:
+        key = (id(fn), diagnostic_fast_math)
+        if key not in proxies:
+            proxies[key] = ProxyKernel(fn, build_dir, log, diagnostic_fast_math=diagnostic_fast_math)
+        return proxies[key]
 
     ctx["proxy"] = proxy
+    ctx["proxy_fast"] = lambda fn: proxy(fn, True)
     rows = build_rows(ctx, args.small)
     # Set up every Enceladus provider first: that compiles each kernel to MSL and starts its nvcc build in
     # the background, so the builds overlap each other and the Triton/torch rows instead of running in turn.
     calls: dict[tuple[str, str], Callable[[], Any]] = {}
     for row in rows:
-        if (args.only and not any(o in row.name for o in args.only)) or \
-                (args.providers and "enceladus" not in args.providers) or "enceladus" not in row.providers:
+        if args.only and not any(o in row.name for o in args.only):
             continue
-        try:
-            calls[(row.name, "enceladus")] = row.providers["enceladus"]()
-        except Exception as e:  # reported again, with the row, when the row runs
-            print(f"{row.name}: setting up enceladus failed: {type(e).__name__}: {e}", flush=True)
+        for name in (n for n in row.providers if n.startswith("enceladus")):
+            if args.providers and name not in args.providers:
+                continue
+            try:
+                calls[(row.name, name)] = row.providers[name]()
+            except Exception as e:  # reported again, with the row, when the row runs
+                print(f"{row.name}: setting up {name} failed: {type(e).__name__}: {e}", flush=True)
+    triton_ptx: dict[str, str] = {}
     results = []
     for row in rows:
         if args.only and not any(o in row.name for o in args.only):
@@ -600,8 +681,13 @@ def run(args: argparse.Namespace) -> dict:
                     row.reset()
                 for t in row.outputs:
                     t.fill_(float("nan"))
-                call()
+                ret = call()
                 torch.cuda.synchronize()
+                if row.log_code and (name.startswith("enceladus") or name == "triton (our kernel)"):
+                    code, ptx = code_record(ret, name, getattr(call, "proxy_entry", None))
+                    res.update(code)
+                    if ptx:
+                        triton_ptx[row.name] = ptx
                 res["errors"] = row.check() if name != "torch" else {}
                 if name != "torch":
                     res["correct"] = all(v < (1e-5 if k != "keep_fraction_error" else 5e-3)
@@ -613,7 +699,11 @@ def run(args: argparse.Namespace) -> dict:
                 res["failed"] = f"{type(e).__name__}: {str(e)[-1500:]}"
                 torch.cuda.synchronize()
             entry["providers"][name] = res
-            print(f"{row.name:44s} {name:22s} {json.dumps(res)[:400]}", flush=True)
+            code = {k: res[k] for k in ("ptx_ops", "sass_ops") if k in res}
+            print(f"{row.name:44s} {name:22s} {json.dumps({k: v for k, v in res.items() if k not in code})[:400]}",
+                  flush=True)
+            for k, v in code.items():  # in full: the instructions each compiler emitted for this row
+                print(f"    {k}: " + " ".join(f"{op}={n}" for op, n in v.items()), flush=True)
         enc = entry["providers"].get("enceladus", {})
         for other in ("triton tutorial", "triton (our kernel)", "torch"):
             o = entry["providers"].get(other, {})
@@ -629,7 +719,7 @@ def run(args: argparse.Namespace) -> dict:
         "cuda": torch.version.cuda, "python": platform.python_version(), "reps": args.reps,
         "note": "NVIDIA GPU proxy: not an Apple GPU. Ratios are other provider's time / Enceladus's time "
                 "(above 1.00x: Enceladus faster).",
-        "rows": results, "sweep": [], "builds": log,
+        "rows": results, "sweep": [], "builds": log, "triton_ptx": triton_ptx,
     }
     if args.sweep and not args.small:
         save(data, args.out)  # the table survives a sweep that runs out of time
@@ -639,10 +729,16 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def save(data: dict, path: str) -> None:
+    """The results to ``path``; Triton's full PTX of the log_code rows (large) to ``<path>.triton_ptx.json``."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(path + ".tmp", path)
+    data = dict(data)
+    ptx = data.pop("triton_ptx", None)
+    for target, content in ((path, data), (path + ".triton_ptx.json", ptx)):
+        if content is None or (target != path and not content):
+            continue
+        with open(target + ".tmp", "w") as f:
+            json.dump(content, f, indent=1)
+        os.replace(target + ".tmp", target)
 
 
 def print_table(data: dict) -> None:
@@ -727,10 +823,22 @@ def markdown(data: dict) -> str:
         lines += ["", "**Softmax at 8 SIMD groups (issue 22: precise `exp`/division against Triton's approximate "
                   "ones):** " + "; ".join(f"{r['row']}: {_ratio(r, 'triton (our kernel)')} Triton on our source"
                                           for r in eight)]
+    diag = []
+    for r in data["rows"]:
+        d, t = r["providers"].get(DIAGNOSTIC, {}).get("ms"), r["providers"].get("triton (our kernel)", {}).get("ms")
+        e = r["providers"].get("enceladus", {}).get("ms")
+        if d and t and e:
+            diag.append(f"{r['row']}: {e:.4f} ms as shipped ({t / e:.2f}x Triton on our source), {d:.4f} ms with "
+                        f"fast math ({t / d:.2f}x)")
+    if diag:
+        lines += ["", "**Diagnostic, not a config we ship:** our same MSL with `precise::` math turned into `fast::` "
+                  "and fp32 division into `div.full.f32` (rewrite.py's `diagnostic_fast_math`: Triton's NVIDIA "
+                  "lowerings), against Triton on our source: " + "; ".join(diag)]
     regs = []
     for b in data.get("builds", []):
         m = re.search(r"Used (\d+) registers", b.get("ptxas", ""))
         regs.append(f"{b['kernel']} ({b.get('num_warps')} warps{'' if b.get('launch_bounds', True) else ', no bounds'}"
+                    f"{', fast-math diagnostic' if b.get('diagnostic_fast_math') else ''}"
                     f", {b.get('threadgroup_memory') or 0} B threadgroup): {m.group(1) if m else '?'} registers")
     if regs:
         lines += ["", "Registers per thread (ptxas): " + "; ".join(dict.fromkeys(regs)) + "."]

@@ -95,6 +95,54 @@ def test_markdown_reports_rows_below_fence_cost_and_eight_warps():
     assert "| v | 2.0000 | 1.0000 | 0.50x | — |" in md
 
 
+def test_markdown_reports_the_fast_math_diagnostic_apart_from_the_ratios():
+    diag = {**_row("softmax 8x8 8 warps", 1.0, {"triton (our kernel)": 0.96}), "informational": True}
+    diag["providers"][table.DIAGNOSTIC] = {"ms": 0.98, "spread": 0.001}
+    data = {"date": "D", "device": "GPU", "cuda": "13", "torch": "T", "triton": "3", "python": "3.12", "reps": 25,
+            "rows": [diag]}
+    md = table.markdown(data)
+    assert "softmax 8x8 8 warps: 1.0000 ms as shipped (0.96x Triton on our source), 0.9800 ms with fast math " \
+           "(0.98x)" in md and "not a config we ship" in md
+    assert "vs " + table.DIAGNOSTIC not in diag  # never a ratio, never held to the goal
+    assert table.below({"rows": [{**diag, "informational": False}]}) == [
+        "softmax 8x8 8 warps: 0.960x triton (our kernel) (spread 0.1%)"]
+
+
+def test_opcode_counts_of_sass_and_ptx():
+    sass = """
+        /*0080*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+        /*0090*/              @!P0 RED.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R5 ;
+        /*00a0*/               @P1 RED.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64+0x4], R6 ;
+        /*00b0*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+"""
+    assert table.opcode_counts(sass, True) == {"BAR.SYNC.DEFER_BLOCKING": 1, "LDG.E.128": 1,
+                                               "RED.E.ADD.F32.FTZ.RN.STRONG.GPU": 2}
+    ptx = """.visible .entry k(
+	.param .u64 k_param_0
+)
+{
+	.reg .f32 %f<9>;
+$L__BB0_1:
+	ex2.approx.f32 %f2, %f1;
+	@%p1 red.global.add.v4.f32 [%rd1], {%f1, %f2, %f3, %f4};
+	div.full.f32 %f3, %f2, %f1;
+	bar.sync 0;
+	ret;
+}
+"""
+    assert table.opcode_counts(ptx, False) == {"bar.sync": 1, "div.full.f32": 1, "ex2.approx.f32": 1,
+                                               "red.global.add.v4.f32": 1, "ret": 1}
+
+
+def test_save_puts_tritons_ptx_beside_the_results(tmp_path):
+    out = tmp_path / "table.json"
+    table.save({"rows": [], "triton_ptx": {"softmax 8 warps": ".version 8.7"}}, str(out))
+    assert json.loads(out.read_text()) == {"rows": []}
+    assert json.loads((tmp_path / "table.json.triton_ptx.json").read_text()) == {"softmax 8 warps": ".version 8.7"}
+    table.save({"rows": [1], "triton_ptx": {}}, str(tmp_path / "b.json"))
+    assert not (tmp_path / "b.json.triton_ptx.json").exists()
+
+
 def test_the_table_loads_every_kernel_and_helper_its_rows_use():
     """The rows reach kernels.py's functions as ``enc_k.NAME``/``tri_k.NAME`` and the examples' as
     ``enc_ex[...]``; a name missing from what run() loads would only fail on the GPU machine."""
@@ -133,10 +181,12 @@ def test_every_enceladus_config_of_the_table_and_sweep_compiles_and_rewrites():
         msls.append(ck.asm["msl"])
         return ck
 
+    diagnostic = []  # the table's DIAGNOSTIC provider (fast math) runs these: softmax at 8 warps, cross-entropy
     for N in (1024, 4096):
         block, warps = sm.softmax_config(N)
         for w in (warps, 8):
             compile_(sm.softmax_kernel, (f(4, N), f(4, N), N, N, 4, N), BLOCK=block, num_warps=w)
+        diagnostic.append(msls[-1])
         block, warps = ln.layer_norm_config(N, 4)
         configs = [(block, warps, block >= N)] + list(table.SWEEP_LN_FWD[(65536, 1024) if N == 1024 else (16384, 4096)])
         for blk, w, one in configs:
@@ -150,6 +200,7 @@ def test_every_enceladus_config_of_the_table_and_sweep_compiles_and_rewrites():
     V = 32768
     for blk, w in table.SWEEP_CROSS_ENTROPY + (k.cross_entropy_config(V),):
         compile_(k.cross_entropy_fwd, (f(4, V), np.zeros(4, np.int32), f(4), V, V), BLOCK=blk, num_warps=w)
+    diagnostic.append(msls[-1])
     for bm, bn, w in table.SWEEP_TRANSPOSE + (k.transpose_config(),):
         ck = compile_(k.transpose_kernel, (f(1024, 1024), f(1024, 1024), 1024, 1024, 1024, 1024), BLOCK_M=bm,
                       BLOCK_N=bn, num_warps=w)
@@ -166,5 +217,12 @@ def test_every_enceladus_config_of_the_table_and_sweep_compiles_and_rewrites():
         compile_(k.histogram_kernel, (np.zeros(4096, np.int32), np.zeros(256, np.int32), 4096), BLOCK=1024,
                  RELAXED=relaxed)
         compile_(k.atomic_accumulate, (f(4096), f(4096), 4096), BLOCK=1024, RELAXED=relaxed)
+    for blk, w, relaxed in table.SWEEP_ATOMIC:
+        compile_(k.atomic_accumulate, (f(4096), f(4096), 4096), BLOCK=blk, RELAXED=relaxed, num_warps=w)
+        # the sweep's A/B: 4 contiguous elements per thread (a 16-byte lane stride) against 1 (lanes contiguous)
+        assert ("spt=[4]" if blk == 1024 else "spt=[1]") in msls[-1], (blk, w)
     problems = gpu_proxy("check").syntax_check(msls, find_compiler().command)
+    assert not problems, "\n".join(problems)[:4000]
+    assert all("precise::exp(" in m for m in diagnostic)
+    problems = gpu_proxy("check").syntax_check(diagnostic, find_compiler().command, diagnostic_fast_math=True)
     assert not problems, "\n".join(problems)[:4000]

@@ -45,6 +45,22 @@ def test_softmax_golden_becomes_cuda():
         cuda_lines.index(next(line for line in cuda_lines if "void softmax_kernel(" in line))
 
 
+def test_diagnostic_fast_math_is_opt_in():
+    """rewrite.py's DIAGNOSTIC (issue 22): precise:: calls become fast:: and nvcc gets -prec-div=false (fp32
+    division as div.full.f32), only when asked; the default keeps our precise math and nvcc's IEEE division."""
+    msl = (GOLDEN / "softmax.metal").read_text()
+    assert "precise::exp(" in msl
+    plain = translate(msl)
+    assert "precise::exp(" in plain.source and "fast::" not in plain.source and plain.nvcc_flags == ()
+    diag = translate(msl, diagnostic_fast_math=True)
+    assert "precise::" not in diag.source and "fast::exp(" in diag.source
+    assert diag.nvcc_flags == ("-prec-div=false",)
+    assert diag.source.replace("fast::", "precise::") == plain.source  # nothing else changes
+    flags = gpu_proxy("cuda").nvcc_flags(("-Xptxas", "-v", *diag.nvcc_flags))
+    assert "-prec-div=false" in flags and "-prec-div=true" not in flags and "-prec-sqrt=true" in flags
+    assert gpu_proxy("cuda").nvcc_flags(()).count("-prec-div=true") == 1
+
+
 def test_launch_bound_and_literals():
     msl = """#include <metal_stdlib>
 using namespace metal;
