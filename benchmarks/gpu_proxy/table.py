@@ -173,6 +173,17 @@ def opcode_counts(text: str, sass: bool) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+# The instructions that tell the log_code rows apart: atomics and reductions to memory, fences, barriers, shuffles,
+# threadgroup (shared) and global accesses, the special-function unit (MUFU: ex2, rcp) and divisions.
+_KEY_OPS = ("RED", "ATOM", "MEMBAR", "FENCE", "BAR", "SHFL", "LDS", "STS", "LDG", "STG", "MUFU", "CALL",
+            "red.", "atom.", "membar", "fence", "bar.", "shfl", "ex2", "div.", "rcp", "ld.shared", "st.shared", "call")
+
+
+def key_ops(counts: dict[str, int]) -> str:
+    """The _KEY_OPS part of opcode counts, as 'OP=n' words ('none' when there are none)."""
+    return " ".join(f"{op}={n}" for op, n in counts.items() if op.startswith(_KEY_OPS)) or "none"
+
+
 def sass_of_cubin(path: str) -> str:
     """cuobjdump's SASS listing of a cubin ('' when cuobjdump is missing or fails)."""
     import subprocess
@@ -834,6 +845,16 @@ def markdown(data: dict) -> str:
         lines += ["", "**Diagnostic, not a config we ship:** our same MSL with `precise::` math turned into `fast::` "
                   "and fp32 division into `div.full.f32` (rewrite.py's `diagnostic_fast_math`: Triton's NVIDIA "
                   "lowerings), against Triton on our source: " + "; ".join(diag)]
+    code = []
+    for r in data["rows"]:
+        for prov, res in r["providers"].items():
+            for k, what in (("sass_ops", "SASS"), ("ptx_ops", "PTX")):
+                if k in res:
+                    code.append(f"- {r['row']}, {prov} {what}: {key_ops(res[k])}")
+    if code:
+        lines += ["", "Instructions emitted (static counts of atomics, fences, barriers, shuffles, shared/global "
+                  "accesses, MUFU, divisions; Triton's whole PTX is in the `.triton_ptx.json` file beside the "
+                  "results):", *code]
     regs = []
     for b in data.get("builds", []):
         m = re.search(r"Used (\d+) registers", b.get("ptxas", ""))

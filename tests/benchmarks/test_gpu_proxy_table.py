@@ -104,6 +104,11 @@ def test_markdown_reports_the_fast_math_diagnostic_apart_from_the_ratios():
     assert "softmax 8x8 8 warps: 1.0000 ms as shipped (0.96x Triton on our source), 0.9800 ms with fast math " \
            "(0.98x)" in md and "not a config we ship" in md
     assert "vs " + table.DIAGNOSTIC not in diag  # never a ratio, never held to the goal
+    diag["providers"]["triton (our kernel)"]["ptx_ops"] = {"bar.sync": 4, "ex2.approx.f32": 4, "mov.u32": 9}
+    diag["providers"]["enceladus"]["sass_ops"] = {"BAR.SYNC.DEFER_BLOCKING": 2, "IMAD": 30, "MUFU.EX2": 4}
+    md = table.markdown(data)
+    assert "- softmax 8x8 8 warps, triton (our kernel) PTX: bar.sync=4 ex2.approx.f32=4" in md
+    assert "- softmax 8x8 8 warps, enceladus SASS: BAR.SYNC.DEFER_BLOCKING=2 MUFU.EX2=4" in md
     assert table.below({"rows": [{**diag, "informational": False}]}) == [
         "softmax 8x8 8 warps: 0.960x triton (our kernel) (spread 0.1%)"]
 
