@@ -695,7 +695,10 @@ def run(args: argparse.Namespace) -> dict:
                 ret = call()
                 torch.cuda.synchronize()
                 if row.log_code and (name.startswith("enceladus") or name == "triton (our kernel)"):
-                    code, ptx = code_record(ret, name, getattr(call, "proxy_entry", None))
+                    try:  # a listing that cannot be had never costs the row its timing
+                        code, ptx = code_record(ret, name, getattr(call, "proxy_entry", None))
+                    except Exception as e:
+                        code, ptx = {"code_failed": f"{type(e).__name__}: {str(e)[:200]}"}, ""
                     res.update(code)
                     if ptx:
                         triton_ptx[row.name] = ptx

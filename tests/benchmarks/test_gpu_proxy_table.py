@@ -139,6 +139,23 @@ $L__BB0_1:
                                                "red.global.add.v4.f32": 1, "ret": 1}
 
 
+def test_code_record_of_each_provider(tmp_path):
+    class Asm(dict):
+        def __missing__(self, key):
+            raise RuntimeError("no cuobjdump here")
+
+    class Compiled:  # what a Triton launch returns: its CompiledKernel, with .asm
+        asm = Asm(ptx="\tred.global.add.v4.f32 [%rd1], {%f1, %f2, %f3, %f4};\n\tret;\n")
+
+    rec, ptx = table.code_record(Compiled(), "triton (our kernel)", None)
+    assert rec["ptx_ops"] == {"red.global.add.v4.f32": 1, "ret": 1} and "no cuobjdump" in rec["sass_ops_failed"]
+    assert ptx == Compiled.asm["ptx"]
+    assert table.code_record(None, "triton (our kernel)", None)[0] == {"code": "no asm on the launch's result "
+                                                                                "(NoneType)"}
+    # ours: the SASS of the cubin the proxy built (none here: empty counts, never an exception)
+    assert table.code_record(None, "enceladus", {"path": str(tmp_path / "missing.cubin")}) == ({"sass_ops": {}}, "")
+
+
 def test_save_puts_tritons_ptx_beside_the_results(tmp_path):
     out = tmp_path / "table.json"
     table.save({"rows": [], "triton_ptx": {"softmax 8 warps": ".version 8.7"}}, str(out))
