@@ -226,13 +226,18 @@ def _view(blob: bytes, b: dict, itemsize: int | None = None) -> np.ndarray:
     return np.frombuffer(blob[b["offset"]:hi], dt)
 
 
-def _same(a: np.ndarray, b: np.ndarray) -> bool:
+def _same(a, b, like: np.dtype, scale: float = 0.0) -> bool:
+    """Equal, for integer types; for float types within rounding: the type's relative tolerance, or ``scale``
+    (the sum of the magnitudes added) times the type's epsilon per addition, for running sums."""
     a, b = np.asarray(a), np.asarray(b)
-    if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
-        kind = "f2" if a.dtype.itemsize == 2 else f"f{a.dtype.itemsize}"
-        a64, b64 = a.astype(np.float64), b.astype(np.float64)
-        return a64.shape == b64.shape and bool(np.all(np.isclose(a64, b64, rtol=_RTOL[kind], atol=_ATOL[kind])))
-    return a.shape == b.shape and bool(np.all(a == b))
+    if a.shape != b.shape:
+        return False
+    if like.kind != "f" and like.name != "bfloat16":
+        return bool(np.all(a == b))
+    kind = "f2" if like.itemsize == 2 else f"f{like.itemsize}"
+    eps = 2.0 ** -7 if like.name == "bfloat16" else float(np.finfo(like).eps)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    return bool(np.all(np.abs(a64 - b64) <= np.maximum(_RTOL[kind] * np.abs(b64), _ATOL[kind] + eps * scale)))
 
 
 def _check_slot(op: str, init, vals: np.ndarray, final, olds: np.ndarray) -> str | None:
@@ -243,18 +248,21 @@ def _check_slot(op: str, init, vals: np.ndarray, final, olds: np.ndarray) -> str
         sign = 1 if op == "add" else -1
         total = (np.float64(init) + sign * vals.astype(np.float64).sum()) if f64 else \
             (np.asarray(init) + sign * vals.astype(vals.dtype).sum(dtype=vals.dtype)).astype(vals.dtype)
-        if not _same(np.asarray([final]).astype(np.float64 if f64 else vals.dtype), np.asarray([total])):
+        scale = float(np.abs(vals.astype(np.float64)).sum()) if f64 else 0.0  # each addition rounds once
+        if not _same(np.asarray([final]).astype(np.float64 if f64 else vals.dtype), np.asarray([total]),
+                     vals.dtype, scale * len(vals) / 2):
             return f"final {final!r}, not init {init!r} {'+-'[op == 'sub']} the sum of the values ({total!r})"
         if olds is not None and op == "add" and (vals.astype(np.float64) >= 0).all():  # a rising chain
             chain = np.sort(np.append(olds.astype(np.float64), np.float64(final)))
             steps = np.diff(chain) * sign
-            if not _same(np.sort(steps), np.sort(vals.astype(np.float64))) or not _same(chain[:1], [init]):
+            if not _same(np.sort(steps), np.sort(vals.astype(np.float64)), vals.dtype, scale) \
+                    or not _same(chain[:1], [init], vals.dtype, scale):
                 return "the old values are not the running totals of any order of the values"
         return None
     if op in ("max", "min"):
         pick = np.maximum if op == "max" else np.minimum
         want = pick.reduce(np.append(vals, np.asarray(init, vals.dtype)))
-        if not _same(np.asarray([final], vals.dtype), np.asarray([want])):
+        if not _same(np.asarray([final], vals.dtype), np.asarray([want]), vals.dtype):
             return f"final {final!r}, not the {op} of the values and init ({want!r})"
         if olds is not None:
             if not set(olds.tolist()) <= set(vals.tolist()) | {np.asarray(init, vals.dtype).item()}:

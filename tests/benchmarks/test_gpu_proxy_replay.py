@@ -316,3 +316,14 @@ def test_the_worker_stops_at_the_first_cuda_error(monkeypatch):
     out = io.StringIO()
     assert replay.worker("corpus", "build", ["a", "c"], out) == 0
     assert out.getvalue().splitlines()[-1] == replay._MARK + "done"
+
+
+def test_float_running_sums_allow_rounding_but_not_a_lost_update():
+    """float32 adds in another order round differently (accepted); a lost addition is not."""
+    rng = np.random.default_rng(3)
+    vals = rng.standard_normal(64).astype(np.float32) ** 2
+    meta, data, got = _atomic_launch("add", np.float32, vals, 0, 1, rng.permutation(64), np.arange(64))
+    assert replay.judge(meta, data, got, MSL["add"])["status"] in ("ok", "atomic-order")
+    mem = np.frombuffer(got[0], np.float32) - vals.max()  # the largest value's addition lost
+    got[0] = mem.astype(np.float32).tobytes()
+    assert replay.judge(meta, data, got, MSL["add"])["status"] == "mismatch"
