@@ -21,7 +21,7 @@ and the old values as a multiset or running totals); undefined-conversion (integ
 where a float -> int conversion of NaN or an out-of-range value gives the x86 "integer indefinite" on the cpu
 backend and a saturated value or 0 on CUDA: undefined in Metal, see docs/language.md; counted, not failures);
 mismatch; atomic-unverified (outputs differ and no order-free rule covers the kernel: a failure);
-translate-failed, compile-failed, launch-failed, fault.
+translate-failed, compile-failed, launch-failed, fault, judge-failed (the comparison itself raised).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from .rewrite import translate
 # Tolerance by element type, relative to each element and to the buffer's largest magnitude: CUDA's and
 # the host library's transcendental functions differ by an ulp or two, and reductions and dot products add
 # in another order (a wrong index or a race gives errors of the data's own size, far above these).
-_RTOL = {"f2": 2e-3, "f4": 2e-5, "f8": 1e-12}
-_ATOL = {"f2": 2e-3, "f4": 2e-5, "f8": 1e-12}
+_RTOL = {"f2": 2e-3, "f4": 2e-5, "f8": 1e-12, "bf2": 1.6e-2}
+_ATOL = {"f2": 2e-3, "f4": 2e-5, "f8": 1e-12, "bf2": 1.6e-2}
 _ATOMIC = ("atomic_fetch_", "atomic_exchange_", "atomic_compare_exchange_")
 
 
@@ -82,10 +82,22 @@ def _undefined_conversion(g: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (g != w) & ((g == info.min) | (g == info.max))
 
 
+def _is_bf16(name: str) -> bool:
+    return name.lstrip("<>|=") == "V2"  # how ml_dtypes' bfloat16 records (the corpus's only 2-byte void)
+
+
+def _numeric(buf: np.ndarray | bytes, name: str) -> tuple[np.ndarray, str]:
+    """A buffer's elements as NumPy numbers (bfloat16 widened exactly to float32) and their tolerance kind."""
+    if _is_bf16(name):
+        bits = np.frombuffer(buf, "<u2").astype("<u4") << np.uint32(16)
+        return bits.view("<f4"), "bf2"
+    dt = np.dtype(name)
+    return np.frombuffer(buf, dt), f"{dt.kind}{dt.itemsize}"
+
+
 def _compare(got: np.ndarray, want: np.ndarray, dtype: str, conversions: bool = False) -> tuple[str | None, int]:
     """(description of the elements that differ, or None; how many differ only by an undefined conversion)."""
-    kind = dtype.lstrip("<>|=")
-    g, w = got.view(np.dtype(dtype)), want.view(np.dtype(dtype))
+    (g, kind), (w, _) = _numeric(got, dtype), _numeric(want, dtype)
     undefined = 0
     if kind in _RTOL:
         g64, w64 = g.astype(np.float64), w.astype(np.float64)
@@ -220,49 +232,48 @@ def atomic_ops(body: str) -> set[str]:
     return ops
 
 
-def _view(blob: bytes, b: dict, itemsize: int | None = None) -> np.ndarray:
-    dt = np.dtype(b["dtype"])
-    hi = b["offset"] + (len(blob) - b["offset"]) // dt.itemsize * dt.itemsize
-    return np.frombuffer(blob[b["offset"]:hi], dt)
+def _view(blob: bytes, b: dict) -> tuple[np.ndarray, str]:
+    size = 2 if _is_bf16(b["dtype"]) else np.dtype(b["dtype"]).itemsize
+    hi = b["offset"] + (len(blob) - b["offset"]) // size * size
+    return _numeric(blob[b["offset"]:hi], b["dtype"])
 
 
-def _same(a, b, like: np.dtype, scale: float = 0.0) -> bool:
+def _same(a, b, kind: str, scale: float = 0.0) -> bool:
     """Equal, for integer types; for float types within rounding: the type's relative tolerance, or ``scale``
     (the sum of the magnitudes added) times the type's epsilon per addition, for running sums."""
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         return False
-    if like.kind != "f" and like.name != "bfloat16":
+    if kind not in _RTOL:
         return bool(np.all(a == b))
-    kind = "f2" if like.itemsize == 2 else f"f{like.itemsize}"
-    eps = 2.0 ** -7 if like.name == "bfloat16" else float(np.finfo(like).eps)
+    eps = {"bf2": 2.0 ** -7, "f2": 2.0 ** -10, "f4": 2.0 ** -23, "f8": 2.0 ** -52}[kind]
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     return bool(np.all(np.abs(a64 - b64) <= np.maximum(_RTOL[kind] * np.abs(b64), _ATOL[kind] + eps * scale)))
 
 
-def _check_slot(op: str, init, vals: np.ndarray, final, olds: np.ndarray) -> str | None:
+def _check_slot(op: str, init, vals: np.ndarray, final, olds: np.ndarray, kind: str) -> str | None:
     """The order-free facts about NSLOT-style contention on one address: ``vals`` offered in some order to
     memory holding ``init``, each lane getting its ``olds`` value back; memory ends at ``final``."""
-    f64 = vals.dtype.kind == "f" or vals.dtype.name == "bfloat16"
+    f64 = kind in _RTOL
     if op in ("add", "sub"):
         sign = 1 if op == "add" else -1
         total = (np.float64(init) + sign * vals.astype(np.float64).sum()) if f64 else \
             (np.asarray(init) + sign * vals.astype(vals.dtype).sum(dtype=vals.dtype)).astype(vals.dtype)
         scale = float(np.abs(vals.astype(np.float64)).sum()) if f64 else 0.0  # each addition rounds once
         if not _same(np.asarray([final]).astype(np.float64 if f64 else vals.dtype), np.asarray([total]),
-                     vals.dtype, scale * len(vals) / 2):
+                     kind, scale * len(vals) / 2):
             return f"final {final!r}, not init {init!r} {'+-'[op == 'sub']} the sum of the values ({total!r})"
         if olds is not None and op == "add" and (vals.astype(np.float64) >= 0).all():  # a rising chain
             chain = np.sort(np.append(olds.astype(np.float64), np.float64(final)))
             steps = np.diff(chain) * sign
-            if not _same(np.sort(steps), np.sort(vals.astype(np.float64)), vals.dtype, scale) \
-                    or not _same(chain[:1], [init], vals.dtype, scale):
+            if not _same(np.sort(steps), np.sort(vals.astype(np.float64)), kind, scale) \
+                    or not _same(chain[:1], [init], kind, scale):
                 return "the old values are not the running totals of any order of the values"
         return None
     if op in ("max", "min"):
         pick = np.maximum if op == "max" else np.minimum
         want = pick.reduce(np.append(vals, np.asarray(init, vals.dtype)))
-        if not _same(np.asarray([final], vals.dtype), np.asarray([want]), vals.dtype):
+        if not _same(np.asarray([final], vals.dtype), np.asarray([want]), kind):
             return f"final {final!r}, not the {op} of the values and init ({want!r})"
         if olds is not None:
             if not set(olds.tolist()) <= set(vals.tolist()) | {np.asarray(init, vals.dtype).item()}:
@@ -302,8 +313,9 @@ def order_free_check(meta: dict, data, got: list[bytes], msl: str) -> tuple[bool
         return False, f"atomic operations {sorted(ops)}: an order-free check needs exactly one"
     op = ops.pop()
     bufs = sorted(meta["buffers"], key=lambda b: b["slot"])
-    init = lambda b: _view(data[f"in{b['region']}"].tobytes(), b)  # noqa: E731
-    final = lambda b: _view(got[b["region"]], b)  # noqa: E731
+    init = lambda b: _view(data[f"in{b['region']}"].tobytes(), b)[0]  # noqa: E731
+    final = lambda b: _view(got[b["region"]], b)[0]  # noqa: E731
+    kind = _view(got[bufs[0]["region"]], bufs[0])[1]
     if len(bufs) == 3 and bufs[0]["writes"] and not bufs[1]["writes"] and bufs[2]["writes"] \
             and len(init(bufs[1])) == len(final(bufs[2])):
         mem0, vals, mem1, olds = init(bufs[0]), init(bufs[1]), final(bufs[0]), final(bufs[2])
@@ -314,7 +326,7 @@ def order_free_check(meta: dict, data, got: list[bytes], msl: str) -> tuple[bool
         return False, "no order-free rule for this kernel's buffers"
     nslot = len(mem0)
     for slot in range(nslot):
-        why = _check_slot(op, mem0[slot], vals[slot::nslot], mem1[slot], olds[slot::nslot])
+        why = _check_slot(op, mem0[slot], vals[slot::nslot], mem1[slot], olds[slot::nslot], kind)
         if why:
             return not why.startswith("no order-free rule"), f"atomic {op}, element {slot} of {nslot}: {why}"
     return True, None
@@ -383,11 +395,14 @@ def worker(corpus: str, build_dir: str, digests: list[str], out=sys.stdout) -> i
         try:
             got = replay_one(meta, data, cuda.Module(_cubin_path(build_dir, module.source)), kernel.symbol,
                              kernel.params)
-            result = judge(meta, data, got, msl)
         except cuda.CudaError as e:
             print(f"{_MARK}result {json.dumps({'kernel': meta['name'], 'status': 'launch-failed', 'error': str(e)})}",
                   file=out, flush=True)
             return 3
+        try:
+            result = judge(meta, data, got, msl)
+        except Exception as e:  # a fault of the comparison, not of the kernel: name it and go on
+            result = {"kernel": meta["name"], "status": "judge-failed", "error": f"{type(e).__name__}: {e}"}
         print(f"{_MARK}result {json.dumps(result)}", file=out, flush=True)
     print(f"{_MARK}done", file=out, flush=True)
     return 0
