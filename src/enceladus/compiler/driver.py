@@ -133,6 +133,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
                   "enable_fp_fusion": enable_fp_fusion,
                   "uses_tensor_ops": module.uses_tensor_ops, "line_table": module.line_table,
                   "word_atomics": module.word_atomics, "offset_checks": module.offset_checks,
+                  "tile_checks": module.tile_checks,
                   # pointers made from integer addresses (x.to(tl.pointer_type(...))): the cpu launcher reports
                   # addresses outside the launch's arguments
                   # atomics with scope='sys': device-scope fences, exact on the cpu backend, refused on metal

@@ -28,10 +28,13 @@ _PACK = {"int1": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "ui
 
 def build_program(backend: Any, kernel: CompiledKernel) -> Any:
     """The backend's program for a compiled kernel. The cpu backend also gets the kernel's int32 pointer-offset
-    arithmetic (``metadata["offset_checks"]``), which its checked builds compute with an overflow check."""
+    arithmetic (``metadata["offset_checks"]``), which its checked builds compute with an overflow check, and its
+    tile accesses of proven extent (``metadata["tile_checks"]``), which they check once per tile."""
     checks = kernel.metadata.get("offset_checks")
-    if checks and getattr(backend, "name", "") == "cpu":
-        return backend.compile(kernel.asm["msl"], offset_checks=checks).function(kernel.abi.kernel_name)
+    tiles = kernel.metadata.get("tile_checks")
+    if (checks or tiles) and getattr(backend, "name", "") == "cpu":
+        return backend.compile(kernel.asm["msl"], offset_checks=checks or (),
+                               tile_checks=tiles or ()).function(kernel.abi.kernel_name)
     return backend.compile(kernel.asm["msl"]).function(kernel.abi.kernel_name)
 
 

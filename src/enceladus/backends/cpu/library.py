@@ -475,7 +475,8 @@ class CpuLibrary:
     """MSL text compiled for the CPU: its kernels' signatures and the generated C++."""
 
     def __init__(self, msl: str, compiler: CompilerInfo, race_check: bool = False, ubsan: bool | None = None,
-                 defines: tuple[str, ...] = (), checked: bool = True, offset_checks: list | tuple = ()) -> None:
+                 defines: tuple[str, ...] = (), checked: bool = True, offset_checks: list | tuple = (),
+                 tile_checks: list | tuple = ()) -> None:
         from .toolchain import ubsan_requested
 
         self.msl = msl
@@ -483,6 +484,8 @@ class CpuLibrary:
         self.checked = checked or race_check
         # int32 arithmetic feeding pointer offsets, computed with an overflow check (checked builds only)
         self.offset_checks = [list(c) for c in offset_checks] if self.checked else []
+        # tile accesses of proven extent, checked once per tile (checked builds only; translate.apply_tile_checks)
+        self.tile_checks = [list(c) for c in tile_checks] if self.checked else []
         self.ubsan = ubsan_requested() if ubsan is None else ubsan  # UBSan mode: see toolchain.kernel_flags
         self.defines = tuple(defines)  # -D macros of the compatibility headers (the probe tests' wrong twins)
         # fails here, not later, when the UBSan mode cannot be built
@@ -494,6 +497,8 @@ class CpuLibrary:
         mode = "race" if race_check else "checked" if self.checked else "plain"
         if self.offset_checks:
             mode += " offsets:" + json.dumps(self.offset_checks)
+        if self.tile_checks:
+            mode += " tiles:" + json.dumps(self.tile_checks)
         index = library_index_path(msl, compiler, mode, self.ubsan, self.defines)
         entry = read_library_index(index)
         try:  # built before: no translation (and no import of the translator)
@@ -532,7 +537,7 @@ class CpuLibrary:
             from .translate import translation_unit
 
             self._cpp = translation_unit(self.msl, self.kernels, self.race_check, self.ubsan, self.checked,
-                                         self.offset_checks)
+                                         self.offset_checks, self.tile_checks)
         return self._cpp
 
     def _load(self, path: str) -> ctypes.CDLL:
@@ -577,7 +582,8 @@ class CpuLibrary:
             else:
                 try:
                     self._race_lib = CpuLibrary(self.msl, self.compiler, race_check=True, ubsan=self.ubsan,
-                                                defines=self.defines, offset_checks=self.offset_checks)
+                                                defines=self.defines, offset_checks=self.offset_checks,
+                                                tile_checks=self.tile_checks)
                 except CpuBackendError as exc:
                     from .debug import warn_no_race_check
 
@@ -602,14 +608,17 @@ class CpuBackend:
         self.compiler = find_compiler(cxx)
         self.defines = tuple(defines)
 
-    def compile(self, msl: str, *, checked: bool | None = None, offset_checks: list | tuple = ()) -> CpuLibrary:
+    def compile(self, msl: str, *, checked: bool | None = None, offset_checks: list | tuple = (),
+                tile_checks: list | tuple = ()) -> CpuLibrary:
         """Build (or load from the cache) a shared library for this MSL text. ``checked`` (default: on unless
         ``ENCELADUS_CHECKS=0``): every device and threadgroup access is checked (see docs/cpu_backend.md);
         ``offset_checks`` (``metadata["offset_checks"]`` of a generated kernel): its int32 pointer-offset
-        arithmetic reports overflow instead of wrapping, in checked builds."""
+        arithmetic reports overflow instead of wrapping, in checked builds; ``tile_checks``
+        (``metadata["tile_checks"]``): tile accesses whose extent the compiler proved, checked once per tile."""
         if checked is None:
             checked = checks_enabled()
-        return CpuLibrary(msl, self.compiler, defines=self.defines, checked=checked, offset_checks=offset_checks)
+        return CpuLibrary(msl, self.compiler, defines=self.defines, checked=checked, offset_checks=offset_checks,
+                          tile_checks=tile_checks)
 
     def probe_identity(self) -> str:
         """What probe results are cached under: the compiler and the header macros (runtime/probes.py)."""

@@ -62,6 +62,9 @@ class MSLModule:
     word_atomics: list[str] = field(default_factory=list)
     # int32 arithmetic feeding a pointer offset: [msl_line, expression, op, left, right] (passes/offset_arith.py)
     offset_checks: list = field(default_factory=list)
+    # tile accesses whose pointers provably lie in [start, start + n): [msl_line, start, n, align, pointer exprs]
+    # (codegen_msl/memory.py tile_extent); the checked cpu backend tests the extent once per tile
+    tile_checks: list = field(default_factory=list)
 
 
 # atomics that only read memory (tl.atomic_load, tl.atomic_poll): their buffers are not written
@@ -117,6 +120,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.device_fences = False  # a non-relaxed gpu-scope atomic: written buffers are coherent(device)
         self.offset_values = offset_arithmetic(fn)  # int32 results that feed pointer offsets
         self.offset_exprs: dict[str, tuple[str, str, str]] = {}  # their MSL expressions -> (op, left, right)
+        self.tile_checks: dict[int, list] = {}  # body index of a tile access -> its proven extent (tile_extent)
 
     # --- text -----------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -790,10 +794,10 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         out += self.body
         out.append("}")
         lines, files = [], set()
-        offset_checks = []
+        offset_checks, tile_checks = [], []
         offset_exprs = self.offset_exprs.items()
         at = first
-        for text, loc in zip(self.body, self.body_locs):
+        for i, (text, loc) in enumerate(zip(self.body, self.body_locs)):
             n = text.count("\n") + 1
             if loc is not None:
                 files.add(loc.filename)
@@ -802,12 +806,15 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             if hits:
                 for k, line in enumerate(text.split("\n") if n > 1 else (text,)):
                     offset_checks += [[at + k, expr, *what] for expr, what in hits if expr in line]
+            if i in self.tile_checks and n == 1:
+                tile_checks.append([at, *self.tile_checks[i]])
             at += n
         line_table = {"file": files.pop(), "lines": lines} if len(files) == 1 else {}
         return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
                          WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
                          list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops,
-                         list(dict.fromkeys(self.matmul2d_tiles)), line_table, sorted(word_roots), offset_checks)
+                         list(dict.fromkeys(self.matmul2d_tiles)), line_table, sorted(word_roots), offset_checks,
+                         tile_checks)
 
 
 def pointer_roots(fn: ir.Function) -> dict[int, str]:

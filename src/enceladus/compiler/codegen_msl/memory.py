@@ -9,9 +9,54 @@ from ..layout import TileLayout
 from ..msl_types import MSL_TYPE
 
 _WORD = {4: "uint", 8: "uint2", 16: "uint4"}
+_AFFINE_INTS = ("int32", "int64")
+
+
+def _affine(v: ir.Value, n: int) -> tuple[ir.Value | None, list[tuple[int, ir.Value]], int, int] | None:
+    """``v`` (a 1-D tile of ``n`` elements) as ``base + sum(sign * scalar) + const + k * arange_index``:
+    (base scalar pointer or None, signed uniform scalars, constant, k), or None when it is not of that form.
+    Only splats, aranges of ``n`` elements, int32/int64 ``add``/``sub`` and ``addptr`` are followed."""
+    op = v.op
+    if op is None or v.type.shape != (n,):
+        return None
+    if not v.type.element.is_ptr() and v.type.element.name not in _AFFINE_INTS:
+        return None
+    if op.name == "splat" and not op.operands[0].type.is_tile:
+        s = op.operands[0]
+        return (s, [], 0, 0) if s.type.element.is_ptr() else (None, [(1, s)], 0, 0)
+    if op.name == "arange" and op.attrs["end"] - op.attrs["start"] == n:
+        return None, [], op.attrs["start"], 1
+    if op.name in ("add", "sub", "addptr"):
+        a, b = (_affine(o, n) for o in op.operands)
+        if a is None or b is None or b[0] is not None or (a[0] is not None) != (op.name == "addptr"):
+            return None
+        sign = -1 if op.name == "sub" else 1
+        return a[0], a[1] + [(sign * s, u) for s, u in b[1]], a[2] + sign * b[2], a[3] + sign * b[3]
+    return None
 
 
 class MemoryMixin:
+    def tile_extent(self, ptr_v: ir.Value, vec: int, itemsize: int, ptr_exprs: list[str]) -> None:
+        """Record for the access about to be emitted that all its pointers lie in ``[start, start + n)``, when
+        the IR proves it (``_affine``: a scalar pointer plus uniform scalars plus ``arange(0, n)``): the checked
+        cpu backend then tests that extent once per tile (and thread) instead of every element
+        (``metadata["tile_checks"]``: [msl_line, start, n, alignment in bytes, pointer expressions]). The MSL
+        is unchanged."""
+        if not ptr_v.type.is_tile or len(ptr_v.type.shape) != 1:
+            return
+        n = ptr_v.type.shape[0]
+        form = _affine(ptr_v, n)
+        if form is None or form[0] is None or form[3] != 1:
+            return
+        base, terms, const, _ = form
+        try:
+            offset = " + ".join([f"{'-' if s < 0 else ''}long({self.ref(u, None)})" for s, u in terms]
+                                + ([str(const)] if const or not terms else []))
+            start = f"({self.ref(base, None)} + ({offset}))"
+        except KeyError:  # a scalar without an MSL name here: every element is checked
+            return
+        self.tile_checks[len(self.body)] = [start, n, vec * itemsize, list(dict.fromkeys(ptr_exprs))]
+
     def vector_width(self, op: ir.Op, layout: TileLayout, itemsize: int) -> tuple[int, str]:
         """Elements per memory access, and why not more.
 
@@ -78,6 +123,7 @@ class MemoryMixin:
         ptr = self.ref(op.operands[0], layout, "e")
         masked = len(op.operands) == 3
         n = layout.parent.elems_per_thread
+        self.tile_extent(op.operands[0], vec, itemsize, [ptr, self.ref(op.operands[0], layout, "(e + j)")])
         if vec == 1:
             if masked:
                 m = self.ref(op.operands[1], layout)
@@ -133,6 +179,7 @@ class MemoryMixin:
             conds.append(own)
         guard = f"if ({' && '.join(conds)}) " if conds else ""
         n = layout.parent.elems_per_thread
+        self.tile_extent(ptr_v, vec, itemsize, [ptr, self.ref(ptr_v, layout, "(e + j)")])
         if vec == 1:
             self.emit(f"for (int e = 0; e < {n}; ++e) {guard}*{ptr} = {val.replace('{e}', 'e')};")
             return

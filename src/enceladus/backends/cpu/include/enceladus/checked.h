@@ -111,6 +111,15 @@ template <class T> struct cptr {
 };
 template <class T> __ENC_INLINE cptr<T> operator+(ix i, const cptr<T>& p) { return p + i; }
 
+// A tile access whose pointers the compiler proved to lie in [start, start + n) elements (metadata["tile_checks"],
+// translate.apply_tile_checks): whether that whole extent is in bounds and `align`-byte aligned, in which case the
+// access runs on raw pointers; otherwise each access is checked. (A strided argument's empty inline range fails.)
+template <class T> __ENC_INLINE bool tile_in_bounds(const cptr<T>& start, long n, unsigned long align) {
+  const unsigned long a = (unsigned long)(start.__p), end = a + (unsigned long)n * sizeof(T);
+  return (a >= start.__lo) & (end <= start.__hi) & (end >= a) & ((a & (align - 1)) == 0);
+}
+template <class T> __ENC_INLINE T* raw(const cptr<T>& p) { return p.__p; }
+
 // The raw pointer after checking that `n` elements from p are in bounds (library helpers that
 // take raw pointers: atomics, simdgroup matrices, tensors).
 template <class T> __ENC_INLINE T* checked_span(const cptr<T>& p, unsigned long n, unsigned kind, unsigned line) {
