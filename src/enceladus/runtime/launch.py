@@ -386,23 +386,28 @@ _WARNED_ADDRESSES: set[tuple[str, str]] = set()
 
 
 def _warn_unknown_addresses(kl: KernelLauncher) -> None:
+    warn_unknown_addresses(kl.name, kl.program, getattr(kl.fast, "line_table", None))
+
+
+def warn_unknown_addresses(name: str, program: Any, line_table: Any = None, stacklevel: int = 6) -> None:
     """One warning per kernel line whose pointer, made from an integer, pointed outside every argument of the
-    launch (the cpu backend's checked builds note it; such accesses are not checked)."""
-    take = getattr(kl.program, "take_unknown_address_line", None)
+    launch and every live enceladus.Tensor (the cpu backend's checked builds note it; such accesses are not
+    checked). ``program``: the backend's function (``take_unknown_address_line``); ``line_table``: MSL line ->
+    kernel line, for generated kernels."""
+    take = getattr(program, "take_unknown_address_line", None)
     line = take() if take is not None else 0
     if not line:
         return
-    table = getattr(kl.fast, "line_table", None)
-    where = (table.get(line) if table is not None else None) or f"MSL line {line}"
-    if (kl.name, where) in _WARNED_ADDRESSES:
+    where = (line_table.get(line) if line_table is not None else None) or f"MSL line {line}"
+    if (name, where) in _WARNED_ADDRESSES:
         return
-    _WARNED_ADDRESSES.add((kl.name, where))
+    _WARNED_ADDRESSES.add((name, where))
     import warnings
 
-    warnings.warn(f"kernel '{kl.name}' at {where}: a pointer made from an integer address points into memory "
-                  "Enceladus does not know (no argument of this launch holds it), so its accesses are not checked; "
-                  "pass the arrays the addresses point into as arguments too to have them checked",
-                  RuntimeWarning, stacklevel=5)
+    warnings.warn(f"kernel '{name}' at {where}: a pointer made from an integer address points into memory "
+                  "Enceladus does not know (no argument of this launch or live enceladus.Tensor holds it), so its "
+                  "accesses are not checked; pass the arrays the addresses point into as arguments too, or keep "
+                  "the data in enceladus.Tensors, to have them checked", RuntimeWarning, stacklevel=stacklevel)
 
 
 def _launch_torch_mps(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str, Any]) -> None:

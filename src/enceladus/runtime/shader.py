@@ -23,7 +23,7 @@ import numpy as np
 from ..language import dtypes as D
 from . import arguments
 from .backend import get_backend
-from .launch import debug_enabled
+from .launch import debug_enabled, warn_unknown_addresses
 from .stream import current_stream, wait_all_idle
 from .tensor import Tensor
 
@@ -204,6 +204,8 @@ class ShaderKernel:
                 self.program.dispatch_threads(gsize, tptg, buffers, **kw)
             else:
                 self.program.launch(groups, tptg, buffers, **kw)
+            if checked:  # pointers made from integer addresses into memory Enceladus does not know
+                warn_unknown_addresses(self.name, self.program, stacklevel=3)
             return
         tg_key = tuple(sorted((threadgroup_memory or {}).items()))
         launcher = self._launchers.get((tptg, tg_key))
@@ -228,6 +230,8 @@ class ShaderKernel:
             if queue.error is not None:
                 raise queue.take_error()  # type: ignore[misc]
             queue.submit(fast.run, packet, ordered)
+            if checked:  # what earlier launches of this library noted (this one may still be running)
+                warn_unknown_addresses(self.name, self.program, stacklevel=3)
             return
         wait_all_idle()
         if queue.error is not None:
@@ -237,6 +241,8 @@ class ShaderKernel:
             run_host(packet, ordered, queue)
         else:
             fast.run(packet)
+        if checked:
+            warn_unknown_addresses(self.name, self.program, stacklevel=3)
 
 
 def _check_range(k: ShaderKernel, what: str, base: str, elem: np.dtype, v: Any) -> None:

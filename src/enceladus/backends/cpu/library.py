@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .memory import CpuAllocation
     from .queue import CpuQueue
 
-ABI_VERSION = 8
+ABI_VERSION = 9
 MAX_BUFFERS = 31
 THREADGROUP_MEMORY_LIMIT = MAX_THREADGROUP_MEMORY
 _U32 = MAX_GRID
@@ -160,6 +160,11 @@ class _Runtime:
         stack = int(os.environ.get("ENCELADUS_CPU_FIBER_STACK") or 0)
         self.lib.enc_runtime_init(max(1, threads), stack)
         self.api = self.lib.enc_runtime_api()
+        self.lib.enc_register_allocation.argtypes = [ctypes.c_ulong, ctypes.c_ulong]
+        self.lib.enc_unregister_allocation.argtypes = [ctypes.c_ulong]
+        from .memory import track
+
+        track(self.lib.enc_register_allocation, self.lib.enc_unregister_allocation)
 
     @classmethod
     def get(cls, compiler: CompilerInfo) -> _Runtime:

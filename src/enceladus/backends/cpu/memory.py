@@ -2,9 +2,32 @@
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
+
 import numpy as np
 
 PAGE_ALIGNMENT = 16 * 1024
+
+# The live allocations (address -> nbytes): a pointer a kernel makes from an integer address is checked against
+# the one that holds it (checked.h address_owner). The runtime library, once loaded, is told of each (``track``).
+LIVE: dict[int, int] = {}
+_register: Callable[[int, int], None] | None = None
+_unregister: Callable[[int], None] | None = None
+
+
+def track(register: Callable[[int, int], None], unregister: Callable[[int], None]) -> None:
+    """Forward the live allocations, and every later (un)registration, to the runtime library."""
+    global _register, _unregister
+    _register, _unregister = register, unregister
+    for address, nbytes in list(LIVE.items()):
+        register(address, nbytes)
+
+
+def _forget(address: int) -> None:
+    LIVE.pop(address, None)
+    if _unregister is not None:
+        _unregister(address)
 
 
 class CpuAllocation:
@@ -27,6 +50,10 @@ class CpuAllocation:
         self.handle = raw[start : start + nbytes]
         self.address = raw.ctypes.data + start
         self.nbytes = nbytes
+        LIVE[self.address] = nbytes
+        if _register is not None:
+            _register(self.address, nbytes)
+        weakref.finalize(raw, _forget, self.address)  # the memory lives as long as the array
 
     def host_view(self) -> np.ndarray:
         """The allocation as a writable uint8 NumPy array (zero-copy)."""

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -848,6 +849,36 @@ void api_offset_overflow(char op, long a, long b, unsigned line) {
   leave_kernel(3);
 }
 
+// ---- live allocations: what a pointer made from an integer may touch besides the launch's arguments --------
+// enceladus.Tensor memory, registered and unregistered by the Python side (backends/cpu/memory.py). An entry
+// unregistered while a launch may hold it is freed when the next launch starts (one dispatch at a time).
+struct Allocation {
+  EncArg arg;
+  char name[64];
+};
+std::mutex g_alloc_mu;
+std::map<unsigned long, Allocation*> g_allocs;  // by first byte
+std::vector<Allocation*> g_dead_allocs;
+
+const EncArg* api_live_allocation(unsigned long address) {
+  Worker* w = tls_worker;
+  int armed = w ? w->armed.exchange(0) : 0;  // never leave kernel code while holding the lock
+  const EncArg* found = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(g_alloc_mu);
+    auto it = g_allocs.upper_bound(address);
+    if (it != g_allocs.begin() && address <= (--it)->second->arg.hi) found = &it->second->arg;
+  }
+  if (w) w->armed = armed;
+  return found;
+}
+
+void free_dead_allocations() {
+  std::lock_guard<std::mutex> lk(g_alloc_mu);
+  for (Allocation* a : g_dead_allocs) delete a;
+  g_dead_allocs.clear();
+}
+
 // ---- thread pool -----------------------------------------------------------------------------
 struct Pool {
   std::mutex mu;
@@ -1142,7 +1173,7 @@ const EncThread* api_current_thread() {
 EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier,   api_simd,           api_tg_static,
                              api_fail,        api_tg_access, api_current_thread, api_check_access,
                              api_check_ref,   api_sg_log,         256 * 1024,
-                             api_offset_overflow};
+                             api_offset_overflow, api_live_allocation};
 
 }  // namespace
 
@@ -1194,6 +1225,30 @@ void watchdog_stop() {
 
 extern "C" {
 __attribute__((visibility("default"))) const EncRuntimeApi* enc_runtime_api() { return &g_api; }
+
+// The live allocations a pointer made from an integer is checked against (enceladus.Tensor memory; memory.py).
+__attribute__((visibility("default"))) void enc_register_allocation(unsigned long lo, unsigned long nbytes) {
+  Allocation* a = new Allocation();
+  snprintf(a->name, sizeof a->name, "enceladus.Tensor memory at 0x%lx", lo);
+  a->arg.lo = a->arg.base = lo;
+  a->arg.hi = lo + nbytes;
+  a->arg.layout = nullptr;
+  a->arg.name = a->name;
+  a->arg.itemsize = 0;
+  a->arg.kind = ENC_ARG_DEVICE;
+  std::lock_guard<std::mutex> lk(g_alloc_mu);
+  auto it = g_allocs.find(lo);
+  if (it != g_allocs.end()) g_dead_allocs.push_back(it->second);
+  g_allocs[lo] = a;
+}
+
+__attribute__((visibility("default"))) void enc_unregister_allocation(unsigned long lo) {
+  std::lock_guard<std::mutex> lk(g_alloc_mu);
+  auto it = g_allocs.find(lo);
+  if (it == g_allocs.end()) return;
+  g_dead_allocs.push_back(it->second);
+  g_allocs.erase(it);
+}
 __attribute__((visibility("default"))) unsigned enc_abi_version() { return ENC_ABI_VERSION; }
 
 // Starts helper threads (held under launch_mu) until `wanted` run; returns how many run (fewer if the system
@@ -1252,6 +1307,7 @@ __attribute__((visibility("default"))) int enc_launch(const EncLaunch* L, char* 
   }
   alignas(64) unsigned char args[ENC_MAX_ARGS_BYTES];
   std::lock_guard<std::mutex> guard(g_pool->launch_mu);
+  free_dead_allocations();  // no launch holds them now
   g_failed.store(false);
   g_abort.store(ABORT_NONE);
   g_err = msg;

@@ -3,7 +3,7 @@
  * Bump ENC_ABI_VERSION on any change: both sides check it when a kernel library is bound. */
 #ifndef ENCELADUS_ABI_H
 #define ENCELADUS_ABI_H
-#define ENC_ABI_VERSION 8u
+#define ENC_ABI_VERSION 9u
 #define ENC_MAX_BUFFERS 31
 #define ENC_SIMD_WIDTH 32
 #define ENC_SIMD_SLOT 32 /* bytes a lane may contribute to one SIMD-group exchange */
@@ -137,6 +137,9 @@ typedef struct EncRuntimeApi {
   /* Checked builds: int32 arithmetic feeding a pointer offset, `a op b` with op one of + - * <, gave a
    * result outside int32; the launch fails naming kernel, program, thread, values and line (never returns). */
   void (*offset_overflow)(char op, long a, long b, unsigned line);
+  /* Checked builds: the live allocation (an enceladus.Tensor's memory, registered by the Python side) that
+   * holds `address`, one past its end included, or null for memory Enceladus does not know. */
+  const EncArg* (*live_allocation)(unsigned long address);
 } EncRuntimeApi;
 
 /* Debug mode (ENCELADUS_DEBUG): faults in kernel code are reported; race_check: threadgroup-memory

@@ -25,7 +25,8 @@ template <class T> struct cptr;
 
 // The MSL line of the first integer-made pointer into unknown memory since the launcher last asked.
 static unsigned __unknown_address_line = 0;
-// The device argument of this launch whose bytes hold `address` (null: none, after noting the line).
+// The device argument of this launch, else the live enceladus.Tensor allocation, whose bytes hold `address`
+// (null: none, after noting the line).
 __ENC_INLINE const EncArg* address_owner(unsigned long address, unsigned line = __builtin_LINE()) {
   const EncThread* t = rt->current_thread();
   if (t && t->args)
@@ -35,6 +36,7 @@ __ENC_INLINE const EncArg* address_owner(unsigned long address, unsigned line = 
       if (g.kind == ENC_ARG_DEVICE && g.hi > g.lo && g.hi != ~0ul && address >= g.lo && address <= g.hi) return &g;
     }
   if (address == 0) return nullptr;  // a null pointer (a masked-off lane's address) is never dereferenced
+  if (const EncArg* live = rt->live_allocation(address)) return live;
   unsigned none = 0;
   __atomic_compare_exchange_n(&__unknown_address_line, &none, line, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   return nullptr;
