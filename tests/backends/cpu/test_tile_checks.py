@@ -38,6 +38,17 @@ def row_scale(X, Y, stride, N, BLOCK: tl.constexpr):
         tl.store(Y + cols, tl.load(X + cols, mask=cols < N, other=0.0) * 2.0, mask=cols < N)
 
 
+@enceladus.jit
+def center_rows(X, Y, N, BLOCK: tl.constexpr):
+    # a reduction (barriers, placed after emission) between the tile accesses
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(X + row * N + cols, mask=cols < N, other=0.0)
+    mean = tl.sum(x, axis=0) / N
+    x2 = tl.load(X + row * N + cols, mask=cols < N, other=0.0)
+    tl.store(Y + row * N + cols, x2 - mean, mask=cols < N)
+
+
 def _cpp(kernel) -> str:
     return get_backend().compile(kernel.asm["msl"], offset_checks=kernel.metadata["offset_checks"],
                                  tile_checks=kernel.metadata["tile_checks"]).cpp
@@ -59,6 +70,14 @@ def test_affine_tile_accesses_are_listed_and_checked_once_per_tile():
     k2 = row_scale.warmup(np.zeros((4, 100), np.float32), np.zeros((4, 100), np.float32), 100, 100, BLOCK=64,
                           grid=(4,))
     assert len(k2.metadata["tile_checks"]) == 2 and all(e[2] == 64 for e in k2.metadata["tile_checks"])
+    # each entry names the line of its access, also after barriers were placed between them
+    a = np.zeros((4, 100), np.float32)
+    k3 = center_rows.warmup(a, a, 100, BLOCK=128, grid=(4,))
+    msl = k3.asm["msl"].split("\n")
+    assert len(k3.metadata["tile_checks"]) == 3 and "threadgroup_barrier" in k3.asm["msl"]
+    for line, _, _, _, exprs in k3.metadata["tile_checks"]:
+        assert any(p in msl[line - 1] for p in exprs), msl[line - 1]
+    assert _cpp(k3).count("::metal::__enc::tile_in_bounds(") == 3
 
 
 def test_tail_blocks_and_shifted_tiles_compute_the_reference():
@@ -73,6 +92,9 @@ def test_tail_blocks_and_shifted_tiles_compute_the_reference():
     a = rng.standard_normal((5, 100)).astype(np.float32)
     run_on_all_paths(row_scale, (5,), make_args=lambda: (a.copy(), np.zeros_like(a), 100, 100),
                      reference=lambda X, Y, s, n: {1: X * 2}, constexprs={"BLOCK": 64})
+    run_on_all_paths(center_rows, (5,), make_args=lambda: (a.copy(), np.zeros_like(a), 100),
+                     reference=lambda X, Y, n: {1: X - X.mean(axis=1, keepdims=True)}, constexprs={"BLOCK": 128},
+                     rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("shift, index", [(1, 1024), (5000, 5000), (-1, -1), (-3000, -3000)])

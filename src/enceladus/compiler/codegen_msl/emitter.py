@@ -120,13 +120,19 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.device_fences = False  # a non-relaxed gpu-scope atomic: written buffers are coherent(device)
         self.offset_values = offset_arithmetic(fn)  # int32 results that feed pointer offsets
         self.offset_exprs: dict[str, tuple[str, str, str]] = {}  # their MSL expressions -> (op, left, right)
-        self.tile_checks: dict[int, list] = {}  # body index of a tile access -> its proven extent (tile_extent)
+        # tile accesses of proven extent (memory.py tile_extent): (the emitted line, its entry); the line is kept as
+        # the object itself, which passes that rewrite the body (place_barriers) keep
+        self.tile_checks: list[tuple[str, list]] = []
+        self.pending_tile: list | None = None  # the entry of the access the next emitted line makes
 
     # --- text -----------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
         self.body.append("    " * self.indent + line)
         op = self.current_op
         self.body_locs.append(op.loc if op is not None else None)
+        if self.pending_tile is not None:
+            self.tile_checks.append((self.body[-1], self.pending_tile))
+            self.pending_tile = None
 
     def fresh(self, prefix: str = "t") -> str:
         self.tmp += 1
@@ -796,8 +802,9 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         lines, files = [], set()
         offset_checks, tile_checks = [], []
         offset_exprs = self.offset_exprs.items()
+        tiles = {id(text): entry for text, entry in self.tile_checks}
         at = first
-        for i, (text, loc) in enumerate(zip(self.body, self.body_locs)):
+        for text, loc in zip(self.body, self.body_locs):
             n = text.count("\n") + 1
             if loc is not None:
                 files.add(loc.filename)
@@ -806,8 +813,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             if hits:
                 for k, line in enumerate(text.split("\n") if n > 1 else (text,)):
                     offset_checks += [[at + k, expr, *what] for expr, what in hits if expr in line]
-            if i in self.tile_checks and n == 1:
-                tile_checks.append([at, *self.tile_checks[i]])
+            if id(text) in tiles and n == 1:
+                tile_checks.append([at, *tiles[id(text)]])
             at += n
         line_table = {"file": files.pop(), "lines": lines} if len(files) == 1 else {}
         return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,

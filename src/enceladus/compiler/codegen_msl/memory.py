@@ -37,7 +37,7 @@ def _affine(v: ir.Value, n: int) -> tuple[ir.Value | None, list[tuple[int, ir.Va
 
 class MemoryMixin:
     def tile_extent(self, ptr_v: ir.Value, vec: int, itemsize: int, ptr_exprs: list[str]) -> None:
-        """Record for the access about to be emitted that all its pointers lie in ``[start, start + n)``, when
+        """Record for the access the next emitted line makes that all its pointers lie in ``[start, start + n)``, when
         the IR proves it (``_affine``: a scalar pointer plus uniform scalars plus ``arange(0, n)``): the checked
         cpu backend then tests that extent once per tile (and thread) instead of every element
         (``metadata["tile_checks"]``: [msl_line, start, n, alignment in bytes, pointer expressions]). The MSL
@@ -55,7 +55,7 @@ class MemoryMixin:
             start = f"({self.ref(base, None)} + ({offset}))"
         except KeyError:  # a scalar without an MSL name here: every element is checked
             return
-        self.tile_checks[len(self.body)] = [start, n, vec * itemsize, list(dict.fromkeys(ptr_exprs))]
+        self.pending_tile = [start, n, vec * itemsize, list(dict.fromkeys(ptr_exprs))]  # for the next line
 
     def vector_width(self, op: ir.Op, layout: TileLayout, itemsize: int) -> tuple[int, str]:
         """Elements per memory access, and why not more.
