@@ -163,3 +163,7 @@ def test_the_translation_keeps_alignment_and_bounds_exact():
         fn.launch((1, 1, 1), (8, 1, 1), buffers={0: x.ctypes.data, 1: out.ctypes.data, 2: start.ctypes.data}, buffer_sizes={0: x.nbytes, 1: out.nbytes, 2: 4})
     with pytest.raises(ValueError, match="does not match MSL line 6"):
         CpuBackend().compile(MSL, tile_checks=[[6, "(x + 0)", 32, 16, ["(x + o)"]]])
+    with pytest.raises(ValueError, match="does not match MSL line 7"):  # an alignment that is not a power of 2
+        CpuBackend().compile(MSL, tile_checks=[[7, "(x + 0)", 32, 12, ["(x + o)"]]])
+    with pytest.raises(ValueError, match=r"malformed tile check .*expected \[msl_line, start, n, align"):
+        CpuBackend().compile(MSL, tile_checks=[[7, "(x + 0)", 32]])

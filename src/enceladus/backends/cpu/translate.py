@@ -28,6 +28,8 @@ Files that include ``<metal_tensor>`` or ``<MetalPerformancePrimitives/...>`` ar
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from .signature import BUILTINS, KernelParam, KernelSignature, strip_comments
 
@@ -130,6 +132,28 @@ _OFFSET_OPS = ("add", "sub", "mul", "shl")
 _RAW_CAST = re.compile(r"\(::metal::__enc::cptr<([^<>]*)> \)(?=::metal::__enc::raw\()")
 
 
+def _listed_line(entry: Any, lines: list[str], what: str, fields: str, matches: Callable[[Any, str], Any]) -> int:
+    """The MSL line (1-based) that an offset or tile check names, after checking the entry's shape (five fields)
+    and that ``matches(entry, text of that line)``: a mismatch is an internal error, never a silently dropped
+    check."""
+    try:
+        line = int(entry[0])
+        if len(entry) != 5:
+            raise ValueError(entry)
+    except (TypeError, ValueError, IndexError, KeyError) as exc:
+        raise ValueError(f"malformed {what} check {entry!r}: expected [msl_line, {fields}] "
+                         f"(metadata['{what}_checks'] of a generated kernel)") from exc
+    try:
+        ok = 1 <= line <= len(lines) and matches(entry, lines[line - 1])
+    except (TypeError, ValueError, IndexError) as exc:
+        raise ValueError(f"malformed {what} check {entry!r}: expected [msl_line, {fields}]") from exc
+    if not ok:
+        raise ValueError(f"internal error: {what} check {entry!r} does not match MSL line {line} "
+                         f"({lines[line - 1].strip() if 1 <= line <= len(lines) else 'no such line'!r}); "
+                         "please report it with the kernel")
+    return line
+
+
 def apply_tile_checks(text: str, tile_checks: list | tuple) -> str:
     """``text`` (rewritten MSL) with each listed tile access (``[msl_line, start, n, align, pointer expressions]``:
     every pointer of the access lies in ``[start, start + n)`` elements, by the compiler's proof) made into
@@ -140,17 +164,10 @@ def apply_tile_checks(text: str, tile_checks: list | tuple) -> str:
         return text
     lines = text.split("\n")
     for entry in tile_checks:
-        try:
-            line, start, n, align, exprs = entry
-            line, n, align = int(line), int(n), int(align)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"malformed tile check {entry!r}: expected [msl_line, start, n, align, pointer "
-                             "expressions] (metadata['tile_checks'] of a generated kernel)") from exc
-        if not 1 <= line <= len(lines) or not exprs or not any(e in lines[line - 1] for e in exprs) \
-                or align <= 0 or align & (align - 1):
-            raise ValueError(f"internal error: tile check {entry!r} does not match MSL line {line} "
-                             f"({lines[line - 1].strip() if 1 <= line <= len(lines) else 'no such line'!r}); "
-                             "please report it with the kernel")
+        line = _listed_line(entry, lines, "tile", "start, n, align, pointer expressions",
+                            lambda e, t: e[4] and any(p in t for p in e[4]) and int(e[3]) > 0
+                            and int(e[3]) & (int(e[3]) - 1) == 0 and int(e[2]) > 0)
+        start, n, align, exprs = entry[1], int(entry[2]), int(entry[3]), entry[4]
         checked = lines[line - 1]
         body = checked.lstrip()
         pointers = re.compile("|".join(re.escape(e) for e in sorted(exprs, key=len, reverse=True)))
@@ -169,16 +186,9 @@ def apply_offset_checks(text: str, offset_checks: list | tuple) -> str:
         return text
     lines = text.split("\n")
     for entry in offset_checks:
-        try:
-            line, expr, op, left, right = entry
-            line = int(line)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"malformed offset check {entry!r}: expected [msl_line, expression, op, left, "
-                             "right] (metadata['offset_checks'] of a generated kernel)") from exc
-        if op not in _OFFSET_OPS or not 1 <= line <= len(lines) or expr not in lines[line - 1]:
-            raise ValueError(f"internal error: offset check {entry!r} does not match MSL line {line} "
-                             f"({lines[line - 1].strip() if 1 <= line <= len(lines) else 'no such line'!r}); "
-                             "please report it with the kernel")
+        line = _listed_line(entry, lines, "offset", "expression, op, left, right",
+                            lambda e, t: e[2] in _OFFSET_OPS and e[1] in t)
+        expr, op, left, right = entry[1:]
         text = lines[line - 1]
         checked = f"::metal::__enc::ofs32_{op}({left}, {right})"
         tile = _TILE_LOOP.match(text)
