@@ -1,7 +1,8 @@
 """Cost of the cpu backend's default access checks on the examples, and the latency of Ctrl-C.
 
-Run: ``python benchmarks/cpu_checks.py``. Each example kernel is timed (median of repeated launches after a
-warm-up) in a child process with checks on (the default) and one with ``ENCELADUS_CHECKS=0``, both in wall
+Run: ``python benchmarks/cpu_checks.py [ROUNDS]``. Each example kernel is timed (median of repeated launches
+after a warm-up) in a child process with checks on (the default) and one with ``ENCELADUS_CHECKS=0``, the two
+alternating for ROUNDS rounds (default 3; the median over the rounds is reported), both in wall
 time and in CPU time of the process (all its threads: the work the launch did, which other jobs on a shared
 machine barely disturb; the ratio of CPU times is the cost of the checks); then a
 spinning kernel is interrupted with SIGINT several times and the time from the signal to the
@@ -46,7 +47,8 @@ import contextlib, io
 with contextlib.redirect_stdout(io.StringIO()):
     add = example("01_vector_add")
 x = rng.standard_normal(1 << 20, dtype=np.float32); y = np.ones_like(x); o = np.empty_like(x)
-out["vector_add 1M fp32"] = median_ms(lambda: add.add_kernel[(x.size // 1024,)](x, y, o, x.size, BLOCK=1024))
+out["vector_add 1M fp32"] = median_ms(lambda: add.add_kernel[(x.size // 1024,)](x, y, o, x.size, BLOCK=1024),
+                                      reps=101)
 sm = example("02_softmax")
 a = rng.standard_normal((1024, 781)).astype(np.float32)
 out["softmax 1024x781"] = median_ms(lambda: sm.softmax(a))
@@ -94,10 +96,19 @@ def _run(code: str, env: dict[str, str]) -> str:
     return res.stdout.strip().splitlines()[-1]
 
 
+def _median_of_rounds(results: list[dict[str, list[float]]]) -> dict[str, list[float]]:
+    """Per example, the median over the rounds of [wall ms, CPU ms]."""
+    return {name: [sorted(r[name][k] for r in results)[len(results) // 2] for k in (0, 1)] for name in results[0]}
+
+
 def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     base = dict(os.environ)
-    checked = json.loads(_run(CHILD, {**base, "ENCELADUS_CHECKS": "1"}))
-    plain = json.loads(_run(CHILD, {**base, "ENCELADUS_CHECKS": "0"}))
+    runs: dict[str, list[dict[str, list[float]]]] = {"1": [], "0": []}
+    for _ in range(rounds):  # the two modes alternate, so that a change in the machine's load hits both
+        for mode in ("1", "0"):
+            runs[mode].append(json.loads(_run(CHILD, {**base, "ENCELADUS_CHECKS": mode})))
+    checked, plain = _median_of_rounds(runs["1"]), _median_of_rounds(runs["0"])
     latencies = sorted(json.loads(_run(INTERRUPT, base)))
     rows = []
     print(f"{'example':28s} {'CPU ms checked':>15s} {'unchecked':>10s} {'ratio':>6s}   "
@@ -112,7 +123,7 @@ def main() -> None:
     median = latencies[len(latencies) // 2]
     print(f"Ctrl-C latency of a spinning kernel: median {median:.2f} ms, max {latencies[-1]:.2f} ms "
           f"({len(latencies)} interrupts)")
-    result = {"machine": platform.machine(), "cpus": os.cpu_count(), "examples": rows,
+    result = {"machine": platform.machine(), "cpus": os.cpu_count(), "rounds": rounds, "examples": rows,
               "interrupt_latency_ms": {"median": round(median, 3), "max": round(latencies[-1], 3),
                                        "samples": [round(v, 3) for v in latencies]}}
     out = ROOT / "benchmarks" / "results" / "cpu_checks.json"
