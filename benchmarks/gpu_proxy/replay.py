@@ -31,10 +31,12 @@ import concurrent.futures
 import hashlib
 import json
 import os
+import queue
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -408,11 +410,18 @@ def worker(corpus: str, build_dir: str, digests: list[str], out=sys.stdout) -> i
     return 0
 
 
+def _lines(stream, q: queue.Queue) -> None:
+    for line in stream:
+        q.put(line)
+    q.put(None)
+
+
 def run_isolated(corpus: str, build_dir: str, todo: list[str], results: dict[str, dict],
-                 command: list[str] | None = None) -> int:
+                 command: list[str] | None = None, kernel_timeout: float = 180.0) -> int:
     """Replay ``todo`` in worker processes, starting a fresh one after each fault; each kernel's result goes
     into ``results`` (a kernel whose worker died is a "fault", with the last lines the worker printed: the
-    sanitizer's report under compute-sanitizer). Returns how many workers were started."""
+    sanitizer's report under compute-sanitizer; one silent for ``kernel_timeout`` seconds is killed, a hang
+    being that kernel's fault too). Returns how many workers were started."""
     remaining = list(todo)
     started = 0
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
@@ -423,9 +432,19 @@ def run_isolated(corpus: str, build_dir: str, todo: list[str], results: dict[str
             "--corpus", corpus, "--build-dir", build_dir, "--worker", f.name]
         started += 1
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        current, report, progress = None, [], False
+        current, report, progress, hung = None, [], False, False
         assert proc.stdout is not None
-        for line in proc.stdout:
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True).start()
+        while True:
+            try:
+                line = lines.get(timeout=kernel_timeout)
+            except queue.Empty:
+                hung = True
+                proc.kill()
+                continue
+            if line is None:
+                break
             if line.startswith(_MARK + "start "):
                 current, report = line.split()[2], []
             elif line.startswith(_MARK + "result ") and current is not None:
@@ -444,7 +463,8 @@ def run_isolated(corpus: str, build_dir: str, todo: list[str], results: dict[str
             with open(os.path.join(corpus, current + ".json")) as meta_file:
                 name = json.load(meta_file)["name"]
             results[current] = {"kernel": name, "status": "fault",
-                                "error": f"the replay process died (exit status {rc}) replaying this kernel",
+                                "error": f"the replay process hung for {kernel_timeout:.0f} s and was killed" if hung
+                                else f"the replay process died (exit status {rc}) replaying this kernel",
                                 "report": report[-60:]}
             remaining.remove(current)
         elif remaining and not progress:

@@ -267,6 +267,9 @@ def test_a_worker_that_dies_fails_only_its_kernel(tmp_path):
             if d.endswith("2"):  # an illegal address: the sanitizer reports, the process dies
                 print("========= Invalid __global__ read of size 4 bytes", flush=True)
                 os._exit(1)
+            if d.endswith("4") and "hang" in sys.argv[0]:
+                import time
+                time.sleep(60)
             if d.endswith("3"):
                 print(MARK + "result " + json.dumps({{"kernel": "kernel3", "status": "launch-failed",
                                                        "error": "error 719"}}), flush=True)
@@ -280,6 +283,14 @@ def test_a_worker_that_dies_fails_only_its_kernel(tmp_path):
     assert [results[d]["status"] for d in digests] == ["ok", "ok", "fault", "launch-failed", "ok"]
     assert results[digests[2]]["kernel"] == "kernel2"
     assert results[digests[2]]["report"] == ["========= Invalid __global__ read of size 4 bytes"]
+    # a kernel that hangs is killed after the timeout and is that kernel's fault
+    hang = tmp_path / "hang_worker.py"
+    hang.write_text(fake.read_text())
+    results = {}
+    started = replay.run_isolated(str(corpus), str(tmp_path), digests, results, [sys.executable, str(hang)],
+                                  kernel_timeout=2)
+    assert [results[d]["status"] for d in digests] == ["ok", "ok", "fault", "launch-failed", "fault"]
+    assert "hung" in results[digests[4]]["error"]
 
 
 def test_a_worker_that_cannot_start_fails_the_rest_once(tmp_path):
