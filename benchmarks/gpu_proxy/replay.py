@@ -389,6 +389,8 @@ def _load(corpus: str, digest: str) -> tuple[dict, object, str]:
 def worker(corpus: str, build_dir: str, digests: list[str], out=sys.stdout) -> int:
     """Replay ``digests`` in this process (one CUDA context), one result line each; stop at the first CUDA
     error, as a fault leaves the context unusable (exit status 3: the parent starts another worker)."""
+    cuda.lib()  # the driver and a context first: a machine without them fails here, before any kernel
+    print(f"{_MARK}ready", file=out, flush=True)
     for d in digests:
         print(f"{_MARK}start {d}", file=out, flush=True)
         meta, data, msl = _load(corpus, d)
@@ -432,7 +434,7 @@ def run_isolated(corpus: str, build_dir: str, todo: list[str], results: dict[str
             "--corpus", corpus, "--build-dir", build_dir, "--worker", f.name]
         started += 1
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        current, report, progress, hung = None, [], False, False
+        current, report, progress, hung, ready = None, [], False, False, False
         assert proc.stdout is not None
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True).start()
@@ -445,7 +447,9 @@ def run_isolated(corpus: str, build_dir: str, todo: list[str], results: dict[str
                 continue
             if line is None:
                 break
-            if line.startswith(_MARK + "start "):
+            if line.startswith(_MARK + "ready"):
+                ready = True
+            elif line.startswith(_MARK + "start "):
                 current, report = line.split()[2], []
             elif line.startswith(_MARK + "result ") and current is not None:
                 r = json.loads(line[len(_MARK + "result "):])
@@ -467,11 +471,11 @@ def run_isolated(corpus: str, build_dir: str, todo: list[str], results: dict[str
                                 else f"the replay process died (exit status {rc}) replaying this kernel",
                                 "report": report[-60:]}
             remaining.remove(current)
-        elif remaining and not progress:
+        elif remaining and (not progress or not ready):
             for d in remaining:
                 results[d] = {"kernel": "?", "status": "launch-failed",
-                              "error": f"the replay worker exited (status {rc}) before replaying anything",
-                              "report": report[-60:]}
+                              "error": f"the replay worker exited (status {rc}) before replaying anything"
+                              + ("" if ready else " (it could not start CUDA)"), "report": report[-60:]}
             break
     return started
 

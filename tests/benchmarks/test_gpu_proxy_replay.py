@@ -262,6 +262,7 @@ def test_a_worker_that_dies_fails_only_its_kernel(tmp_path):
     fake.write_text(textwrap.dedent(f"""
         import json, os, sys
         MARK = {replay._MARK!r}
+        print(MARK + "ready", flush=True)
         for d in open(sys.argv[sys.argv.index("--worker") + 1]).read().split():
             print(MARK + "start " + d, flush=True)
             if d.endswith("2"):  # an illegal address: the sanitizer reports, the process dies
@@ -294,6 +295,7 @@ def test_a_worker_that_dies_fails_only_its_kernel(tmp_path):
 
 
 def test_a_worker_that_cannot_start_fails_the_rest_once(tmp_path):
+    """No CUDA driver (or no import): one worker, every kernel failed with its message, not one worker each."""
     fake = tmp_path / "fake_worker.py"
     fake.write_text("import sys\nprint('ImportError: no module named numpy')\nsys.exit(1)\n")
     results = {}
@@ -311,6 +313,7 @@ def test_the_worker_stops_at_the_first_cuda_error(monkeypatch):
     monkeypatch.setattr(replay, "_load", lambda corpus, d: ({"kernel": "k", "name": f"name-{d}"}, {}, "msl"))
     monkeypatch.setattr(replay, "translate", lambda msl: types.SimpleNamespace(source="src", kernels={"k": kernel}))
     monkeypatch.setattr(replay.cuda, "Module", lambda path: None)
+    monkeypatch.setattr(replay.cuda, "lib", lambda: None)
 
     def run(meta, data, module, symbol, params):
         if meta["name"] == "name-b":
@@ -321,7 +324,7 @@ def test_the_worker_stops_at_the_first_cuda_error(monkeypatch):
     out = io.StringIO()
     assert replay.worker("corpus", "build", ["a", "b", "c"], out) == 3
     lines = out.getvalue().splitlines()
-    assert [line.split()[1] for line in lines] == ["start", "result", "start", "result"]
+    assert [line.split()[1] for line in lines] == ["ready", "start", "result", "start", "result"]
     last = json.loads(lines[-1].split(" ", 2)[2])
     assert last["status"] == "launch-failed" and "illegal" in last["error"]
     out = io.StringIO()
