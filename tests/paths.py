@@ -121,11 +121,17 @@ def guard(array: np.ndarray, offset_bytes: int = 0) -> Guarded:
 
 
 def _guard_args(args: Sequence[Any]) -> tuple[list[Any], dict[int, Guarded]]:
-    """Replace each non-empty C-contiguous ndarray argument by a guarded copy."""
+    """Replace each non-empty C-contiguous ndarray argument by a guarded copy (one array passed twice stays one
+    array: kernels that take aliasing arguments see the aliasing)."""
     out = list(args)
     guards: dict[int, Guarded] = {}
+    first: dict[int, int] = {}  # id of an array -> the index of its first occurrence
     for i, a in enumerate(out):
         if isinstance(a, np.ndarray) and a.ndim >= 1 and a.size and a.flags.c_contiguous:
+            if id(a) in first:
+                out[i] = out[first[id(a)]]
+                continue
+            first[id(a)] = i
             guards[i] = Guarded(a)
             out[i] = guards[i].view
     return out, guards

@@ -22,6 +22,7 @@ from ..layout import WARP_SIZE, BlockedLayout, MmaLayout, TileLayout
 from ..msl_types import MSL_TYPE, const_literal, msl_type, safe_name
 from ..op_traits import OPS, VIEW, ops_where
 from ..passes.axis_info import AxisInfo
+from ..passes.device_order import DeviceOrderPlan, pointer_roots, written_roots
 from ..passes.layouts import LayoutPlan
 from ..passes.offset_arith import offset_arithmetic
 from . import fp8
@@ -67,8 +68,6 @@ class MSLModule:
     tile_checks: list = field(default_factory=list)
 
 
-# atomics that only read memory (tl.atomic_load, tl.atomic_poll): their buffers are not written
-READ_ONLY_ATOMICS = ("load", "poll")
 # integer types whose wrapping arithmetic is computed in these unsigned types (uint32/uint64 wrap by themselves)
 _WRAP_UNSIGNED = {"int8": "uint", "int16": "uint", "uint8": "uint", "uint16": "uint", "int32": "uint", "int64": "ulong"}
 _SCALAR_SIZE = {"int1": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4,
@@ -77,11 +76,12 @@ _SCALAR_SIZE = {"int1": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8
 
 class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def __init__(self, fn: ir.Function, num_warps: int, axis: dict[int, AxisInfo], plan: LayoutPlan, header: str,
-                 pooled: bool = False, reuse: bool = False):
+                 pooled: bool = False, reuse: bool = False, order: DeviceOrderPlan | None = None):
         self.fn = fn
         self.num_warps = num_warps
         self.axis = axis
         self.plan = plan
+        self.order = order or DeviceOrderPlan()  # where device-memory barriers go (passes/device_order.py)
         self.header = header
         self.body: list[str] = []
         self.body_locs: list[ir.Loc | None] = []  # the op each body line comes from (the checks' line table)
@@ -313,6 +313,11 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         """Lower ``op`` with its emit rule from the op-trait table, then convert its results to the other
         layouts the plan demands of them."""
         self.current_op = op  # refusals during emission point at the op that needs the resource
+        why = self.order.barriers_before.get(op)
+        if why is not None:  # program order of device accesses that different threads make (passes/device_order.py)
+            self.barriers += 1
+            self.notes.append(f"device-memory barrier before line {op.loc.lineno if op.loc else '?'}: {why}")
+            self.emit("threadgroup_barrier(mem_flags::mem_device);  // program order of device memory")
         getattr(self, OPS[op.name].emit)(op)
         self.convert_to_needs(op.results)
 
@@ -699,9 +704,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         struct_fields: list[tuple[str, str, int, str]] = []
         slot = 0
         self.roots = pointer_roots(fn)
-        self.fn_written = {self.roots.get(op.operands[0].id) for op in ir.walk(fn.ops)
-                           if op.name == "store" or (op.name == "atomic" and op.attrs["kind"] not in READ_ONLY_ATOMICS)}
-        self.fn_written -= {None}
+        self.fn_written = written_roots(fn, self.roots)
         self._used_values = {o.id for op in ir.walk(fn.ops) for o in op.operands}
         word_ptrs = [op.operands[0] for op in ir.walk(fn.ops)
                      if op.name == "atomic" and op.operands[0].type.element.element_ty.itemsize < 4]
@@ -822,29 +825,3 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                          list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops,
                          list(dict.fromkeys(self.matmul2d_tiles)), line_table, sorted(word_roots), offset_checks,
                          tile_checks)
-
-
-def pointer_roots(fn: ir.Function) -> dict[int, str]:
-    """For every pointer value, the pointer argument it is derived from (through loops too)."""
-    roots: dict[int, str] = {a.id: a.name for a in fn.args if a.type.is_ptr}
-
-    def block(b: ir.Block) -> None:
-        for op in b.ops:
-            if op.name in ("for", "while", "if"):
-                inits = op.operands[3:] if op.name == "for" else (op.operands if op.name == "while" else [])
-                for region in op.regions:
-                    args = region.args[1:] if op.name == "for" else region.args
-                    for a, i in zip(args, inits):
-                        if i.id in roots:
-                            roots[a.id] = roots[i.id]
-                    block(region)
-                if op.name == "if":
-                    inits = op.regions[0].terminator.operands
-                for r, i in zip(op.results, inits):
-                    if i.id in roots:
-                        roots[r.id] = roots[i.id]
-            elif op.results and op.operands and op.result.type.is_ptr and op.operands[0].id in roots:
-                roots[op.result.id] = roots[op.operands[0].id]
-
-    block(fn.body)
-    return roots

@@ -7,6 +7,7 @@ from .. import ir
 from ..kernel import Access
 from ..layout import TileLayout
 from ..msl_types import MSL_TYPE
+from ..passes.layouts import store_layout
 
 _WORD = {4: "uint", 8: "uint2", 16: "uint4"}
 _AFFINE_INTS = ("int32", "int64")
@@ -159,11 +160,7 @@ class MemoryMixin:
             self.accesses.append(Access("store", op.loc.lineno if op.loc else None, str(elem), (), 1, elem.itemsize,
                                         "scalar pointer: thread 0 stores"))
             return
-        layout = self.plan.needs[ptr_v.id][0]
-        for lay in self.plan.needs[ptr_v.id]:
-            if (val_v.id, lay) in self.refs or not val_v.type.is_tile:
-                layout = lay
-                break
+        layout = store_layout(self.plan, op)
         t = MSL_TYPE[elem.name]
         itemsize = elem.itemsize
         vec, why = self.vector_width(op, layout, itemsize)

@@ -517,6 +517,14 @@ def _fastest(layout: TileLayout) -> int | None:
     return layout.dims.index(fastest) if fastest in layout.dims else None
 
 
+def store_layout(plan: LayoutPlan, op: ir.Op) -> TileLayout:
+    """The layout a tile store is performed in: the first layout its pointers are needed in that the stored
+    value is also available in (the layout pass demands both in the store's layout)."""
+    ptr, val = op.operands[0], op.operands[1]
+    needs = plan.needs[ptr.id]
+    return next((lay for lay in needs if not val.type.is_tile or lay in plan.needs.get(val.id, ())), needs[0])
+
+
 def fits(layout: TileLayout, shape: tuple[int, ...]) -> bool:
     """Whether a tile of ``shape`` can live in ``layout`` (each dimension is 1 or its parent dimension's size)."""
     if len(layout.dims) != len(shape):

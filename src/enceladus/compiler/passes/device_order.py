@@ -1,0 +1,595 @@
+"""Device-memory order inside one program: where a ``threadgroup_barrier(mem_flags::mem_device)`` must go.
+
+Triton's semantics: within one program, global loads, stores and atomics take effect in program order (a load
+then a store of the same address sees the old value). A program is a threadgroup of many threads, and the
+layouts decide which thread touches which element: the thread that loads ``Z[0, j]`` to broadcast it over a
+tile is not the thread that later stores ``Z[0, j]``. Nothing orders two threads' device accesses except a
+barrier with ``mem_device`` (MSL spec 4 §6.9.1), so this pass finds every pair of accesses, at least one a
+write, that may touch the same bytes from two different threads with no such barrier between them, and asks
+the emitter for one before the later access (hoisted before the loop or ``if`` that holds it when the earlier
+access is outside; loop-carried pairs are checked across one iteration to the next).
+
+What "may touch the same bytes" means (docs/memory.md, "Order of device-memory accesses in a program"):
+
+- **Aliasing**: any two pointer arguments may be the same array (the same NumPy array passed twice), so every
+  address is an offset from one common base; arguments that overlap only partly (``x`` and ``x[1:]``) are
+  outside the model, as with Triton on a GPU.
+- **Offsets** are polynomials in the tile's index variables and the program's scalars (arguments, program
+  ids, loop variables, loaded scalars). Two accesses whose offsets differ by an integer and whose index
+  terms have integer coefficients are compared exactly, element by element. Two accesses with the same
+  symbolic offsets (e.g. ``row * stride + cols`` in both) touch the same address only for the same element
+  -- assuming, as every Triton kernel does, that runtime strides do not make distinct elements of one
+  tile overlap. Anything else (offsets that differ by a runtime value, gathers through loaded indices) may
+  coincide anywhere.
+- **Threads**: a load is performed by every thread holding an element (replicas too), a store or atomic by
+  the element's owner only (``layout`` of the access, as the emitter lowers it). Pairs where one thread does
+  both accesses of every shared address need no barrier: elementwise kernels and matmul epilogues get none.
+
+A ``tl.dot`` consumes its operands: each thread writes the values it loaded to threadgroup memory before a
+threadgroup barrier, so a later store by any thread cannot change what those loads returned (the loads are
+dropped from the pending set when their layouts hold each element once). ``tl.debug_barrier`` orders device
+memory itself. Barriers never order different programs (threadgroups); Triton gives no such guarantee either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import ir
+from ..layout import WARP_SIZE, BlockedLayout, MmaLayout, TileLayout
+from ..op_traits import TRANSPARENT, VIEW, ops_where
+from .layouts import LayoutPlan, store_layout
+
+# atomics that only read memory (tl.atomic_load, tl.atomic_poll): their buffers are not written
+READ_ONLY_ATOMICS = ("load", "poll")
+# read-modify-writes whose final memory value does not depend on their order
+_COMMUTATIVE_ATOMICS = ("add", "max", "min", "and", "or", "xor")
+_THROUGH = ops_where(layout=TRANSPARENT) | ops_where(layout=VIEW)  # a thread's own registers in, its own out
+_MEMORY = ("load", "store", "atomic")
+_PRIME = (1 << 31) - 1  # generic evaluation of symbolic offsets (modulo a prime: exact identities survive)
+
+Poly = dict  # monomial (sorted tuple of symbols) -> integer coefficient; symbols "#i" are tile index variables
+
+
+@dataclass
+class DeviceOrderPlan:
+    """The device-memory barriers a function needs: the op each one goes before, with the reason."""
+
+    barriers_before: dict[ir.Op, str] = field(default_factory=dict)
+
+
+def pointer_roots(fn: ir.Function) -> dict[int, str]:
+    """For every pointer value, the pointer argument it is derived from (through loops too)."""
+    roots: dict[int, str] = {a.id: a.name for a in fn.args if a.type.is_ptr}
+
+    def block(b: ir.Block) -> None:
+        for op in b.ops:
+            if op.name in ("for", "while", "if"):
+                inits = op.operands[3:] if op.name == "for" else (op.operands if op.name == "while" else [])
+                for region in op.regions:
+                    args = region.args[1:] if op.name == "for" else region.args
+                    for a, i in zip(args, inits):
+                        if i.id in roots:
+                            roots[a.id] = roots[i.id]
+                    block(region)
+                if op.name == "if":
+                    inits = op.regions[0].terminator.operands
+                for r, i in zip(op.results, inits):
+                    if i.id in roots:
+                        roots[r.id] = roots[i.id]
+            elif op.results and op.operands and op.result.type.is_ptr and op.operands[0].id in roots:
+                roots[op.result.id] = roots[op.operands[0].id]
+
+    block(fn.body)
+    return roots
+
+
+def written_roots(fn: ir.Function, roots: dict[int, str]) -> set[str]:
+    """The pointer arguments the kernel stores to or changes atomically."""
+    return {roots.get(op.operands[0].id) for op in ir.walk(fn.ops)
+            if op.name == "store" or (op.name == "atomic" and op.attrs["kind"] not in READ_ONLY_ATOMICS)} - {None}
+
+
+# --- polynomials ---------------------------------------------------------------------------------------------------
+def _const(c: int) -> Poly:
+    return {(): c} if c else {}
+
+
+def _add(a: Poly, b: Poly, sign: int = 1) -> Poly:
+    out = dict(a)
+    for m, c in b.items():
+        v = out.get(m, 0) + sign * c
+        if v:
+            out[m] = v
+        else:
+            out.pop(m, None)
+    return out
+
+
+def _mul(a: Poly, b: Poly) -> Poly:
+    out: Poly = {}
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            m = tuple(sorted(ma + mb))
+            v = out.get(m, 0) + ca * cb
+            if v:
+                out[m] = v
+            else:
+                out.pop(m, None)
+    return out
+
+
+def _rename(p: Poly, f) -> Poly:
+    """Rename index variables (``f(i)`` -> new index, or None: that variable is 0 and its monomials vanish)."""
+    out: Poly = {}
+    for m, c in p.items():
+        new = []
+        for s in m:
+            if s.startswith("#"):
+                j = f(int(s[1:]))
+                if j is None:
+                    break
+                s = f"#{j}"
+            new.append(s)
+        else:
+            key = tuple(sorted(new))
+            out[key] = out.get(key, 0) + c
+    return {m: c for m, c in out.items() if c}
+
+
+def _key(p: Poly) -> tuple:
+    return tuple(sorted(p.items()))
+
+
+def _split(p: Poly) -> tuple[Poly, Poly]:
+    """(the part without index variables, the part with them)."""
+    inner = {m: c for m, c in p.items() if any(s.startswith("#") for s in m)}
+    return {m: c for m, c in p.items() if m not in inner}, inner
+
+
+# --- which thread touches which element -------------------------------------------------------------------------
+def element_threads(layout: TileLayout, shape: tuple[int, ...], owners_only: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(thread, row-major element index) of every register of a ``shape`` tile held in ``layout``: all holders
+    (a load: replicas load too), or only each element's owner (a store or atomic; ``MSLEmitter.owner``)."""
+    p = layout.parent
+    nthreads = WARP_SIZE * (p.warps[0] * p.warps[1] if isinstance(p, MmaLayout) else int(np.prod(p.warps_per_cta)))
+    tid, e = np.meshgrid(np.arange(nthreads), np.arange(p.elems_per_thread), indexing="ij")
+    tid, e = tid.ravel(), e.ravel()
+    lane, warp = tid % WARP_SIZE, tid // WARP_SIZE
+    rank = len(p.shape)
+    raw = [_raw_coord(p, d, lane, warp, e) for d in range(rank)]
+    keep = np.ones(tid.shape, dtype=bool)
+    coords = []
+    for i, n in enumerate(shape):
+        d = layout.dims[i]
+        if n == 1 or d < 0:
+            coords.append(np.zeros_like(tid))
+        else:
+            coords.append(raw[d] % p.shape[d] if p.replicated[d] else raw[d])
+    if owners_only:
+        for d in range(rank):
+            if d in layout.dims:
+                i = layout.dims.index(d)
+                if isinstance(p, BlockedLayout) and shape[i] == 1 and p.cta_tile[d] * p.per_thread[d] > 1:
+                    keep &= raw[d] == 0
+                elif p.replicated[d]:
+                    keep &= raw[d] < p.shape[d]
+            else:
+                keep &= raw[d] == 0
+    flat = np.zeros_like(tid)
+    for i, n in enumerate(shape):
+        flat = flat * n + coords[i]
+    return tid[keep], flat[keep]
+
+
+def _raw_coord(p: BlockedLayout | MmaLayout, d: int, lane, warp, e):
+    """The coordinate along parent dimension ``d`` of register ``e`` of each thread (``MSLEmitter.raw_coord``)."""
+    if isinstance(p, MmaLayout):
+        fm, fn = p.frags
+        wm, wn = p.warps
+        block = p.shape[d] // p.warps[d]
+        if d == 0:
+            w = warp // wn if wm > 1 else 0
+            fr = 4 * ((lane >> 4) & 1) + 2 * ((lane >> 2) & 1) + ((lane >> 1) & 1)
+            return w * block + ((e // (2 * fn)) * 8 if fm > 1 else 0) + fr
+        w = warp % wn if wn > 1 else 0
+        fc = 4 * ((lane >> 3) & 1) + 2 * (lane & 1)
+        local = e % (2 * fn) if fm > 1 else e
+        return w * block + ((local // 2) * 8 if fn > 1 else 0) + fc + local % 2
+    spt, tpw, wpc = p.size_per_thread[d], p.threads_per_warp[d], p.warps_per_cta[d]
+    base = ((warp // p.warp_stride(d)) % wpc) * spt * tpw + ((lane // p.lane_stride(d)) % tpw) * spt
+    local = (e // p.slot_stride(d)) % p.per_thread[d]
+    return base + local % spt + (local // spt) * p.cta_tile[d]
+
+
+@dataclass(eq=False)
+class _Access:
+    op: ir.Op
+    writes: bool
+    commutative: bool  # an atomic read-modify-write whose order does not matter
+    poly: Poly | None  # byte offset from the common base (None: unknown)
+    shape: tuple[int, ...]
+    itemsize: int
+    tids: np.ndarray  # with elems: every (thread, element) pair that touches memory
+    elems: np.ndarray
+    replicated: bool  # some element is touched by several threads
+
+    @property
+    def one_thread(self) -> int | None:
+        t = np.unique(self.tids)
+        return int(t[0]) if len(t) == 1 else None
+
+
+def _cross_thread(addr_a, tid_a, addr_b, tid_b) -> bool:
+    """Whether some address occurs in both with two different threads."""
+    def spans(addr, tid):
+        u, inv = np.unique(addr, return_inverse=True)
+        lo = np.full(len(u), np.iinfo(np.int64).max)
+        hi = np.full(len(u), -1)
+        np.minimum.at(lo, inv, tid)
+        np.maximum.at(hi, inv, tid)
+        return u, lo, hi
+
+    ua, loa, hia = spans(addr_a, tid_a)
+    ub, lob, hib = spans(addr_b, tid_b)
+    _, ia, ib = np.intersect1d(ua, ub, assume_unique=True, return_indices=True)
+    if not len(ia):
+        return False
+    return bool(np.any((loa[ia] != hia[ia]) | (lob[ib] != hib[ib]) | (loa[ia] != lob[ib])))
+
+
+def _evaluate(p: Poly, shape: tuple[int, ...], atoms: dict[str, int] | None) -> np.ndarray:
+    """``p`` at every element of ``shape`` (row-major): exactly (no atoms), or modulo a prime with ``atoms``."""
+    idx = np.indices(shape, dtype=np.int64).reshape(len(shape), -1) if shape else np.zeros((0, 1), np.int64)
+    out = np.zeros(idx.shape[1] if shape else 1, dtype=np.int64)
+    for m, c in p.items():
+        term = np.full(out.shape, c % _PRIME if atoms is not None else c, dtype=np.int64)
+        for s in m:
+            v = idx[int(s[1:])] if s.startswith("#") else atoms[s]
+            term = term * v
+            if atoms is not None:
+                term %= _PRIME
+        out = out + term
+        if atoms is not None:
+            out %= _PRIME
+    return out
+
+
+def _generic_atoms(*polys: Poly) -> dict[str, int]:
+    names = sorted({s for p in polys for m in p for s in m if not s.startswith("#")})
+    rng = np.random.default_rng(20261203)  # fixed: compiling twice gives the same MSL
+    return {n: int(v) for n, v in zip(names, rng.integers(1 << 20, _PRIME, len(names)))}
+
+
+def _form(g: Poly) -> tuple:
+    """The index terms of an offset, with every runtime coefficient (a stride argument) written as "s"."""
+    out: dict[tuple, object] = {}
+    for m, c in g.items():
+        idx = tuple(x for x in m if x.startswith("#"))
+        symbolic = len(idx) < len(m)
+        out[idx] = "s" if symbolic or out.get(idx) == "s" else out.get(idx, 0) + c
+    return tuple(sorted(out.items()))
+
+
+def conflict(a: _Access, b: _Access) -> str | None:
+    """Why ``a`` then ``b`` need a device barrier between them (None: they never touch one address from two
+    different threads, or neither writes)."""
+    if not (a.writes or b.writes) or (a.commutative and b.commutative):
+        return None
+    ta, tb = a.one_thread, b.one_thread
+    if ta is not None and ta == tb:
+        return None  # one thread does both, in program order
+    if a.poly is None or b.poly is None:
+        return "their addresses are not known at compile time"
+    ca, ga = _split(a.poly)
+    cb, gb = _split(b.poly)
+    diff = _add(ca, cb, -1)
+    # the same block of the same shape, addressed the same way (strides may be different arguments): it is
+    # assumed to be the same memory element for element (an array passed twice) or disjoint memory
+    same_form = a.shape == b.shape and a.itemsize == b.itemsize and _form(ga) == _form(gb)
+    symbolic = any(not s.startswith("#") for p in (ga, gb) for m in p for s in m)
+    if any(m for m in diff) or (symbolic and _key(ga) != _key(gb)):
+        if not same_form or (not any(m for m in diff) and diff.get((), 0)):
+            return "their addresses differ by a runtime value" if any(m for m in diff) else \
+                "their addresses may coincide (different runtime strides)"
+        diff, gb = {}, ga
+    d = diff.get((), 0)
+    if not symbolic:
+        addr_a = _evaluate(ga, a.shape, None)[a.elems] + d
+        addr_b = _evaluate(gb, b.shape, None)[b.elems]
+        if a.itemsize == b.itemsize and a.itemsize > 1:
+            if np.all(addr_a % a.itemsize == 0) and np.all(addr_b % b.itemsize == 0):
+                addr_a, addr_b = addr_a // a.itemsize, addr_b // b.itemsize
+                return "another thread touches the same element" if _cross_thread(
+                    addr_a, a.tids, addr_b, b.tids) else None
+        bytes_a = (addr_a[:, None] + np.arange(a.itemsize)).ravel()
+        bytes_b = (addr_b[:, None] + np.arange(b.itemsize)).ravel()
+        return "another thread touches the same bytes" if _cross_thread(
+            bytes_a, np.repeat(a.tids, a.itemsize), bytes_b, np.repeat(b.tids, b.itemsize)) else None
+    # runtime strides: taken as generic values (distinct elements of a tile never share an address unless the
+    # offsets say so for every value of the strides)
+    addr = _evaluate(ga, a.shape, _generic_atoms(ga))
+    return "another thread touches the same element" if _cross_thread(
+        (addr[a.elems] + d) % _PRIME, a.tids, addr[b.elems], b.tids) else None
+
+
+# --- offsets as polynomials ------------------------------------------------------------------------------------------
+class _Context:
+    """One iteration of a loop (or the kernel body): the polynomial of every value defined in it."""
+
+    def __init__(self, tag: str, parent: _Context | None, loop: ir.Op | None):
+        self.tag, self.parent, self.loop = tag, parent, loop
+        self.values: dict[int, Poly | None] = {}
+
+
+class _Analysis:
+    def __init__(self, fn: ir.Function, plan: LayoutPlan, num_warps: int):
+        self.fn, self.plan, self.num_warps = fn, plan, num_warps
+        self.order = DeviceOrderPlan()
+        self.scope: dict[int, ir.Op | None] = {}  # value id -> the innermost loop defining it
+        self.roots = pointer_roots(fn)
+        self.written = written_roots(fn, self.roots)
+        self.records: dict[tuple[int, str], _Access] = {}
+        self._scopes(fn.body, None)
+        for a in fn.args:
+            self.scope[a.id] = None
+
+    def _scopes(self, block: ir.Block, loop: ir.Op | None) -> None:
+        for a in block.args:
+            self.scope.setdefault(a.id, loop)
+        for op in block.ops:
+            for r in op.results:
+                self.scope[r.id] = loop
+            for region in op.regions:
+                self._scopes(region, op if op.name in ("for", "while") else loop)
+
+    # --- polynomials of values -----------------------------------------------------------------------------------
+    def poly(self, v: ir.Value, ctx: _Context) -> Poly | None:
+        home = ctx
+        while home.loop is not self.scope.get(v.id) and home.parent is not None:
+            home = home.parent
+        if v.id not in home.values:
+            home.values[v.id] = self._define(v, home)
+        return home.values[v.id]
+
+    def _atom(self, v: ir.Value, ctx: _Context) -> Poly | None:
+        return None if v.type.is_tile else {(f"v{v.id}@{ctx.tag}",): 1}
+
+    def _define(self, v: ir.Value, ctx: _Context) -> Poly | None:
+        op = v.op
+        if op is None:  # a kernel argument (block arguments are bound by their loop's context)
+            return {} if v.type.is_ptr else ({(f"arg:{v.name}",): 1} if not v.type.is_tile else None)
+        name = op.name
+        if name == "program_id" or name == "num_programs":
+            return {(f"{name}{op.attrs['axis']}",): 1}
+        if op.regions or name in ("load", "atomic") or len(op.results) != 1:
+            return self._atom(v, ctx)
+        if name == "const":
+            val = op.attrs["value"]
+            return _const(int(val)) if isinstance(val, (bool, int)) else self._atom(v, ctx)
+        if name == "arange":
+            start, end = op.attrs["start"], op.attrs["end"]
+            return _add(_const(start), {("#0",): 1}) if end - start > 1 else _const(start)
+        ops = [self.poly(o, ctx) for o in op.operands]
+        shape = v.type.shape
+        known = all(p is not None for p in ops)
+        p = self._combine(op, ops, shape) if known else None
+        if p is None and not v.type.is_tile and known and all(not o.type.is_tile for o in op.operands):
+            # the same pure function of the same scalars is the same scalar (e.g. pid // 4 computed twice)
+            return {(f"{name}{sorted(op.attrs.items())}{[_key(q) for q in ops]}",): 1}
+        if p is None:
+            return self._atom(v, ctx)
+        return _rename(p, lambda i: None if shape[i] == 1 else i) if shape else p
+
+    def _combine(self, op: ir.Op, ops: list[Poly], shape: tuple[int, ...]) -> Poly | None:
+        name = op.name
+        if name in ("splat", "multiple_of", "max_contiguous"):
+            return ops[0]
+        if name == "add":
+            return _add(ops[0], ops[1])
+        if name == "sub":
+            return _add(ops[0], ops[1], -1)
+        if name == "mul":
+            return _mul(ops[0], ops[1])
+        if name == "neg":
+            return _add({}, ops[0], -1)
+        if name == "addptr":
+            return _add(ops[0], _mul(ops[1], _const(op.operands[0].type.element.element_ty.itemsize)))
+        if name in ("cast", "bitcast"):
+            src, dst = op.operands[0].type.element, op.result.type.element
+            if src.is_ptr() and dst.is_ptr():
+                return ops[0]  # the same address
+            if name == "cast" and src.is_int() and dst.is_int() and not src.is_bool() and (
+                    src.name == dst.name or (dst.itemsize > src.itemsize and
+                                             (src.is_int_unsigned() or dst.is_int_signed()))):
+                return ops[0]  # a widening integer cast keeps the value
+            return None
+        if name == "broadcast":
+            k = len(shape) - len(op.operands[0].type.shape)
+            return _rename(ops[0], lambda i: i + k)
+        if name == "expand_dims":
+            axis = op.attrs["axis"]
+            return _rename(ops[0], lambda i: i + 1 if i >= axis else i)
+        if name == "squeeze":
+            axis = op.attrs["axis"]
+            return _rename(ops[0], lambda i: None if i == axis else (i - 1 if i > axis else i))
+        if name == "permute":
+            order = op.attrs["order"]
+            return _rename(ops[0], lambda i: order.index(i))
+        return None
+
+    def loop_contexts(self, op: ir.Op, ctx: _Context) -> tuple[_Context, _Context]:
+        """Two consecutive iterations of a loop: the second's loop variables written in terms of the first's."""
+        is_for = op.name == "for"
+        inits = op.operands[3:] if is_for else op.operands
+        body = op.regions[-1]
+        carried = [region.args[1:] if is_for else region.args for region in op.regions]
+        yields = body.terminator.operands
+        uniform_shift = [v.type.is_tile for v in op.results]  # tiles advanced by a scalar each iteration
+        while True:
+            first = _Context(f"{ctx.tag}/{op.results[0].id if op.results else id(op)}.0", ctx, op)
+            for args in carried:
+                for k, a in enumerate(args):
+                    init = self.poly(inits[k], ctx)
+                    if not a.type.is_tile:
+                        first.values[a.id] = {(f"c{a.id}@{first.tag}",): 1}
+                    elif uniform_shift[k] and init is not None:
+                        first.values[a.id] = _add(init, {(f"c{a.id}@{first.tag}",): 1})
+                    else:
+                        first.values[a.id] = None
+            if is_for:
+                first.values[body.args[0].id] = {(f"iv{body.args[0].id}@{first.tag}",): 1}
+            again = False
+            for k, (a, y) in enumerate(zip(carried[-1], yields)):
+                if a.type.is_tile and uniform_shift[k]:
+                    py, pa = self.poly(y, first), first.values[a.id]
+                    if py is None or pa is None or _split(_add(py, pa, -1))[1]:
+                        uniform_shift[k] = False
+                        again = True
+            if not again:
+                break
+        second = _Context(first.tag[:-1] + "1", ctx, op)
+        for args in carried:
+            for a, y in zip(args, yields):
+                second.values[a.id] = self.poly(y, first)
+        if is_for:
+            iv = body.args[0]
+            step = self.poly(op.operands[2], ctx)
+            second.values[iv.id] = _add(first.values[iv.id], step) if step is not None else {
+                (f"iv{iv.id}@{second.tag}",): 1}
+        return first, second
+
+    # --- accesses ----------------------------------------------------------------------------------------------------
+    def record(self, op: ir.Op, ctx: _Context) -> _Access:
+        key = (id(op), ctx.tag)
+        if key in self.records:
+            return self.records[key]
+        ptr = op.operands[0]
+        itemsize = ptr.type.element.element_ty.itemsize
+        kind = op.attrs.get("kind") if op.name == "atomic" else None
+        writes = op.name == "store" or (op.name == "atomic" and kind not in READ_ONLY_ATOMICS)
+        nthreads = WARP_SIZE * self.num_warps
+        if ptr.type.is_tile:
+            if op.name == "store":
+                tids, elems = element_threads(store_layout(self.plan, op), ptr.type.shape, True)
+            else:
+                tids, elems = element_threads(self.plan.homes[op.result.id], ptr.type.shape, op.name == "atomic")
+        elif op.name == "load" and self.roots.get(ptr.id) is not None and self.roots[ptr.id] not in self.written:
+            tids, elems = np.arange(nthreads), np.zeros(nthreads, dtype=np.int64)  # every thread loads it
+        else:  # thread 0 performs it (a scalar store or atomic, or a load the others receive from it)
+            tids, elems = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        replicated = len(np.unique(elems)) < len(elems)
+        rec = _Access(op, writes, kind in _COMMUTATIVE_ATOMICS, self.poly(ptr, ctx), ptr.type.shape, itemsize,
+                      tids, elems, replicated)
+        self.records[key] = rec
+        return rec
+
+    def collect(self, block: ir.Block, ctx: _Context) -> list[_Access]:
+        """Every access in ``block`` (both iterations of its loops)."""
+        out = []
+        for op in block.ops:
+            if op.name in _MEMORY:
+                out.append(self.record(op, ctx))
+            elif op.name in ("for", "while"):
+                for c in self.loop_contexts(op, ctx):
+                    for region in op.regions:
+                        out += self.collect(region, c)
+            elif op.name == "if":
+                for region in op.regions:
+                    out += self.collect(region, ctx)
+        return out
+
+    # --- the walk in program order --------------------------------------------------------------------------------
+    def need_barrier(self, op: ir.Op, pending: list[_Access], accesses: list[_Access]) -> bool:
+        for a in pending:
+            for b in accesses:
+                why = conflict(a, b)
+                if why is not None:
+                    self.order.barriers_before.setdefault(op, _describe(a, b, why))
+                    return True
+        return False
+
+    def walk(self, block: ir.Block, ctx: _Context, pending: list[_Access]) -> list[_Access]:
+        for op in block.ops:
+            if op in self.order.barriers_before or op.name == "barrier":
+                pending = []  # tl.debug_barrier orders device memory too
+            if op.name in _MEMORY:
+                rec = self.record(op, ctx)
+                if self.need_barrier(op, pending, [rec]):
+                    pending = []
+                pending = [*pending, rec]
+            elif op.name == "dot":
+                feeding = self.fed_by(op.operands[0]) | self.fed_by(op.operands[1])
+                pending = [a for a in pending if a.writes or a.replicated or id(a.op) not in feeding]
+            elif op.name == "if":
+                if self.need_barrier(op, pending, self.collect_regions(op, ctx)):
+                    pending = []
+                outs = [self.walk(region, ctx, pending) for region in op.regions]
+                if len(op.regions) < 2:
+                    outs.append(pending)
+                pending = _union(*outs)
+            elif op.name in ("for", "while"):
+                pending = self.walk_loop(op, ctx, pending)
+            elif op.regions and any(o.name in _MEMORY for region in op.regions for o in ir.walk(region.ops)):
+                raise ir.VerificationError(f"internal error: memory access inside the region of '{op.name}'")
+        return pending
+
+    def collect_regions(self, op: ir.Op, ctx: _Context) -> list[_Access]:
+        return [a for region in op.regions for a in self.collect(region, ctx)]
+
+    def walk_loop(self, op: ir.Op, ctx: _Context, pending: list[_Access]) -> list[_Access]:
+        first, second = self.loop_contexts(op, ctx)
+        inside = [a for c in (first, second) for region in op.regions for a in self.collect(region, c)]
+        if self.need_barrier(op, pending, inside):
+            pending = []
+        for _ in range(4):  # barriers placed inside change what is pending around the back edge
+            known = len(self.order.barriers_before)
+            p = pending
+            for c in (first, second):
+                for region in op.regions:
+                    p = self.walk(region, c, p)
+            if len(self.order.barriers_before) == known:
+                break
+        return _union(pending, p)
+
+    def fed_by(self, v: ir.Value) -> set[int]:
+        """The loads whose values reach ``v`` through each thread's own registers (elementwise ops and views)."""
+        out: set[int] = set()
+        stack = [v]
+        while stack:
+            x = stack.pop()
+            op = x.op
+            if op is None:
+                continue
+            if op.name == "load":
+                out.add(id(op))
+            elif op.name in _THROUGH:
+                stack += op.operands
+        return out
+
+    def run(self) -> DeviceOrderPlan:
+        self.walk(self.fn.body, _Context("k", None, None), [])
+        return self.order
+
+
+def _union(*lists: list[_Access]) -> list[_Access]:
+    seen: dict[int, _Access] = {}
+    for lst in lists:
+        for a in lst:
+            seen.setdefault(id(a), a)
+    return list(seen.values())
+
+
+def _describe(a: _Access, b: _Access, why: str) -> str:
+    def what(x: _Access) -> str:
+        kind = x.op.name if x.op.name != "atomic" else f"atomic_{x.op.attrs.get('kind')}"
+        return f"the {kind}" + (f" at line {x.op.loc.lineno}" if x.op.loc else "")
+
+    return f"{what(a)} and {what(b)} may touch one address from two threads ({why})"
+
+
+def plan_device_order(fn: ir.Function, plan: LayoutPlan, num_warps: int) -> DeviceOrderPlan:
+    """Where ``fn`` needs device-memory barriers so that its global accesses take effect in program order."""
+    return _Analysis(fn, plan, num_warps).run()

@@ -1,0 +1,134 @@
+"""Global loads and stores of one program take effect in program order, whichever threads make them.
+
+Without device-memory barriers, the cpu backend runs a threadgroup's threads one after another between
+barriers, so a thread that stores an element before another thread loads it (or the reverse) shows up as a
+wrong value every time. The same kernels without such pairs get no barrier (passes/device_order.py).
+"""
+
+import numpy as np
+import pytest
+
+import enceladus
+from paths import run_on_all_paths
+
+from . import kernels
+from . import order_kernels as ok
+
+DEVICE_BARRIER = "threadgroup_barrier(mem_flags::mem_device)"
+
+
+@pytest.mark.parametrize("col", [False, True])
+@pytest.mark.parametrize("shape", [(16, 16), (64, 128), (8, 256)])
+def test_broadcast_row_then_store(shape, col):
+    m, n = shape
+    z = np.random.default_rng(m + n).standard_normal(shape).astype(np.float32)
+    run_on_all_paths(ok.add_broadcast_kernel, (1,), lambda: (z.copy(),),
+                     lambda z: {0: z + (z[:, :1] if col else z[:1, :])}, constexprs={"M": m, "N": n, "COL": col})
+
+
+@pytest.mark.parametrize("epilogue", ["rows", "cols"])
+@pytest.mark.parametrize("in_dtype", [np.float16, np.float32])
+@pytest.mark.parametrize("mnk", [(32, 64, 32), (64, 128, 128)])
+def test_dot_epilogue_reads_its_output(mnk, in_dtype, epilogue):
+    m, n, k = mnk
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((m, k)).astype(in_dtype)
+    y = rng.standard_normal((k, n)).astype(in_dtype)
+    z = rng.standard_normal((m, n)).astype(np.float32)
+
+    def reference(x, y, z, *_):
+        extra = z[:, :1] if epilogue == "rows" else z[:1, :]
+        return {2: x.astype(np.float32) @ y.astype(np.float32) + extra}
+
+    run_on_all_paths(ok.dot_epilogue_kernel, (1,), lambda: (x, y, z.copy(), n, 1), reference,
+                     constexprs={"M": m, "N": n, "K": k, "EPILOGUE": epilogue}, rtol=1e-3, atol=1e-3)
+
+
+def test_aliased_arguments():
+    z = np.random.default_rng(3).standard_normal((32, 64)).astype(np.float32)
+
+    def make():
+        a = z.copy()
+        return a, a  # one array, two pointer arguments
+
+    run_on_all_paths(ok.aliased_rows_kernel, (1,), make, lambda a, _: {1: 2 * a + a[:1, :]},
+                     constexprs={"M": 32, "N": 64})
+
+
+@pytest.mark.parametrize("block", [128, 512])
+def test_read_after_write_by_other_threads(block):
+    offs = np.arange(block, dtype=np.int32)
+    run_on_all_paths(ok.read_back_reversed_kernel, (1,),
+                     lambda: (np.zeros(block, np.int32), np.zeros(block, np.int32)),
+                     lambda x, out: {0: offs * 3 + 1, 1: (offs * 3 + 1)[::-1]}, constexprs={"BLOCK": block})
+
+
+def test_scalar_read_after_tile_write():
+    offs = np.arange(256, dtype=np.int32)
+    run_on_all_paths(ok.read_back_scalar_kernel, (1,),
+                     lambda: (np.zeros(256, np.int32), np.zeros(256, np.int32), 201),
+                     lambda x, out, n: {0: offs * 5, 1: offs + 5 * n}, constexprs={"BLOCK": 256})
+
+
+@pytest.mark.parametrize("block", [128, 1024])
+def test_write_after_write_by_other_threads(block):
+    offs = np.arange(block, dtype=np.int32)
+    run_on_all_paths(ok.store_twice_kernel, (1,), lambda: (np.zeros(block, np.int32),),
+                     lambda x: {0: (offs + 1000)[::-1]}, constexprs={"BLOCK": block})
+
+
+def test_read_after_write_across_loop_iterations():
+    nb, block = 6, 256
+    x0 = np.random.default_rng(9).integers(-100, 100, nb * block).astype(np.int32)
+
+    def reference(x):
+        x = x.reshape(nb, block).copy()
+        for k in range(1, nb):
+            x[k] += x[k - 1][::-1]
+        return {0: x.ravel()}
+
+    run_on_all_paths(ok.blocks_chain_kernel, (1,), lambda: (x0.copy(),), reference,
+                     constexprs={"NB": nb, "BLOCK": block})
+    msl = enceladus.compile(ok.blocks_chain_kernel, signature="*i32", constexprs={"NB": nb, "BLOCK": block}).asm["msl"]
+    assert msl.count(DEVICE_BARRIER) == 1  # one per iteration, inside the loop
+
+
+def _msl(kernel, signature, constexprs):
+    return enceladus.compile(kernel, signature=signature, constexprs=constexprs).asm["msl"]
+
+
+@pytest.mark.parametrize("case", ["in place", "in place loop", "copy2d", "dot epilogue", "matrix epilogue"])
+def test_same_thread_pairs_need_no_barrier(case):
+    """Each element loaded and stored by the same thread (or loads consumed by a dot): no device barrier."""
+    msl = {
+        "in place": lambda: _msl(ok.in_place_kernel, "*fp32, i32", {"BLOCK": 1024}),
+        "in place loop": lambda: _msl(ok.in_place_loop_kernel, "*fp32, *fp32, i32", {"N": 4096, "BLOCK": 512}),
+        "copy2d": lambda: _msl(kernels.copy2d_kernel, "*fp16, *fp16, i32, i32, i32, i32, i32, i32",
+                               {"BLOCK_M": 32, "BLOCK_N": 64}),
+        "dot epilogue": lambda: _msl(ok.dot_epilogue_kernel, "*fp16, *fp16, *fp32, i32, i32",
+                                     {"M": 64, "N": 64, "K": 32, "EPILOGUE": "none"}),
+        "matrix epilogue": lambda: _msl(ok.dot_epilogue_kernel, "*fp32, *fp32, *fp32, i32, i32",
+                                        {"M": 64, "N": 64, "K": 32, "EPILOGUE": "matrix"}),
+    }[case]()
+    assert DEVICE_BARRIER not in msl
+
+
+def test_in_place_kernels_run_on_all_paths():
+    x = np.random.default_rng(5).standard_normal(3000).astype(np.float32)
+    run_on_all_paths(ok.in_place_kernel, (3,), lambda: (x.copy(), x.size), lambda x, n: {0: 2 * x + 1},
+                     constexprs={"BLOCK": 1024})
+    rows = np.random.default_rng(6).standard_normal((3, 1024)).astype(np.float32)
+
+    def make():
+        a = rows.copy()
+        return a, a, 1024
+
+    run_on_all_paths(ok.in_place_loop_kernel, (3,), make, lambda a, _, __: {0: 2 * a},
+                     constexprs={"N": 1024, "BLOCK": 256})
+
+
+def test_barrier_is_explained():
+    ck = enceladus.compile(ok.add_broadcast_kernel, signature="*fp32", constexprs={"M": 16, "N": 16, "COL": False})
+    notes = [n for n in ck.metadata["notes"] if n.startswith("device-memory barrier")]
+    assert len(notes) == 1 and "the load at line" in notes[0] and "the store at line" in notes[0], notes
+    assert ck.asm["msl"].count(DEVICE_BARRIER) == 1
