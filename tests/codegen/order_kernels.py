@@ -98,3 +98,12 @@ def in_place_loop_kernel(X, Y, stride, N: tl.constexpr, BLOCK: tl.constexpr):
         cols = off + tl.arange(0, BLOCK)
         x = tl.load(X + row * stride + cols)
         tl.store(Y + row * stride + cols, x * 2)
+
+
+@enceladus.jit
+def shift_row_kernel(X, Y, stride_x, stride_y, N: tl.constexpr):
+    """Y[row, c] = X[row, c - 1] (0 at c = 0); in place when X is Y: each thread reads its left neighbour's element."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, N)
+    x = tl.load(X + row * stride_x + cols - 1, mask=cols >= 1, other=0.0)
+    tl.store(Y + row * stride_y + cols, x)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import enceladus
-from paths import run_on_all_paths
+from enceladus.backends.cpu.errors import KernelLaunchError
+from paths import needs_cpu, run_on_all_paths
 
 from . import kernels
 from . import order_kernels as ok
@@ -93,6 +94,22 @@ def test_read_after_write_across_loop_iterations():
     assert msl.count(DEVICE_BARRIER) == 1  # one per iteration, inside the loop
 
 
+def test_in_place_shift_by_one():
+    """Same row, same form of offsets with different stride arguments, shifted by one: still ordered."""
+    rows = np.random.default_rng(4).standard_normal((3, 256)).astype(np.float32)
+
+    def make():
+        a = rows.copy()
+        return a, a, 256, 256
+
+    def reference(a, *_):
+        out = np.zeros_like(a)
+        out[:, 1:] = a[:, :-1]
+        return {0: out}
+
+    run_on_all_paths(ok.shift_row_kernel, (3,), make, reference, constexprs={"N": 256})
+
+
 def _msl(kernel, signature, constexprs):
     return enceladus.compile(kernel, signature=signature, constexprs=constexprs).asm["msl"]
 
@@ -132,3 +149,67 @@ def test_barrier_is_explained():
     notes = [n for n in ck.metadata["notes"] if n.startswith("device-memory barrier")]
     assert len(notes) == 1 and "the load at line" in notes[0] and "the store at line" in notes[0], notes
     assert ck.asm["msl"].count(DEVICE_BARRIER) == 1
+
+
+# --- debug mode: device-memory races within a threadgroup (ENCELADUS_DEBUG_DEVICE_RACES=1) -------------------------
+def _race_cases():
+    z = np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32)
+    x = np.random.default_rng(1).standard_normal((32, 64)).astype(np.float16)
+    y = np.random.default_rng(2).standard_normal((64, 64)).astype(np.float16)
+    shared = z[:32, :64].copy()
+    return {
+        "row broadcast": (ok.add_broadcast_kernel, (z.copy(),), {"M": 64, "N": 128, "COL": False}),
+        "column broadcast": (ok.add_broadcast_kernel, (z.copy(),), {"M": 64, "N": 128, "COL": True}),
+        "dot add-rows": (ok.dot_epilogue_kernel, (x, y, np.ones((32, 64), np.float32), 64, 1),
+                         {"M": 32, "N": 64, "K": 64, "EPILOGUE": "rows"}),
+        "dot add-cols": (ok.dot_epilogue_kernel, (x, y, np.ones((32, 64), np.float32), 64, 1),
+                         {"M": 32, "N": 64, "K": 64, "EPILOGUE": "cols"}),
+        "aliased arguments": (ok.aliased_rows_kernel, (shared, shared), {"M": 32, "N": 64}),
+        "read after write": (ok.read_back_reversed_kernel, (np.zeros(256, np.int32), np.zeros(256, np.int32)),
+                             {"BLOCK": 256}),
+        "scalar read after write": (ok.read_back_scalar_kernel,
+                                    (np.zeros(256, np.int32), np.zeros(256, np.int32), 201), {"BLOCK": 256}),
+        "write after write": (ok.store_twice_kernel, (np.zeros(256, np.int32),), {"BLOCK": 256}),
+        "across iterations": (ok.blocks_chain_kernel, (np.zeros(6 * 256, np.int32),), {"NB": 6, "BLOCK": 256}),
+    }
+
+
+@pytest.fixture
+def device_races(monkeypatch, tmp_path):
+    monkeypatch.setenv("ENCELADUS_DEBUG_DEVICE_RACES", "1")
+    monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "cache"))  # kernels compiled here stay private
+
+
+@needs_cpu
+@pytest.mark.parametrize("case", sorted(_race_cases()))
+def test_debug_mode_reports_missing_device_barrier(case, device_races, monkeypatch):
+    """Compiled without the device-order pass (as before it existed), debug mode names the race."""
+    from enceladus.compiler.passes import device_order
+    from enceladus.runtime.jit import JITFunction
+
+    monkeypatch.setattr(device_order, "plan_device_order", lambda *a, **k: device_order.DeviceOrderPlan())
+    kernel, args, constexprs = _race_cases()[case]
+    with pytest.raises(KernelLaunchError, match=r"device-memory race: thread \d+ (reads|writes) element \d+ of "
+                                                 r"argument '\w+', which (thread \d+|other threads) (also )?(wrote|read)"):
+        JITFunction(kernel.fn)[(1,)](*args, **constexprs, debug=True)
+
+
+@needs_cpu
+@pytest.mark.parametrize("case", sorted(_race_cases()))
+def test_debug_mode_finds_no_race_after_the_pass(case, device_races):
+    from enceladus.runtime.jit import JITFunction
+
+    kernel, args, constexprs = _race_cases()[case]
+    JITFunction(kernel.fn)[(1,)](*args, **constexprs, debug=True)
+
+
+@needs_cpu
+def test_debug_mode_without_device_races_is_silent(monkeypatch, tmp_path):
+    """Plain debug mode keeps its cost: device-memory tracking is asked for separately."""
+    from enceladus.compiler.passes import device_order
+    from enceladus.runtime.jit import JITFunction
+
+    monkeypatch.delenv("ENCELADUS_DEBUG_DEVICE_RACES", raising=False)
+    monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(device_order, "plan_device_order", lambda *a, **k: device_order.DeviceOrderPlan())
+    JITFunction(ok.store_twice_kernel.fn)[(1,)](np.zeros(256, np.int32), BLOCK=256, debug=True)

@@ -11,6 +11,7 @@ KernelLaunchErrors. Nothing is copied: the cost is proportional to the bytes the
 from __future__ import annotations
 
 import ctypes
+import os
 import warnings
 from typing import TYPE_CHECKING
 
@@ -19,14 +20,17 @@ if TYPE_CHECKING:
 
 
 class _Debug(ctypes.Structure):
-    _fields_ = [("race_check", ctypes.c_int)]
+    _fields_ = [("race_check", ctypes.c_int), ("device_races", ctypes.c_int)]
 
 
 def debug_info(fn: CpuFunction) -> tuple[CpuFunction, _Debug]:
     """The function to run for a debug launch of ``fn`` (its race-tracking build when that builds) and the
     EncDebug record to pass with it (keep it alive until the launch returns)."""
     target = fn._library.race_checked_function(fn.name)
-    return (target or fn), _Debug(1 if target is not None else 0)
+    # device-memory races cost a runtime call per element access (tens of times a memory-bound kernel's time):
+    # asked for separately, ENCELADUS_DEBUG_DEVICE_RACES=1
+    device = os.environ.get("ENCELADUS_DEBUG_DEVICE_RACES", "0") not in ("", "0", "false", "False")
+    return (target or fn), _Debug(1 if target is not None else 0, 1 if target is not None and device else 0)
 
 
 def warn_no_race_check(kernels: str, reason: str) -> None:

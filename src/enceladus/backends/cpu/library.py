@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .memory import CpuAllocation
     from .queue import CpuQueue
 
-ABI_VERSION = 9
+ABI_VERSION = 10
 MAX_BUFFERS = 31
 THREADGROUP_MEMORY_LIMIT = MAX_THREADGROUP_MEMORY
 _U32 = MAX_GRID

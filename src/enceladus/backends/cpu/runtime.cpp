@@ -113,6 +113,7 @@ struct alignas(64) Fiber {
   char* stack = nullptr;
   unsigned char slot[ENC_SIMD_SLOT];
   EncThread t;
+  unsigned flags = 0;  // the mem_flags of the barrier it waits at (read once per barrier, off the hot line)
 };
 
 constexpr unsigned kMaxThreads = 1024;
@@ -158,6 +159,16 @@ struct Worker {
     unsigned short tid, rtid;
     unsigned char rmany;
   }* shadow = nullptr;
+  // Debug mode: device memory touched by the running group, per 4-byte word (api_device_access).
+  unsigned dstamp = 0;  // advances at every threadgroup_barrier with mem_device and at group start
+  struct DevWord {
+    unsigned long word;  // address / 4 (0: free slot)
+    unsigned wstamp, rstamp;  // dstamp of the last write; epoch of the last read
+    unsigned short wtid, rtid;
+    unsigned char wmask, rmask, flags;  // bytes written / read; kDev* flags
+  };
+  std::vector<DevWord> dev;  // open addressing, power-of-two size
+  std::vector<unsigned> dev_used;  // its occupied slots (cleared at group start)
   unsigned nfibers = 0;       // fibers of the running group
   bool accounted = false;     // the fiber that returned to the scheduler did its own bookkeeping
   bool chain_failed = false;  // ... and it failed (a SIMD-group check)
@@ -548,6 +559,7 @@ bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
       break;
     }
     w->epoch++;  // a threadgroup barrier orders every earlier threadgroup-memory access
+    if (fs[first].kind == ENC_BARRIER_THREADGROUP && (fs[first].flags & 1u)) w->dstamp++;  // ... mem_device: device
     for (unsigned i = 0; i < n; ++i) {
       if (fs[i].state == AT_BARRIER) {
         fs[i].state = RUNNABLE;
@@ -579,6 +591,9 @@ bool run_group(Worker* w, const EncLaunch* L, unsigned long gi) {
   w->gen++;
   w->epoch++;
   w->group_epoch = w->epoch;
+  w->dstamp++;
+  for (unsigned i : w->dev_used) w->dev[i].word = 0;
+  w->dev_used.clear();
   for (unsigned i = 0; i < L->n_tg_params && i < ENC_MAX_BUFFERS; ++i) {
     w->tg_ptrs[i] = w->tg_mem + w->tg_used;
     EncArg& a = w->tg_args[i];
@@ -979,7 +994,7 @@ void api_fail(const char* message, unsigned line) {
   }
 }
 
-void api_barrier(unsigned kind, unsigned /*flags*/, const char* what, unsigned line) {
+void api_barrier(unsigned kind, unsigned flags, const char* what, unsigned line) {
   Worker* w = tls_worker;
   if (!w->in_fibers) {
     api_fail("internal: barrier in a kernel launched without fibers", line);
@@ -995,6 +1010,7 @@ void api_barrier(unsigned kind, unsigned /*flags*/, const char* what, unsigned l
   f->what = what;
   f->line = line;
   f->kind = kind;
+  f->flags = flags;
   block_current(w);
 }
 
@@ -1126,6 +1142,114 @@ void api_tg_access(const void* base, const void* addr, unsigned long n, int is_w
   }
 }
 
+// ---- debug mode: device-memory races inside a threadgroup ------------------------------------------------
+enum { kDevMixedWrite = 1, kDevMixedRead = 2, kDevManyReaders = 4 };
+
+Worker::DevWord* dev_word(Worker* w, unsigned long word) {
+  if (w->dev.empty() || 2 * (w->dev_used.size() + 1) > w->dev.size()) {
+    int armed = w->armed.exchange(0);  // an interrupt must not leave the table half built
+    std::vector<Worker::DevWord> old;
+    old.swap(w->dev);
+    w->dev.assign(old.empty() ? 4096 : 2 * old.size(), Worker::DevWord{});
+    w->dev_used.clear();
+    for (const Worker::DevWord& e : old) {
+      if (!e.word) continue;
+      unsigned long i = (e.word * 0x9E3779B97F4A7C15ul) >> 20;
+      for (i &= w->dev.size() - 1; w->dev[i].word; i = (i + 1) & (w->dev.size() - 1)) {}
+      w->dev[i] = e;
+      w->dev_used.push_back(unsigned(i));
+    }
+    w->armed = armed;
+  }
+  unsigned long mask = w->dev.size() - 1;
+  unsigned long i = ((word * 0x9E3779B97F4A7C15ul) >> 20) & mask;
+  while (w->dev[i].word && w->dev[i].word != word) i = (i + 1) & mask;
+  Worker::DevWord* e = &w->dev[i];
+  if (!e->word) {
+    *e = Worker::DevWord{};
+    e->word = word;
+    e->wstamp = w->dstamp - 1;  // never written or read in this group
+    e->rstamp = w->epoch - 1;
+    w->dev_used.push_back(unsigned(i));
+  }
+  return e;
+}
+
+// Where a device address is, for messages: "element 5 of argument 'x'" or the raw address.
+void describe_device(unsigned long a, char* out, unsigned long cap) {
+  for (unsigned i = 0; i < ENC_MAX_BUFFERS; ++i) {
+    const EncArg& g = g_args[i];
+    if (g.kind == ENC_ARG_DEVICE && g.hi > g.lo && a >= g.lo && a < g.hi) {
+      unsigned isz = g.itemsize ? g.itemsize : 1;
+      snprintf(out, cap, "element %ld of argument '%s'", long(a - g.base) / long(isz), g.name ? g.name : "?");
+      return;
+    }
+  }
+  snprintf(out, cap, "address 0x%lx", a);
+}
+
+void api_device_access(const void* addr, unsigned long n, int is_write, unsigned line) {
+  Worker* w = tls_worker;
+  const EncLaunch* L = w->launch;
+  if (!L->debug || !L->debug->race_check || !L->debug->device_races || n == 0) return;
+  unsigned me = current_tid(w);
+  unsigned long a = reinterpret_cast<unsigned long>(addr);
+  for (unsigned long word = a >> 2; word <= (a + n - 1) >> 2; ++word) {
+    unsigned long lo = word << 2 < a ? a - (word << 2) : 0, hi = (word << 2) + 4 > a + n ? a + n - (word << 2) : 4;
+    unsigned char m = static_cast<unsigned char>(((1u << hi) - 1) & ~((1u << lo) - 1));
+    Worker::DevWord* e = dev_word(w, word);
+    bool written = e->wstamp == w->dstamp && !(e->flags & kDevMixedWrite) && (e->wmask & m);
+    bool read = e->rstamp == w->epoch && !(e->flags & kDevMixedRead) && (e->rmask & m);
+    const char* race = nullptr;
+    unsigned other = 0;
+    if (written && e->wtid != me && is_write != 2) {
+      race = is_write ? "writes %s, which thread %u also wrote" : "reads %s, which thread %u wrote";
+      other = e->wtid;
+    } else if (is_write == 1 && read && e->rtid != me) {
+      race = "writes %s, which thread %u read";
+      other = e->rtid;
+    } else if (is_write == 1 && read && (e->flags & kDevManyReaders)) {
+      race = "writes %s, which other threads read%.0u";
+    }
+    if (race) {
+      char where[128], what[256], msg[640];
+      describe_device((word << 2) + __builtin_ctz(m & (is_write && !written ? e->rmask : e->wmask)), where,
+                      sizeof where);
+      snprintf(what, sizeof what, race, where, other);
+      snprintf(msg, sizeof msg,
+               "device-memory race: thread %u %s since the last threadgroup_barrier%s (within one program, global "
+               "accesses take effect in program order: put threadgroup_barrier(mem_flags::mem_device) between the "
+               "two accesses)",
+               me, what, written ? " with mem_flags::mem_device" : "");
+      g_err_line = line;
+      api_fail(msg, line);
+      return;
+    }
+    if (is_write) {
+      if (e->wstamp != w->dstamp) {
+        e->wstamp = w->dstamp;
+        e->wtid = static_cast<unsigned short>(me);
+        e->wmask = m;
+        e->flags &= ~kDevMixedWrite;
+      } else if (e->wtid != me) {
+        e->flags |= kDevMixedWrite;  // bytes of one word written by two threads: no longer tracked here
+      } else {
+        e->wmask |= m;
+      }
+    } else if (e->rstamp != w->epoch) {
+      e->rstamp = w->epoch;
+      e->rtid = static_cast<unsigned short>(me);
+      e->rmask = m;
+      e->flags &= ~(kDevMixedRead | kDevManyReaders);
+    } else if (e->rtid != me) {
+      e->flags |= (e->rmask & m) ? kDevManyReaders : kDevMixedRead;
+      e->rmask |= m;
+    } else {
+      e->rmask |= m;
+    }
+  }
+}
+
 EncSgLog* api_sg_log_slow(Worker* w, unsigned long scratch_bytes, unsigned* lane);
 EncSgLog* api_sg_log(unsigned long scratch_bytes, unsigned* lane) {
   Worker* w = tls_worker;
@@ -1173,7 +1297,7 @@ const EncThread* api_current_thread() {
 EncRuntimeApi g_api = {ENC_ABI_VERSION, api_barrier,   api_simd,           api_tg_static,
                              api_fail,        api_tg_access, api_current_thread, api_check_access,
                              api_check_ref,   api_sg_log,         256 * 1024,
-                             api_offset_overflow, api_live_allocation};
+                             api_offset_overflow, api_live_allocation, api_device_access, 0};
 
 }  // namespace
 
@@ -1336,6 +1460,7 @@ __attribute__((visibility("default"))) int enc_launch(const EncLaunch* L, char* 
     a.itemsize = 1;
   }
   if (L->debug) install_fault_handler();
+  g_api.device_races = L->debug && L->debug->race_check && L->debug->device_races;  // one dispatch at a time
   unsigned long total = static_cast<unsigned long>(L->groups[0]) * L->groups[1] * L->groups[2];
   if (total == 0) return 0;
   unsigned n = unsigned(g_pool->workers.size());

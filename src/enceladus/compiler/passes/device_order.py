@@ -33,6 +33,7 @@ memory itself. Barriers never order different programs (threadgroups); Triton gi
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,10 +98,10 @@ def _const(c: int) -> Poly:
     return {(): c} if c else {}
 
 
-def _add(a: Poly, b: Poly, sign: int = 1) -> Poly:
-    out = dict(a)
-    for m, c in b.items():
-        v = out.get(m, 0) + sign * c
+def _accumulate(out: Poly, terms) -> Poly:
+    """``out`` plus each (monomial, coefficient) of ``terms``, without zero coefficients."""
+    for m, c in terms:
+        v = out.get(m, 0) + c
         if v:
             out[m] = v
         else:
@@ -108,17 +109,12 @@ def _add(a: Poly, b: Poly, sign: int = 1) -> Poly:
     return out
 
 
+def _add(a: Poly, b: Poly, sign: int = 1) -> Poly:
+    return _accumulate(dict(a), ((m, sign * c) for m, c in b.items()))
+
+
 def _mul(a: Poly, b: Poly) -> Poly:
-    out: Poly = {}
-    for ma, ca in a.items():
-        for mb, cb in b.items():
-            m = tuple(sorted(ma + mb))
-            v = out.get(m, 0) + ca * cb
-            if v:
-                out[m] = v
-            else:
-                out.pop(m, None)
-    return out
+    return _accumulate({}, ((tuple(sorted(ma + mb)), ca * cb) for ma, ca in a.items() for mb, cb in b.items()))
 
 
 def _rename(p: Poly, f) -> Poly:
@@ -204,33 +200,46 @@ def _raw_coord(p: BlockedLayout | MmaLayout, d: int, lane, warp, e):
     return base + local % spt + (local // spt) * p.cta_tile[d]
 
 
-@dataclass(eq=False)
 class _Access:
-    op: ir.Op
-    writes: bool
-    commutative: bool  # an atomic read-modify-write whose order does not matter
-    poly: Poly | None  # byte offset from the common base (None: unknown)
-    shape: tuple[int, ...]
-    itemsize: int
-    tids: np.ndarray  # with elems: every (thread, element) pair that touches memory
-    elems: np.ndarray
-    replicated: bool  # some element is touched by several threads
+    """One global load, store or atomic (in one iteration of its loops): its bytes and the threads touching them."""
+
+    def __init__(self, op: ir.Op, writes: bool, commutative: bool, poly: Poly | None, shape: tuple[int, ...],
+                 itemsize: int, threads):
+        self.op, self.writes, self.commutative, self.poly = op, writes, commutative, poly
+        self.shape, self.itemsize = shape, itemsize
+        self._threads = threads  # computes (tids, elems): every (thread, element) pair that touches memory
+
+    @functools.cached_property
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._threads()
 
     @property
+    def tids(self) -> np.ndarray:
+        return self.pairs[0]
+
+    @property
+    def elems(self) -> np.ndarray:
+        return self.pairs[1]
+
+    @functools.cached_property
+    def replicated(self) -> bool:
+        """Some element is touched by several threads."""
+        return bool(np.bincount(self.elems).max() > 1)
+
+    @functools.cached_property
     def one_thread(self) -> int | None:
-        t = np.unique(self.tids)
-        return int(t[0]) if len(t) == 1 else None
+        """The thread making every access, if only one does."""
+        t = self.tids
+        return int(t[0]) if t.min() == t.max() else None
 
 
 def _cross_thread(addr_a, tid_a, addr_b, tid_b) -> bool:
     """Whether some address occurs in both with two different threads."""
-    def spans(addr, tid):
-        u, inv = np.unique(addr, return_inverse=True)
-        lo = np.full(len(u), np.iinfo(np.int64).max)
-        hi = np.full(len(u), -1)
-        np.minimum.at(lo, inv, tid)
-        np.maximum.at(hi, inv, tid)
-        return u, lo, hi
+    def spans(addr, tid):  # each distinct address with the lowest and highest thread touching it
+        order = np.argsort(addr, kind="stable")
+        addr, tid = addr[order], tid[order]
+        starts = np.flatnonzero(np.concatenate(([True], addr[1:] != addr[:-1])))
+        return addr[starts], np.minimum.reduceat(tid, starts), np.maximum.reduceat(tid, starts)
 
     ua, loa, hia = spans(addr_a, tid_a)
     ub, lob, hib = spans(addr_b, tid_b)
@@ -291,19 +300,18 @@ def conflict(a: _Access, b: _Access) -> str | None:
     same_form = a.shape == b.shape and a.itemsize == b.itemsize and _form(ga) == _form(gb)
     symbolic = any(not s.startswith("#") for p in (ga, gb) for m in p for s in m)
     if any(m for m in diff) or (symbolic and _key(ga) != _key(gb)):
-        if not same_form or (not any(m for m in diff) and diff.get((), 0)):
+        if not same_form:
             return "their addresses differ by a runtime value" if any(m for m in diff) else \
                 "their addresses may coincide (different runtime strides)"
-        diff, gb = {}, ga
+        gb = ga  # compared as one block (a constant shift inside it still counts)
     d = diff.get((), 0)
     if not symbolic:
         addr_a = _evaluate(ga, a.shape, None)[a.elems] + d
         addr_b = _evaluate(gb, b.shape, None)[b.elems]
-        if a.itemsize == b.itemsize and a.itemsize > 1:
-            if np.all(addr_a % a.itemsize == 0) and np.all(addr_b % b.itemsize == 0):
-                addr_a, addr_b = addr_a // a.itemsize, addr_b // b.itemsize
-                return "another thread touches the same element" if _cross_thread(
-                    addr_a, a.tids, addr_b, b.tids) else None
+        z = a.itemsize
+        if z == b.itemsize and np.all(addr_a % z == 0) and np.all(addr_b % z == 0):  # whole elements
+            return "another thread touches the same element" if _cross_thread(
+                addr_a // z, a.tids, addr_b // z, b.tids) else None
         bytes_a = (addr_a[:, None] + np.arange(a.itemsize)).ravel()
         bytes_b = (addr_b[:, None] + np.arange(b.itemsize)).ravel()
         return "another thread touches the same bytes" if _cross_thread(
@@ -332,6 +340,7 @@ class _Analysis:
         self.roots = pointer_roots(fn)
         self.written = written_roots(fn, self.roots)
         self.records: dict[tuple[int, str], _Access] = {}
+        self.conflicts: dict[tuple[int, int], str | None] = {}  # (earlier, later access) -> why they conflict
         self._scopes(fn.body, None)
         for a in fn.args:
             self.scope[a.id] = None
@@ -472,17 +481,16 @@ class _Analysis:
         writes = op.name == "store" or (op.name == "atomic" and kind not in READ_ONLY_ATOMICS)
         nthreads = WARP_SIZE * self.num_warps
         if ptr.type.is_tile:
-            if op.name == "store":
-                tids, elems = element_threads(store_layout(self.plan, op), ptr.type.shape, True)
-            else:
-                tids, elems = element_threads(self.plan.homes[op.result.id], ptr.type.shape, op.name == "atomic")
+            layout = store_layout(self.plan, op) if op.name == "store" else self.plan.homes[op.result.id]
+            threads = functools.partial(element_threads, layout, ptr.type.shape, op.name != "load")
         elif op.name == "load" and self.roots.get(ptr.id) is not None and self.roots[ptr.id] not in self.written:
-            tids, elems = np.arange(nthreads), np.zeros(nthreads, dtype=np.int64)  # every thread loads it
-        else:  # thread 0 performs it (a scalar store or atomic, or a load the others receive from it)
-            tids, elems = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-        replicated = len(np.unique(elems)) < len(elems)
+            def threads():  # every thread loads it
+                return np.arange(nthreads), np.zeros(nthreads, dtype=np.int64)
+        else:
+            def threads():  # thread 0 performs it (a scalar store or atomic, or a load the others receive from it)
+                return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
         rec = _Access(op, writes, kind in _COMMUTATIVE_ATOMICS, self.poly(ptr, ctx), ptr.type.shape, itemsize,
-                      tids, elems, replicated)
+                      threads)
         self.records[key] = rec
         return rec
 
@@ -505,7 +513,10 @@ class _Analysis:
     def need_barrier(self, op: ir.Op, pending: list[_Access], accesses: list[_Access]) -> bool:
         for a in pending:
             for b in accesses:
-                why = conflict(a, b)
+                key = (id(a), id(b))
+                if key not in self.conflicts:
+                    self.conflicts[key] = conflict(a, b)
+                why = self.conflicts[key]
                 if why is not None:
                     self.order.barriers_before.setdefault(op, _describe(a, b, why))
                     return True

@@ -3,7 +3,7 @@
  * Bump ENC_ABI_VERSION on any change: both sides check it when a kernel library is bound. */
 #ifndef ENCELADUS_ABI_H
 #define ENCELADUS_ABI_H
-#define ENC_ABI_VERSION 9u
+#define ENC_ABI_VERSION 10u
 #define ENC_MAX_BUFFERS 31
 #define ENC_SIMD_WIDTH 32
 #define ENC_SIMD_SLOT 32 /* bytes a lane may contribute to one SIMD-group exchange */
@@ -140,12 +140,20 @@ typedef struct EncRuntimeApi {
   /* Checked builds: the live allocation (an enceladus.Tensor's memory, registered by the Python side) that
    * holds `address`, one past its end included, or null for memory Enceladus does not know. */
   const EncArg* (*live_allocation)(unsigned long address);
+  /* Debug mode, compiler-generated kernels: a read (is_write = 0) or write (1) of n bytes of device memory at
+   * addr, for the device-memory race check (a read of bytes another thread of the threadgroup wrote, or a write
+   * of bytes another thread read or wrote, with no threadgroup_barrier(mem_device) between them). */
+  void (*device_access)(const void* addr, unsigned long n, int is_write, unsigned line);
+  /* Whether the dispatch in flight tracks device-memory races (set per launch; kernel code tests it before
+   * calling device_access, so that debug launches without it pay one load and a branch per access). */
+  int device_races;
 } EncRuntimeApi;
 
 /* Debug mode (ENCELADUS_DEBUG): faults in kernel code are reported; race_check: threadgroup-memory
  * accesses are tracked (kernels built with race.h). */
 typedef struct EncDebug {
   int race_check;
+  int device_races; /* ENCELADUS_DEBUG_DEVICE_RACES=1: also device-memory races (compiler-generated kernels) */
 } EncDebug;
 
 /* One dispatch, filled by the Python side (ctypes/struct mirror in library.py). The first part is

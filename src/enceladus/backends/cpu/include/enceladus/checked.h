@@ -11,6 +11,7 @@
 #include "matrix.h"
 
 namespace metal {
+template <class T> struct atomic;
 namespace __enc {
 
 // An index (or offset) together with the source line of the expression that uses it.
@@ -22,6 +23,37 @@ struct ix {
 };
 
 template <class T> struct cptr;
+
+#ifdef ENCELADUS_DEVICE_RACE
+// Debug builds of compiler-generated kernels: device memory reached through cptr reports each element read
+// and write to the runtime's device-memory race check (runtime.cpp api_device_access). Reads through
+// `const` pointers are reported at once; other accesses return this proxy, which tells a read (conversion
+// to T) from a write (assignment).
+template <class T> struct dev_ref {
+  T* __p;
+  unsigned __line;
+  __ENC_INLINE dev_ref(T* p, unsigned line) : __p(p), __line(line) {}
+  __ENC_INLINE dev_ref(const dev_ref&) = default;
+  __ENC_INLINE T __get() const {
+    if (rt->device_races) rt->device_access(__p, sizeof(T), 0, __line);
+    return *__p;
+  }
+  __ENC_INLINE operator T() const { return __get(); }
+  __ENC_INLINE dev_ref& operator=(const T& v) {
+    // 2: the bytes already hold this value (unordered writes of one value are not a write-write race)
+    if (rt->device_races)
+      rt->device_access(__p, sizeof(T), __builtin_memcmp(__p, &v, sizeof(T)) == 0 ? 2 : 1, __line);
+    *__p = v;
+    return *this;
+  }
+  __ENC_INLINE dev_ref& operator=(const dev_ref& o) { return *this = o.__get(); }
+  // Atomics and helpers take the address: accesses through it are not tracked.
+  __ENC_INLINE T* operator&() const { return __p; }
+};
+template <class T> struct device_tracked { static constexpr bool value = true; };
+template <class T> struct device_tracked<::metal::atomic<T>> { static constexpr bool value = false; };
+template <class T> struct device_tracked<const ::metal::atomic<T>> { static constexpr bool value = false; };
+#endif
 
 // The MSL line of the first integer-made pointer into unknown memory since the launcher last asked.
 static unsigned __unknown_address_line = 0;
@@ -87,9 +119,26 @@ template <class T> struct cptr {
   }
   static constexpr unsigned __kind = is_same<T, typename add_const<typename remove_cv<T>::type>::type>::value
                                          ? ENC_ACC_READ : ENC_ACC_ACCESS;
+#ifdef ENCELADUS_DEVICE_RACE
+  template <class U = T, enable_if_t<device_tracked<U>::value && is_same<U, typename add_const<typename remove_cv<U>::type>::type>::value, int> = 0>
+  __ENC_INLINE T& __at(unsigned line) const {
+    T* p = __checked(__kind, line);
+    if (rt->device_races) rt->device_access(p, sizeof(T), 0, line);
+    return *p;
+  }
+  template <class U = T, enable_if_t<device_tracked<U>::value && !is_same<U, typename add_const<typename remove_cv<U>::type>::type>::value, int> = 0>
+  __ENC_INLINE dev_ref<T> __at(unsigned line) const {
+    return dev_ref<T>(__checked(__kind, line), line);
+  }
+  template <class U = T, enable_if_t<!device_tracked<U>::value, int> = 0>
+  __ENC_INLINE T& __at(unsigned line) const { return *__checked(__kind, line); }
+  __ENC_INLINE decltype(auto) operator*() const { return __at(__line); }
+  __ENC_INLINE decltype(auto) operator[](ix i) const { return cptr(__p + i.v, __lo, __hi, __a, i.line).__at(i.line); }
+#else
   __ENC_INLINE T& operator*() const { return *__checked(__kind, __line); }
-  __ENC_INLINE T* operator->() const { return __checked(__kind, __line); }
   __ENC_INLINE T& operator[](ix i) const { return *cptr(__p + i.v, __lo, __hi, __a, i.line).__checked(__kind, i.line); }
+#endif
+  __ENC_INLINE T* operator->() const { return __checked(__kind, __line); }
   __ENC_INLINE cptr operator+(ix i) const { return cptr(__p + i.v, __lo, __hi, __a, i.line); }
   __ENC_INLINE cptr operator-(ix i) const { return cptr(__p - i.v, __lo, __hi, __a, i.line); }
   __ENC_INLINE long operator-(const cptr& o) const { return __p - o.__p; }
