@@ -73,3 +73,9 @@ def bad_where_pointers_kernel(x_ptr, y_ptr, out_ptr, KIND: tl.constexpr):
     else:
         p = x_ptr
     tl.store(out_ptr, p)
+
+
+@enceladus.jit
+def misaligned_load_kernel(addr_ptr, out_ptr):
+    p = tl.load(addr_ptr).to(tl.pointer_type(tl.int32))
+    tl.store(out_ptr, tl.load(p))

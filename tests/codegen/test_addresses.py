@@ -146,3 +146,14 @@ def test_tensor_device_address_is_the_host_address_on_the_cpu_backend():
         warnings.simplefilter("ignore", RuntimeWarning)
         on_path(ak.address_gather_kernel, "cpu")[(3,)](table, out, N=16)
     np.testing.assert_array_equal(out.numpy(), np.concatenate([b.numpy() for b in blocks]) * 2)
+
+
+def test_the_interpreter_refuses_an_access_through_a_misaligned_address():
+    """A misaligned address may be made into a pointer, selected and stored (above); an access through it is
+    refused, naming the address (the interpreter; on the cpu backend it is the host's unaligned access)."""
+    other = np.arange(8, dtype=np.int32)  # not an argument: unknown memory
+    addr = np.array([other.ctypes.data + 1], np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(Exception, match="not a multiple of 4 bytes"):
+            on_path(ak.misaligned_load_kernel, "interpreter")[(1,)](addr, np.zeros(1, np.int32))
