@@ -75,14 +75,16 @@ def next_power_of_2(n: int) -> int:
 
 
 def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[str, Any] | None = None,
-            num_warps: int = 4, enable_fp_fusion: bool = True) -> CompiledKernel:
+            num_warps: int = 4, enable_fp_fusion: bool = True, msl_bounds_checks: bool = False) -> CompiledKernel:
     """Compile a kernel to MSL without any backend work (the counterpart of ``triton.compile``).
 
     ``signature`` maps each runtime parameter to a Triton type string (``"*fp32"``, ``"i32"``...),
     or is a comma-separated string of them in parameter order; append ``:16`` to a pointer aligned to
     16 bytes or an integer divisible by 16 (``"*fp32:16"``), as launches specialize them. The result has ``.asm["ir"]``,
     ``.asm["msl"]`` and ``.abi``. ``enable_fp_fusion`` (Triton's option): a multiply whose only use is an add
-    or a subtract becomes one ``fma``.
+    or a subtract becomes one ``fma``. ``msl_bounds_checks``: the MSL itself checks every device load, store and
+    atomic against its pointer argument's bytes and reports a violation through the device log, as the metal
+    backend's debug mode does (docs/robustness.md).
     """
     from .compiler.driver import compile_kernel
 
@@ -119,8 +121,10 @@ def compile(fn: JITFunction, signature: dict[str, str] | str, constexprs: dict[s
         facts[name] = (hint == "16", False)
     if not isinstance(enable_fp_fusion, bool):
         raise TypeError(f"enable_fp_fusion={enable_fp_fusion!r}: expected True or False")
+    if not isinstance(msl_bounds_checks, bool):
+        raise TypeError(f"msl_bounds_checks={msl_bounds_checks!r}: expected True or False")
     return compile_kernel(fn.source, fn.__name__, fn.param_names, signature, constexprs, facts, num_warps=num_warps,
-                          enable_fp_fusion=enable_fp_fusion)
+                          enable_fp_fusion=enable_fp_fusion, msl_bounds_checks=msl_bounds_checks)
 
 
 __all__ = ["Autotuner", "CompilationError", "CompiledKernel", "Config", "Heuristics", "JITFunction", "KernelABI",

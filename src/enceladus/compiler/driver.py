@@ -41,7 +41,8 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
                    constexprs: dict[str, Any], facts: dict[str, tuple[bool, bool]] | None = None,
                    num_warps: int = 4, origin: str = "", structs: dict[str, Any] | None = None,
                    dot_backend: str = "simdgroup", enable_fp_fusion: bool = True,
-                   device: dict[str, Any] | None = None, debug: bool = False) -> CompiledKernel:
+                   device: dict[str, Any] | None = None, debug: bool = False,
+                   msl_bounds_checks: bool = False) -> CompiledKernel:
     """Compile one specialization of a kernel to MSL.
 
     ``signature`` gives each runtime argument's type; ``constexprs`` each constexpr's value;
@@ -50,7 +51,9 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
     ``dot_backend`` is how ``tl.dot`` is lowered ("simdgroup" or "matmul2d"); ``enable_fp_fusion``: a multiply
     whose only use is an add or a subtract becomes one fma (``passes/fuse_fma.py``); ``device``: what the backend's
     run-time probes found on this device (``runtime/probes.py``: e.g. matmul2d tiles it rejects, fragment mapping);
-    ``debug``: ``assert`` statements in the kernel are checked (Triton's debug mode).
+    ``debug``: ``assert`` statements in the kernel are checked (Triton's debug mode); ``msl_bounds_checks``: every
+    device load, store and atomic checks in the MSL that its bytes lie inside its pointer argument, logs a violation
+    to the device log and skips the access (``codegen_msl/debug.py``; the runtime binds the extents buffer).
     """
     if not isinstance(num_warps, int) or num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
         raise CompilationError(f"num_warps={num_warps!r} is not supported", kernel=name,
@@ -111,6 +114,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
         e = MSLEmitter(fn, num_warps, info, plan, header, pooled=pooled, reuse=reuse, order=order)
         e.fragments_via_store = device.get("fragments") == "store"
         e.atomic_u64_minmax = device.get("atomic_u64_minmax", True)
+        e.bounds_checks = msl_bounds_checks
         return e
 
     try:
@@ -131,7 +135,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
                   "barriers": module.barriers, "notes": module.notes, "read_globals": read_globals,
                   "global_reads": global_reads,
                   "log_sites": module.log_sites, "dot_backend": dot_backend, "matmul2d_tiles": module.matmul2d_tiles,
-                  "enable_fp_fusion": enable_fp_fusion,
+                  "enable_fp_fusion": enable_fp_fusion, "msl_bounds_checks": msl_bounds_checks,
                   "uses_tensor_ops": module.uses_tensor_ops, "line_table": module.line_table,
                   "word_atomics": module.word_atomics, "offset_checks": module.offset_checks,
                   "tile_checks": module.tile_checks,

@@ -339,6 +339,9 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
     if devicelog.uses_log(kernel):  # device_print / device_assert: a log the host reads after the launch
         log = devicelog.new_log()
         values = {**values, devicelog.LOG_PARAM: log}
+    bounds = None
+    if kernel.metadata.get("msl_bounds_checks") and devicelog.EXT_PARAM in {p.name for p in kernel.abi.buffer_params}:
+        bounds = values[devicelog.EXT_PARAM] = devicelog.new_extents(kernel)  # filled once the arrays are bound
     kl = launcher_for(kernel)
     arrays = [values[name] for name in kl.buffer_names]
     addresses, extents = [], []
@@ -359,6 +362,9 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
         ext = a._extent if type(a) is Tensor else arguments.extent(arr)
         extents.append(arguments.word_extent(ext) if name in word else ext)
         addresses.append(int(arr.__array_interface__["data"][0]))
+    if bounds is not None:  # each pointer argument's [first, one-past-last) byte, for the MSL's bounds checks
+        devicelog.fill_extents(bounds, [byte_span(arguments.as_numpy(a)) for name, a in zip(kl.buffer_names, arrays)
+                                        if not name.startswith("__enc_")])
     scalars = [values[name] for name in kl.scalar_names]
     int_pointers = kernel.metadata.get("int_pointers", False)
     if kernel.metadata.get("sys_scope", False) and getattr(kl.backend, "name", "") == "metal":
@@ -379,7 +385,7 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
         if int_pointers:
             _warn_unknown_addresses(kl)
     if log is not None:
-        devicelog.report(kernel, log)
+        devicelog.report(kernel, log, extents=bounds)
 
 
 _WARNED_ADDRESSES: set[tuple[str, str]] = set()

@@ -12,6 +12,25 @@ from ..layout import TileLayout
 
 KIND_PRINT = 1
 KIND_ASSERT = 2
+KIND_BOUNDS = 3  # an access the MSL's bounds checks refused (msl_bounds_checks)
+
+EXT_PARAM = "__enc_extents"  # the hidden [base, end) byte range of each pointer argument (msl_bounds_checks)
+
+BOUNDS_HELPER = """// msl_bounds_checks: is [p, p + n) inside pointer argument a's bytes [ext[2a], ext[2a + 1])? If not, a
+// device-log record [site | 3 << 24, pid.x, pid.y, pid.z, thread, byte offset from the argument's base (2 words)]
+template <typename P>
+static inline bool enc_inb(P p, ulong n, uint a, uint site, device const ulong* ext, device uint* log, uint3 pid,
+                           uint tid) {
+    const ulong at = (ulong)(p);
+    if (at >= ext[2 * a] && at + n <= ext[2 * a + 1] && at + n >= at) return true;
+    const uint w = atomic_fetch_add_explicit((device atomic_uint*)log, 7u, memory_order_relaxed);
+    if (w + 7u <= log[1]) {
+        const ulong off = at - ext[2 * a];
+        log[w] = site | (3u << 24); log[w + 1] = pid.x; log[w + 2] = pid.y; log[w + 3] = pid.z;
+        log[w + 4] = tid; log[w + 5] = uint(off); log[w + 6] = uint(off >> 32);
+    }
+    return false;
+}"""
 
 BITS_HELPER = """// 64 bits of any scalar, for the device log
 static inline uint2 enc_bits(float v) { return uint2(as_type<uint>(v), 0u); }
@@ -36,6 +55,24 @@ class DebugMixin:
         self.uses_pid = True
         self.helper_code_once("enc_bits", BITS_HELPER)
         return site
+
+    def in_bounds(self, op: ir.Op, ptr_v: ir.Value, ptr: str, nbytes: int, access: str) -> str | None:
+        """With ``msl_bounds_checks``: the MSL condition that the ``nbytes`` at ``ptr`` (an access through
+        ``ptr_v``) lie inside the pointer argument ``ptr_v`` comes from, which logs a record when they do not
+        (callers put it after the mask, so masked-off lanes are never checked). None when the checks are off
+        or the pointer's argument is not known (a pointer made from an integer: not checked)."""
+        if not self.bounds_checks:
+            return None
+        root = self.roots.get(ptr_v.id)
+        ptr_args = [a.name for a in self.fn.args if a.type.is_ptr]
+        if root not in ptr_args:
+            return None
+        elem = ptr_v.type.element.element_ty
+        site = self.log_site(KIND_BOUNDS, op, arg=root, access=access, nbytes=nbytes, itemsize=elem.itemsize,
+                             dtypes=["int64"])
+        self.uses_extents = True
+        self.helper_code_once("enc_inb", BOUNDS_HELPER)
+        return f"enc_inb({ptr}, {nbytes}ul, {ptr_args.index(root)}u, {site}u, enc_ext, enc_log, enc_pid, enc_tid)"
 
     def helper_code_once(self, key: str, code: str) -> None:
         if key not in self.helpers_emitted:

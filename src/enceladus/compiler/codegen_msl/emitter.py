@@ -27,7 +27,7 @@ from ..passes.layouts import LayoutPlan
 from ..passes.offset_arith import offset_arithmetic
 from . import fp8
 from .barriers import MARKER_PREFIX, BarrierPlanner
-from .debug import DebugMixin
+from .debug import EXT_PARAM, DebugMixin
 from .libdevice import CALLS as LIBDEVICE_CALLS
 from .libdevice import EXTRA_HELPERS as LIBDEVICE_EXTRA_HELPERS
 from .matmul import DotMixin
@@ -118,6 +118,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.fragments_via_store = False  # set from the device probes (see driver.py and matmul.py)
         self.atomic_u64_minmax = True  # the device has 64-bit atomic_max/min (driver: device probes)
         self.device_fences = False  # a non-relaxed gpu-scope atomic: written buffers are coherent(device)
+        self.bounds_checks = False  # msl_bounds_checks: every device access checked in the MSL (debug.py in_bounds)
+        self.uses_extents = False  # an access was checked: the kernel takes the extents buffer
         self.offset_values = offset_arithmetic(fn)  # int32 results that feed pointer offsets
         self.offset_exprs: dict[str, tuple[str, str, str]] = {}  # their MSL expressions -> (op, left, right)
         # tile accesses of proven extent (memory.py tile_extent): (the emitted line, its entry); the line is kept as
@@ -726,6 +728,9 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             params.insert(sum(1 for p in params if p.kind == "buffer"), Param(LOG_PARAM, "buffer", "*uint32", slot=slot))
             self.fn_written.add(LOG_PARAM)
             slot += 1
+        if self.uses_extents:  # msl_bounds_checks: each pointer argument's [base, end) bytes, after the log
+            params.insert(sum(1 for p in params if p.kind == "buffer"), Param(EXT_PARAM, "buffer", "*uint64", slot=slot))
+            slot += 1
         for p in params:
             p.writes = p.name in self.fn_written
         offset = 0
@@ -749,7 +754,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 # another threadgroup's writes become visible to this one only through coherent(device) buffers
                 # (MSL spec 4 §4.8); only written buffers can carry what another threadgroup published
                 coherent = "coherent(device) " if p.writes and self.device_fences else ""
-                cname = "enc_log" if p.name == LOG_PARAM else safe_name(p.name)
+                cname = {LOG_PARAM: "enc_log", EXT_PARAM: "enc_ext"}.get(p.name) or safe_name(p.name)
                 sig_lines.append(f"    {coherent}device {const}{MSL_TYPE[p.type[1:]]}* {cname} [[buffer({p.slot})]]")
         args_slot = None
         unpack = []

@@ -125,27 +125,38 @@ class MemoryMixin:
         masked = len(op.operands) == 3
         n = layout.parent.elems_per_thread
         self.tile_extent(op.operands[0], vec, itemsize, [ptr, self.ref(op.operands[0], layout, "(e + j)")])
+        ptr_v = op.operands[0]
         if vec == 1:
+            chk = self.in_bounds(op, ptr_v, ptr, itemsize, "read")
             if masked:
                 m = self.ref(op.operands[1], layout)
                 o = self.ref(op.operands[2], layout)
-                self.loop(layout, f"{var}[e] = {m} ? *{ptr} : {o};")
+                self.loop(layout, f"{var}[e] = {_all(m, chk)} ? *{ptr} : {o};")
+            elif chk:  # an access the bounds checks refuse yields 0
+                self.loop(layout, f"{var}[e] = {chk} ? *{ptr} : {t}(0);")
             else:
                 self.loop(layout, f"{var}[e] = *{ptr};")
             return
         word = _WORD[vec * itemsize]
         lines = [f"const {word} w = *((device const {word}*){ptr});"]
         lines += _unpack(var, "w", t, itemsize, vec * itemsize)
+        chk = self.in_bounds(op, ptr_v, ptr, vec * itemsize, "read")
         if masked and self.mask_checked_per_run(op, layout, vec):
             m, o = self.ref(op.operands[1], layout, "(e + j)"), self.ref(op.operands[2], layout, "(e + j)")
-            p1 = self.ref(op.operands[0], layout, "(e + j)")
+            p1 = self.ref(ptr_v, layout, "(e + j)")
+            chk1 = self.in_bounds(op, ptr_v, p1, itemsize, "read")
+            vector = f"if ({chk}) {{ {' '.join(lines)} }} else {{ for (int j = 0; j < {vec}; ++j) {var}[e + j] = {o}; }}" \
+                if chk else " ".join(lines)
             body = (f"{{ bool enc_all = true; for (int j = 0; j < {vec}; ++j) enc_all = enc_all && {m}; "
-                    f"if (enc_all) {{ {' '.join(lines)} }} else {{ for (int j = 0; j < {vec}; ++j) "
-                    f"{var}[e + j] = {m} ? *{p1} : {o}; }} }}")
+                    f"if (enc_all) {{ {vector} }} else {{ for (int j = 0; j < {vec}; ++j) "
+                    f"{var}[e + j] = {_all(m, chk1)} ? *{p1} : {o}; }} }}")
         elif masked:
             m = self.ref(op.operands[1], layout)
             o = self.ref(op.operands[2], layout, "e + j")
-            body = f"if ({m}) {{ {' '.join(lines)} }} else {{ for (int j = 0; j < {vec}; ++j) {var}[e + j] = {o}; }}"
+            body = (f"if ({_all(m, chk)}) {{ {' '.join(lines)} }} else {{ for (int j = 0; j < {vec}; ++j) "
+                    f"{var}[e + j] = {o}; }}")
+        elif chk:
+            body = f"if ({chk}) {{ {' '.join(lines)} }} else {{ for (int j = 0; j < {vec}; ++j) {var}[e + j] = {t}(0); }}"
         else:
             body = "{ " + " ".join(lines) + " }"
         self.emit(f"for (int e = 0; e < {n}; e += {vec}) {body}")
@@ -156,7 +167,7 @@ class MemoryMixin:
         if not ptr_v.type.is_tile:
             ptr, val = self.refs[(ptr_v.id, None)], self.refs[(val_v.id, None)]
             cond = "enc_tid == 0" + (f" && {self.refs[(op.operands[2].id, None)]}" if len(op.operands) > 2 else "")
-            self.emit(f"if ({cond}) *({ptr}) = {val};")
+            self.emit(f"if ({_all(cond, self.in_bounds(op, ptr_v, ptr, elem.itemsize, 'write'))}) *({ptr}) = {val};")
             self.accesses.append(Access("store", op.loc.lineno if op.loc else None, str(elem), (), 1, elem.itemsize,
                                         "scalar pointer: thread 0 stores"))
             return
@@ -174,7 +185,8 @@ class MemoryMixin:
         own = self.owner(layout, "e", ptr_v.type.shape)
         if own:
             conds.append(own)
-        guard = f"if ({' && '.join(conds)}) " if conds else ""
+        chk = self.in_bounds(op, ptr_v, ptr, vec * itemsize, "write")
+        guard = f"if ({' && '.join(conds + ([chk] if chk else []))}) " if conds or chk else ""
         n = layout.parent.elems_per_thread
         self.tile_extent(ptr_v, vec, itemsize, [ptr, self.ref(ptr_v, layout, "(e + j)")])
         if vec == 1:
@@ -184,11 +196,13 @@ class MemoryMixin:
         if len(op.operands) > 2 and self.mask_checked_per_run(op, layout, vec):
             m = self.ref(op.operands[2], layout, "(e + j)")
             own_j = self.owner(layout, "(e + j)", ptr_v.type.shape)
-            each = f"{m} && {own_j}" if own_j else m
             p1 = self.ref(ptr_v, layout, "(e + j)")
+            each = _all(f"{m} && {own_j}" if own_j else m, self.in_bounds(op, ptr_v, p1, itemsize, "write"))
+            vector = f"*((device {word}*){ptr}) = {_pack(val, t, itemsize, vec * itemsize)};"
+            if chk:
+                vector = f"{{ if ({chk}) {vector} }}"
             self.emit(f"for (int e = 0; e < {n}; e += {vec}) {{ bool enc_all = {own or 'true'}; "
-                      f"for (int j = 0; j < {vec}; ++j) enc_all = enc_all && {m}; "
-                      f"if (enc_all) *((device {word}*){ptr}) = {_pack(val, t, itemsize, vec * itemsize)}; "
+                      f"for (int j = 0; j < {vec}; ++j) enc_all = enc_all && {m}; if (enc_all) {vector} "
                       f"else for (int j = 0; j < {vec}; ++j) if ({each}) *{p1} = {val.replace('{e}', '(e + j)')}; }}")
             return
         self.emit(f"for (int e = 0; e < {n}; e += {vec}) {guard}*((device {word}*){ptr}) = "
@@ -265,6 +279,7 @@ class MemoryMixin:
             fn = f"atomic_{kind}_explicit"
             if layout is None:
                 cond = "enc_tid == 0" + (f" && {self.ref(mask_v, None)}" if mask_v is not None else "")
+                cond = _all(cond, self.in_bounds(op, ptr_v, self.ref(ptr_v, None), 8, "atomic"))
                 self.emit(f"if ({cond}) {fn}((device atomic_ulong*)({self.ref(ptr_v, None)}), "
                           f"{self.ref(val_v, None)}, memory_order_relaxed);")
                 self.barrier()
@@ -274,6 +289,8 @@ class MemoryMixin:
                 conds = [self.ref(mask_v, layout)] if mask_v is not None else []
                 own = self.owner(layout, "e", r.type.shape)
                 conds += [own] if own else []
+                chk = self.in_bounds(op, ptr_v, self.ref(ptr_v, layout), 8, "atomic")
+                conds += [chk] if chk else []
                 guard = f"if ({' && '.join(conds)}) " if conds else ""
                 self.loop(layout, f"{guard}{fn}((device atomic_ulong*)({self.ref(ptr_v, layout)}), "
                                   f"{self.ref(val_v, layout)}, memory_order_relaxed);")
@@ -285,6 +302,8 @@ class MemoryMixin:
         if layout is None:  # a scalar atomic: thread 0 performs it and shares the old value
             buf = self._atomic_share(r, 1)
             cond = "enc_tid == 0" + (f" && {self.ref(mask_v, None)}" if mask_v is not None else "")
+            cond = _all(cond, self.in_bounds(op, ptr_v, self.ref(ptr_v, None), ptr_v.type.element.element_ty.itemsize,
+                                             "atomic"))
             cmp = self.ref(cmp_v, None) if cmp_v is not None else None
             val = self.ref(val_v, None) if val_v is not None else ""
             self.emit(f"if ({cond}) {buf}[0] = {self.atomic_expr(op, self.ref(ptr_v, None), val, cmp)};")
@@ -300,6 +319,9 @@ class MemoryMixin:
         own = self.owner(layout, "e", r.type.shape)
         if own:
             conds.append(own)
+        chk = self.in_bounds(op, ptr_v, self.ref(ptr_v, layout), ptr_v.type.element.element_ty.itemsize, "atomic")
+        if chk:
+            conds.append(chk)
         cmp = self.ref(cmp_v, layout) if cmp_v is not None else None
         expr = self.atomic_expr(op, self.ref(ptr_v, layout), self.ref(val_v, layout) if val_v is not None else "", cmp)
         guard = " && ".join(conds)
@@ -343,6 +365,11 @@ class MemoryMixin:
     def _atomic_share(self, r: ir.Value, count: int) -> str:
         self.smem_begin()
         return self.smem(MSL_TYPE[r.type.element.name], count, f"old values of atomic %{r.id}", r.type.element.itemsize)
+
+
+def _all(cond: str, check: str | None) -> str:
+    """``cond``, and then the bounds check when there is one (a lane the condition turns off is never checked)."""
+    return f"({cond} && {check})" if check else cond
 
 
 def _unpack(var: str, w: str, t: str, itemsize: int, nbytes: int) -> list[str]:
