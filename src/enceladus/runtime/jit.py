@@ -31,6 +31,7 @@ from .launch import debug_enabled, launch, launcher_for
 STRUCT_PREFIX = "__struct__"  # specialization entries that record the structure of tuple/descriptor arguments
 DOT_BACKEND_KEY = "__dot_backend__"  # the specialization entry of the dot lowering (a launch option)
 FP_FUSION_KEY = "__fp_fusion__"  # the specialization entry of enable_fp_fusion (a launch option)
+BOUNDS_KEY = "__msl_bounds_checks__"  # debug launches on metal: the MSL checks its accesses (compile option)
 DEVICE_KEY = "__device__"  # the specialization entry of what the device probes found (runtime/probes.py)
 DEBUG_KEY = "__debug__"  # present in debug launches: `assert` statements are compiled in (as in Triton)
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "dot_backend",
@@ -248,9 +249,11 @@ class JITFunction:
         signature, constexprs, facts = self.specialize(values)
         constexprs[DOT_BACKEND_KEY] = resolve_dot_backend(options.get("dot_backend"))
         constexprs[FP_FUSION_KEY] = resolve_fp_fusion(options.get("enable_fp_fusion"))
+        backend = get_backend()
         if options.get("debug") or self.debug or debug_enabled():
             constexprs[DEBUG_KEY] = True
-        backend = get_backend()
+            if getattr(backend, "name", "") == "metal":  # debug mode on Metal: bounds checks compiled into the MSL
+                constexprs[BOUNDS_KEY] = True
         if getattr(backend, "probe_on_compile", False):  # what the device probes found (runtime/probes.py)
             from . import probes
 
@@ -520,13 +523,14 @@ def compile_kernel(source: Any, name: str, param_names: list[str], signature: di
     from ..compiler import driver
 
     plain = {k: v for k, v in constexprs.items()
-             if not k.startswith(STRUCT_PREFIX) and k not in (DOT_BACKEND_KEY, FP_FUSION_KEY, DEVICE_KEY, DEBUG_KEY)}
+             if not k.startswith(STRUCT_PREFIX) and k not in (DOT_BACKEND_KEY, FP_FUSION_KEY, DEVICE_KEY, DEBUG_KEY, BOUNDS_KEY)}
     struct_args = {k[len(STRUCT_PREFIX):]: v for k, v in constexprs.items() if k.startswith(STRUCT_PREFIX)}
     return driver.compile_kernel(source, name, param_names, signature, plain, *args, structs=struct_args,
                                  dot_backend=constexprs.get(DOT_BACKEND_KEY, "simdgroup"),
                                  enable_fp_fusion=constexprs.get(FP_FUSION_KEY, True),
                                  device=dict(constexprs.get(DEVICE_KEY, ())),
-                                 debug=bool(constexprs.get(DEBUG_KEY, False)), **kwargs)
+                                 debug=bool(constexprs.get(DEBUG_KEY, False)),
+                                 msl_bounds_checks=bool(constexprs.get(BOUNDS_KEY, False)), **kwargs)
 
 
 def resolve_dot_backend(choice: Any) -> str:

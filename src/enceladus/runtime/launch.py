@@ -147,6 +147,10 @@ class KernelLauncher:
                                           _scalar_format(kernel) if abi.args_slot is not None else "")
         # Backends that bind host memory themselves (metal) take the arrays of synchronous launches.
         self.run_host = getattr(self.fast, "run_host", None)
+        if kernel.metadata.get("msl_bounds_checks") and hasattr(self.fast, "extents_index"):
+            # metal: the launcher rewrites the extents buffer's host spans as GPU addresses before binding it
+            self.fast.extents_index = self.buffer_names.index(devicelog.EXT_PARAM) \
+                if devicelog.EXT_PARAM in self.buffer_names else None
         if kernel.metadata.get("int_pointers") and hasattr(self.fast, "integer_addresses"):
             self.fast.integer_addresses = True  # metal: buffers given out by Tensor.device_address() made resident
         # The cpu backend checks every access against the arguments' extents and names the kernel line.
@@ -374,7 +378,7 @@ def launch(kernel: CompiledKernel, grid: tuple[int, int, int], values: dict[str,
                           "the results on the host after the launch, or run it on the cpu backend "
                           "(ENCELADUS_BACKEND=cpu), where the device is the host")
     try:
-        if debug or debug_enabled():
+        if (debug or debug_enabled()) and not (bounds is not None and getattr(kl.fast, "extents_index", None)):
             kl.debug_launch(grid, arrays, scalars, timeout, extents)
         else:  # (kernels that make pointers from integers run synchronously: see _warn_unknown_addresses)
             kl.submit(grid, addresses, scalars, arrays, log is None and not int_pointers and

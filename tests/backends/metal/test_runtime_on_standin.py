@@ -246,14 +246,34 @@ def test_do_bench_reads_gpu_timestamps(on_metal, recorder) -> None:
     assert "GPUStartTime" in recorder.selectors_sent()
 
 
-def test_debug_mode_runs_the_same_msl_on_the_cpu_twin(on_metal, recorder, monkeypatch) -> None:
+def test_debug_mode_compiles_bounds_checks_into_the_msl(on_metal, recorder, monkeypatch) -> None:
+    # ENCELADUS_DEBUG=1 on Metal: the kernel is compiled with msl_bounds_checks and dispatched on the GPU (here the
+    # stand-in), with the extents buffer bound after the log; the host reads the log back and raises the error the
+    # cpu backend would. On the stand-in a GPU address is the host address; unverified on Apple hardware.
+    from enceladus.runtime.devicelog import DeviceBoundsError
+
     monkeypatch.setenv("ENCELADUS_DEBUG", "1")
     add = fresh(kernels.add_kernel)
     x = enceladus.tensor(np.arange(300, dtype=np.float32))
     out = enceladus.zeros(300)
     add[(2,)](x, x, out, 300, BLOCK=256)
     np.testing.assert_array_equal(out.numpy(), 2 * np.arange(300))
-    assert "add_kernel" not in recorder.executed
+    assert recorder.executed.count("add_kernel") == 1  # on the GPU, not on the cpu twin
+    sources = [o.data["source"] for o in recorder.objects.values() if o.data.get("source") and "add_kernel" in
+               o.data["source"]]
+    assert sources and all("enc_inb(" in text and "enc_ext [[buffer(4)]]" in text for text in sources)
+    assert sorted(recorder.bound_history[-1]) == [0, 1, 2, 3, 4]  # x, y, out, the log, the extents
+    assert "gpuAddress" in recorder.selectors_sent()  # the extents are GPU addresses
+    short = enceladus.tensor(np.arange(200, dtype=np.float32))
+    out2 = np.zeros(300, np.float32)
+    with pytest.raises(DeviceBoundsError, match=r"kernel 'add_kernel', program \(0,0,0\), thread \d+: out-of-bounds "
+                                                r"read of \d+ bytes through argument 'y_ptr' at element index 200 "
+                                                r"\('y_ptr' has 200 elements\); found by the MSL's bounds checks"
+                                                r"(.|\n)*at line 11 of .*kernels.py"):
+        add[(2,)](x, short[:200], out2, 300, BLOCK=256)
+    expected = np.arange(300, dtype=np.float32)
+    expected[:200] *= 2  # x + y where y is in bounds; the skipped reads of y yield 0 (the load's `other`)
+    np.testing.assert_array_equal(out2, expected)
 
 
 def test_import_selects_and_never_loads_objc_when_forced_cpu() -> None:

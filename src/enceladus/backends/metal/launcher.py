@@ -32,7 +32,8 @@ class MetalLauncher:
     """One kernel bound to fixed buffer slots, threads per threadgroup and scalar layout (validated once)."""
 
     __slots__ = ("name", "backend", "pipeline", "nbuf", "slots", "runs", "scalars", "args_slot", "threads",
-                 "tptg", "tg", "writes", "exact", "registry", "integer_addresses")
+                 "tptg", "tg", "writes", "exact", "registry", "integer_addresses",
+                 "extents_index")
 
     def __init__(self, function: MetalFunction, buffer_slots: Sequence[int], threads_per_threadgroup: Sequence[int],
                  args_slot: int | None = None, args_format: str = "",
@@ -76,6 +77,9 @@ class MetalLauncher:
         self.registry = self.backend.registry
         # the kernel makes pointers from integers: every buffer whose gpuAddress was handed out is made resident
         self.integer_addresses = False
+        # msl_bounds_checks (debug mode): the index among the buffers of the extents buffer, whose host byte spans
+        # run_host rewrites as GPU addresses (see _gpu_extents)
+        self.extents_index: int | None = None
 
     # -- the protocol ----------------------------------------------------------------------------
     def pack(self, groups: Sequence[int], gsize: Sequence[int], *values: Any) -> tuple[Any, ...]:
@@ -115,6 +119,8 @@ class MetalLauncher:
         host: list[HostBinding] = []
         try:
             for i, a in enumerate(addresses):
+                if i == self.extents_index:  # every pointer argument is bound by now (they come first)
+                    self._gpu_extents(objects[i], addresses[:i], handles, offsets)
                 known = self._known(a)
                 if known is not None:
                     handles.append(known[0])
@@ -137,6 +143,17 @@ class MetalLauncher:
                 hb.finish()
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _gpu_extents(self, extents: Any, addresses: Sequence[int], handles: list[int], offsets: list[int]) -> None:
+        """The MSL's bounds checks compare device pointers, which on Metal are GPU addresses: each pointer
+        argument's host span ``[lo, hi)`` (the runtime filled it) becomes ``gpuAddress + offset + (lo - address)``
+        of the buffer it is bound to. Unverified on Apple hardware."""
+        ext = self.backend.host_view(extents)
+        bridge = self.backend.device.bridge
+        for k in range(len(ext) // 2):
+            gpu = int(bridge.send(handles[k], "gpuAddress") or 0) + offsets[k]
+            ext[2 * k] = gpu + (int(ext[2 * k]) - addresses[k])
+            ext[2 * k + 1] = gpu + (int(ext[2 * k + 1]) - addresses[k])
+
     def _known(self, address: int) -> tuple[int, int] | None:
         """(MTLBuffer handle, byte offset) of an address inside memory this backend allocated, else None."""
         buf = self.exact.get(address)
