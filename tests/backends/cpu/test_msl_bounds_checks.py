@@ -172,3 +172,24 @@ def test_masked_vector_runs(size, n):
         expected[56:60] = 7.0  # the skipped vector read yields `other`
         expected[60] = 7.0  # element 60 (the ragged run, checked element by element) is outside x as well
     np.testing.assert_array_equal(out, expected)
+
+
+@enceladus.jit
+def scalar_ops(c_ptr, out_ptr, i):
+    tl.atomic_add(c_ptr + i, 5)  # one atomic per program, on thread 0
+    tl.store(out_ptr + i, 7)  # a scalar store: thread 0
+
+
+@pytest.mark.parametrize("i", [4, -1])
+def test_scalar_atomics_and_stores(i):
+    backing = np.zeros(16, np.int32)
+    c, out = backing[4:8], np.zeros(4, np.int32)
+    sig = {"c_ptr": "*i32", "out_ptr": "*i32", "i": "i32"}
+    with pytest.raises(DeviceBoundsError, match=rf"kernel 'scalar_ops', program \(0,0,0\), thread 0: out-of-bounds "
+                                                rf"atomic of 4 bytes through argument 'c_ptr' at element index {i} "
+                                                rf"\('c_ptr' has 4 elements\)(.|\n)*tl.atomic_add\(c_ptr \+ i, 5\)"):
+        run(scalar_ops, sig, {}, (1, 1, 1), c, out, i)
+    assert not backing.any() and not out.any()  # the atomic and the store (also reported) were skipped
+    run(scalar_ops, sig, {}, (2, 1, 1), c, out, 2)
+    np.testing.assert_array_equal(c, [0, 0, 10, 0])
+    np.testing.assert_array_equal(out, [0, 0, 7, 0])
