@@ -10,7 +10,7 @@
 # file with Triton's tutorial kernels (not part of this repository; see docs/benchmarks.md). Everything is written
 # under $OUT (default ./proxy-out): table.json (the results; copy it to benchmarks/results/gpu_proxy_h200.json),
 # table.md (`table.py --markdown`: the docs section's data), replay.json, sanitize-*.log, *.log, summary.txt.
-# Each step has its own time limit (seconds; TABLE_TIMEOUT, REPLAY_TIMEOUT in the environment) so a slow step
+# Each step has its own time limit (seconds; TABLE_TIMEOUT, REPLAY_TIMEOUT, CHECK_BUDGET in the environment) so a slow step
 # leaves the others their time; exit status 0 when every step finished clean.
 set -u
 mode=${1:?usage: device_run.sh table CORPUS TUTORIALS | sanitize CORPUS | check CORPUS}
@@ -58,7 +58,7 @@ table)
 sanitize|check)
   # cubins first (cached by source digest in $build: free when the table command ran on this machine)
   step build 150 python3 -m benchmarks.gpu_proxy.replay --corpus "$corpus" --build-dir "$build" --build-only
-  limit=$(( 510 - ($(date +%s) - start) ))
+  limit=$(( ${CHECK_BUDGET:-510} - ($(date +%s) - start) ))  # CHECK_BUDGET: the whole command's seconds
   [ "$limit" -ge 60 ] || limit=60
   # each replay runs its kernels in worker processes (a fault ends only its worker): sanitize them all
   san() { timeout --kill-after=10 "$limit" compute-sanitizer --tool "$1" --target-processes all \
