@@ -62,7 +62,7 @@ def nested_carried_pointers(X, Y, stride, R, N, BLOCK: tl.constexpr):
     and the column pointer tiles by the inner one."""
     x_row = X + tl.program_id(0) * R * stride
     y_row = Y + tl.program_id(0) * R * stride
-    for r in range(0, R):
+    for _r in range(0, R):
         xp = x_row + tl.arange(0, BLOCK)
         yp = y_row + tl.arange(0, BLOCK)
         for off in range(0, N, BLOCK):

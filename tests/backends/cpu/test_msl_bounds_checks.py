@@ -10,7 +10,6 @@ import enceladus
 import enceladus.language as tl
 from enceladus.runtime.devicelog import DeviceBoundsError
 from enceladus.runtime.launch import launch
-
 from paths import needs_cpu
 
 pytestmark = needs_cpu
