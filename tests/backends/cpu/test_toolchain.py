@@ -94,3 +94,14 @@ def test_bad_signature() -> None:
         parse_kernels("kernel void k(float3 p [[thread_position_in_grid]]) {}")
     with pytest.raises(MSLSyntaxError, match="does not support"):
         parse_kernels("kernel void k(uint p [[stage_in]]) {}")
+
+
+def test_library_cache_key_includes_the_runtime_abi(monkeypatch):
+    # a library built for another runtime ABI (an upgrade, another checkout sharing the cache) gets another key, so
+    # it is rebuilt instead of being loaded and refused ("built for another runtime ABI")
+    from enceladus.backends.cpu import library, toolchain
+
+    compiler = toolchain.CompilerInfo(("/usr/bin/c++",), "clang", "test identity")
+    before = toolchain.cache_key("kernel void k() {}", compiler, ("-O2",))
+    monkeypatch.setattr(library, "ABI_VERSION", library.ABI_VERSION + 1)
+    assert toolchain.cache_key("kernel void k() {}", compiler, ("-O2",)) != before

@@ -334,8 +334,12 @@ def write_library_index(path: str, so: str, kernels: list, uses_fibers: bool) ->
 
 
 def cache_key(source: str, compiler: CompilerInfo, flags: tuple[str, ...]) -> str:
+    # the runtime ABI too: a library built by another Enceladus whose Python side expects another ABI (an upgrade,
+    # another checkout sharing the cache) must be rebuilt, never loaded and refused
+    from .library import ABI_VERSION
+
     h = sha256()
-    for part in (source, headers_digest(), compiler.identity, " ".join(flags)):
+    for part in (source, headers_digest(), compiler.identity, " ".join(flags), f"abi {ABI_VERSION}"):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:40]
