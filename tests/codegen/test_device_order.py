@@ -151,6 +151,41 @@ def test_barrier_is_explained():
     assert ck.asm["msl"].count(DEVICE_BARRIER) == 1
 
 
+def test_thread_maps_are_memoised_and_read_only(monkeypatch):
+    """The pass memoises thread-of-element maps and exact pair decisions (compile latency): compiling a kernel
+    again reuses them and decides the same barrier, and no caller can change a shared map."""
+    from enceladus.compiler.passes import device_order
+
+    def compile_once():
+        return enceladus.compile(ok.add_broadcast_kernel, signature="*fp32",
+                                 constexprs={"M": 16, "N": 16, "COL": False})
+
+    first = compile_once()
+    maps, pairs = device_order.element_threads.cache_info(), device_order._exact_conflict.cache_info()
+    second = compile_once()
+    assert device_order.element_threads.cache_info().misses == maps.misses
+    assert device_order._exact_conflict.cache_info().misses == pairs.misses
+    assert device_order._exact_conflict.cache_info().hits > pairs.hits
+    assert first.asm["msl"] == second.asm["msl"] and second.asm["msl"].count(DEVICE_BARRIER) == 1
+
+    handed_out = []
+
+    def spy(*key):
+        handed_out.append(orig(*key))
+        return handed_out[-1]
+
+    orig = device_order.element_threads
+    monkeypatch.setattr(device_order, "element_threads", spy)
+    device_order._thread_facts.cache_clear()
+    device_order._exact_conflict.cache_clear()
+    compile_once()
+    assert handed_out
+    for tids, elems in handed_out:
+        assert not tids.flags.writeable and not elems.flags.writeable
+        with pytest.raises(ValueError):
+            tids[0] = 1
+
+
 # --- debug mode: device-memory races within a threadgroup (ENCELADUS_DEBUG_DEVICE_RACES=1) -------------------------
 def _race_cases():
     z = np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32)

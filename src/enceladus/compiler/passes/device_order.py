@@ -146,9 +146,13 @@ def _split(p: Poly) -> tuple[Poly, Poly]:
 
 
 # --- which thread touches which element -------------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)  # a 128x128 tile's maps are 256 KiB: 64 of them at most stay alive
 def element_threads(layout: TileLayout, shape: tuple[int, ...], owners_only: bool) -> tuple[np.ndarray, np.ndarray]:
     """(thread, row-major element index) of every register of a ``shape`` tile held in ``layout``: all holders
-    (a load: replicas load too), or only each element's owner (a store or atomic; ``MSLEmitter.owner``)."""
+    (a load: replicas load too), or only each element's owner (a store or atomic; ``MSLEmitter.owner``).
+
+    A pure function of its (hashable) arguments, memoised: the same layouts recur across the accesses of a kernel
+    and across kernels. The arrays returned are read-only (shared by every caller)."""
     p = layout.parent
     nthreads = WARP_SIZE * (p.warps[0] * p.warps[1] if isinstance(p, MmaLayout) else int(np.prod(p.warps_per_cta)))
     tid, e = np.meshgrid(np.arange(nthreads), np.arange(p.elems_per_thread), indexing="ij")
@@ -177,7 +181,34 @@ def element_threads(layout: TileLayout, shape: tuple[int, ...], owners_only: boo
     flat = np.zeros_like(tid)
     for i, n in enumerate(shape):
         flat = flat * n + coords[i]
-    return tid[keep], flat[keep]
+    return _frozen(tid[keep]), _frozen(flat[keep])
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+@functools.lru_cache(maxsize=512)
+def _thread_facts(threads: tuple) -> tuple[bool, int | None]:
+    """(some element is touched by several threads, the one thread making every access or None) of a thread map
+    ``threads`` (see ``_Access.threads``)."""
+    tids, elems = _thread_map(threads)
+    return bool(np.bincount(elems).max() > 1), (int(tids[0]) if tids.min() == tids.max() else None)
+
+
+def _thread_map(threads: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(tids, elems) of a thread-map key: ("tile", layout, shape, owners_only), ("all", nthreads) -- every thread
+    touches element 0 -- or ("one",): thread 0 touches element 0."""
+    if threads[0] == "tile":
+        return element_threads(*threads[1:])
+    n = threads[1] if threads[0] == "all" else 1
+    return _all_threads(n)
+
+
+@functools.lru_cache(maxsize=64)
+def _all_threads(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return _frozen(np.arange(n)), _frozen(np.zeros(n, dtype=np.int64))
 
 
 def _raw_coord(p: BlockedLayout | MmaLayout, d: int, lane, warp, e):
@@ -204,33 +235,28 @@ class _Access:
     """One global load, store or atomic (in one iteration of its loops): its bytes and the threads touching them."""
 
     def __init__(self, op: ir.Op, writes: bool, commutative: bool, poly: Poly | None, shape: tuple[int, ...],
-                 itemsize: int, threads):
+                 itemsize: int, threads: tuple):
         self.op, self.writes, self.commutative, self.poly = op, writes, commutative, poly
         self.shape, self.itemsize = shape, itemsize
-        self._threads = threads  # computes (tids, elems): every (thread, element) pair that touches memory
-
-    @functools.cached_property
-    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._threads()
+        self.threads = threads  # the key of every (thread, element) pair that touches memory (``_thread_map``)
 
     @property
     def tids(self) -> np.ndarray:
-        return self.pairs[0]
+        return _thread_map(self.threads)[0]
 
     @property
     def elems(self) -> np.ndarray:
-        return self.pairs[1]
+        return _thread_map(self.threads)[1]
 
-    @functools.cached_property
+    @property
     def replicated(self) -> bool:
         """Some element is touched by several threads."""
-        return bool(np.bincount(self.elems).max() > 1)
+        return _thread_facts(self.threads)[0]
 
-    @functools.cached_property
+    @property
     def one_thread(self) -> int | None:
         """The thread making every access, if only one does."""
-        t = self.tids
-        return int(t[0]) if t.min() == t.max() else None
+        return _thread_facts(self.threads)[1]
 
 
 def _cross_thread(addr_a, tid_a, addr_b, tid_b) -> bool:
@@ -306,21 +332,33 @@ def conflict(a: _Access, b: _Access) -> str | None:
         gb = ga  # compared as one block (a constant shift inside it still counts)
     d = diff.get((), 0)
     if not symbolic:
-        addr_a = _evaluate(ga, a.shape, None)[a.elems] + d
-        addr_b = _evaluate(gb, b.shape, None)[b.elems]
-        z = a.itemsize
-        if z == b.itemsize and np.all(addr_a % z == 0) and np.all(addr_b % z == 0):  # whole elements
-            return "another thread touches the same element" if _cross_thread(
-                addr_a // z, a.tids, addr_b // z, b.tids) else None
-        bytes_a = (addr_a[:, None] + np.arange(a.itemsize)).ravel()
-        bytes_b = (addr_b[:, None] + np.arange(b.itemsize)).ravel()
-        return "another thread touches the same bytes" if _cross_thread(
-            bytes_a, np.repeat(a.tids, a.itemsize), bytes_b, np.repeat(b.tids, b.itemsize)) else None
+        return _exact_conflict(_key(ga), _key(gb), d, tuple(a.shape), tuple(b.shape), a.itemsize, b.itemsize,
+                               a.threads, b.threads)
     # runtime strides: taken as generic values (distinct elements of a tile never share an address unless the
     # offsets say so for every value of the strides)
     addr = _evaluate(ga, a.shape, _generic_atoms(ga))
     return "another thread touches the same element" if _cross_thread(
         (addr[a.elems] + d) % _PRIME, a.tids, addr[b.elems], b.tids) else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _exact_conflict(ga: tuple, gb: tuple, d: int, shape_a: tuple, shape_b: tuple, itemsize_a: int, itemsize_b: int,
+                    threads_a: tuple, threads_b: tuple) -> str | None:
+    """``conflict`` for offsets known exactly: ``ga + d`` over the elements of ``threads_a`` against ``gb`` over
+    those of ``threads_b`` (index-only polynomials as ``_key`` tuples). Pure in its hashable arguments, memoised:
+    the same pairs recur (every elementwise kernel's loads against its store)."""
+    tids_a, elems_a = _thread_map(threads_a)
+    tids_b, elems_b = _thread_map(threads_b)
+    addr_a = _evaluate(dict(ga), shape_a, None)[elems_a] + d
+    addr_b = _evaluate(dict(gb), shape_b, None)[elems_b]
+    z = itemsize_a
+    if z == itemsize_b and np.all(addr_a % z == 0) and np.all(addr_b % z == 0):  # whole elements
+        return "another thread touches the same element" if _cross_thread(
+            addr_a // z, tids_a, addr_b // z, tids_b) else None
+    bytes_a = (addr_a[:, None] + np.arange(itemsize_a)).ravel()
+    bytes_b = (addr_b[:, None] + np.arange(itemsize_b)).ravel()
+    return "another thread touches the same bytes" if _cross_thread(
+        bytes_a, np.repeat(tids_a, itemsize_a), bytes_b, np.repeat(tids_b, itemsize_b)) else None
 
 
 # --- offsets as polynomials ------------------------------------------------------------------------------------------
@@ -482,13 +520,11 @@ class _Analysis:
         nthreads = WARP_SIZE * self.num_warps
         if ptr.type.is_tile:
             layout = store_layout(self.plan, op) if op.name == "store" else self.plan.homes[op.result.id]
-            threads = functools.partial(element_threads, layout, ptr.type.shape, op.name != "load")
+            threads: tuple = ("tile", layout, tuple(ptr.type.shape), op.name != "load")
         elif op.name == "load" and self.roots.get(ptr.id) is not None and self.roots[ptr.id] not in self.written:
-            def threads():  # every thread loads it
-                return np.arange(nthreads), np.zeros(nthreads, dtype=np.int64)
+            threads = ("all", nthreads)  # every thread loads it
         else:
-            def threads():  # thread 0 performs it (a scalar store or atomic, or a load the others receive from it)
-                return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+            threads = ("one",)  # thread 0 performs it (a scalar store or atomic, or a load the others receive from it)
         rec = _Access(op, writes, kind in _COMMUTATIVE_ATOMICS, self.poly(ptr, ctx), ptr.type.shape, itemsize,
                       threads)
         self.records[key] = rec
@@ -603,4 +639,7 @@ def _describe(a: _Access, b: _Access, why: str) -> str:
 
 def plan_device_order(fn: ir.Function, plan: LayoutPlan, num_warps: int) -> DeviceOrderPlan:
     """Where ``fn`` needs device-memory barriers so that its global accesses take effect in program order."""
+    if not any(op.name == "store" or (op.name == "atomic" and op.attrs["kind"] not in READ_ONLY_ATOMICS)
+               for op in ir.walk(fn.ops)):
+        return DeviceOrderPlan()  # nothing is written: no pair of accesses can conflict (``conflict``)
     return _Analysis(fn, plan, num_warps).run()
