@@ -275,13 +275,19 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 conds.append(f"{self.raw_coord(p, d, e)} == 0")
         return " && ".join(conds) if conds else None
 
-    def flat_index(self, layout: TileLayout, shape: tuple[int, ...], e: str, pad: bool = False) -> str:
-        """Row-major index of register ``e``'s element (rows padded by one element when ``pad``)."""
+    def flat_index(self, layout: TileLayout, shape: tuple[int, ...], e: str, pad: bool = False,
+                   swizzle: bool = False) -> str:
+        """Row-major index of register ``e``'s element: rows padded by one element when ``pad``; when
+        ``swizzle`` (the last dimension a power of two), the column XORed with the row's low bits, a
+        permutation within each row that spreads a column over banks as the padding does, in no extra memory."""
         terms = []
         stride = 1
+        last = len(shape) - 1
         for i in reversed(range(len(shape))):
             if shape[i] > 1:
                 c = self.value_coord(layout, shape, i, e)
+                if swizzle and i == last and last > 0 and shape[last - 1] > 1:
+                    c = f"({c} ^ ({self.value_coord(layout, shape, last - 1, e)} & {shape[last] - 1}))"
                 terms.append(c if stride == 1 else f"{c} * {stride}")
             stride *= shape[i] + (1 if pad and i == len(shape) - 1 and len(shape) > 1 else 0)
         return " + ".join(reversed(terms)) if terms else "0"

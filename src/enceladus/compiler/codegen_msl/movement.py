@@ -24,6 +24,22 @@ def _source_line(loc) -> str | None:
     return linecache.getline(loc.filename, loc.lineno) or None
 
 
+def conversion_buffer(shape: tuple[int, ...], itemsize: int) -> tuple[bool, bool]:
+    """How a layout conversion lays out its threadgroup buffer, as (pad, swizzle): rows padded by one element
+    (so that a column's elements fall in different banks) when the padded buffer fits in threadgroup memory on
+    its own; else, when it does not (a [128, 128] fp16 tile: 32 KB plus 256 bytes), no padding, with the
+    columns XOR-swizzled by row instead when the last dimension is a power of two; else plain row-major."""
+    if len(shape) < 2:
+        return False, False
+    rows = 1
+    for s in shape[:-1]:
+        rows *= s
+    cols = shape[-1]
+    if rows * (cols + 1) * itemsize <= MAX_THREADGROUP_MEMORY:
+        return True, False
+    return False, cols > 1 and shape[-2] > 1 and cols & (cols - 1) == 0
+
+
 class MovementMixin:
     # --- threadgroup memory --------------------------------------------------------------------------
     def smem(self, elem_type: str, count: int, what: str, itemsize: int) -> str:
@@ -99,16 +115,18 @@ class MovementMixin:
         else:
             t, size = self.storage_type(v)
         shape = v.type.shape
+        pad, swizzle = conversion_buffer(shape, size)
         count = 1
         for i, s in enumerate(shape):
-            count *= s + (1 if i == len(shape) - 1 and len(shape) > 1 else 0)
+            count *= s + (1 if pad and i == len(shape) - 1 else 0)
         self.emit(f"// %{v.id}: {src} -> {dst}")
         self.smem_begin()
         buf = self.smem(t, count, f"layout conversion of %{v.id}", size)
         own = self.owner(src, "e")
         guard = f"if ({own}) " if own else ""
         value = self.ref(v, src) if base is None else f"long({self.ref(v, src)} - {base})"
-        self.loop(src, f"{guard}{buf}[{self.flat_index(src, shape, 'e', pad=True)}] = {value};")
+        index = lambda layout: self.flat_index(layout, shape, "e", pad=pad, swizzle=swizzle)  # noqa: E731
+        self.loop(src, f"{guard}{buf}[{index(src)}] = {value};")
         self.barrier()
         name = f"v{v.id}_{self.fresh('c')}"
         if base is None:
@@ -118,13 +136,15 @@ class MovementMixin:
             self.emit(f"{msl_type(v.type.element, const=not self._writes_through(v))} {var}"
                       f"[{dst.parent.elems_per_thread}];")
             self.refs[(v.id, dst)] = var + "[{e}]"
-        read = f"{buf}[{self.flat_index(dst, shape, 'e', pad=True)}]"
+        read = f"{buf}[{index(dst)}]"
         if base is not None:
             read = f"{base} + {read}"
         elif v.type.element.is_bool():
             read = f"({read} != 0)"
         self.loop(dst, f"{var}[e] = {read};")
-        self.notes.append(f"%{v.id} converted from {src} to {dst} through {count * size} bytes of threadgroup memory")
+        how = " (columns XOR-swizzled by row: the padded buffer would not fit)" if swizzle else ""
+        self.notes.append(f"%{v.id} converted from {src} to {dst} through {count * size} bytes of threadgroup "
+                          f"memory{how}")
 
     def pointer_base(self, v: ir.Value) -> str:
         """The MSL name of the pointer argument that the pointer tile ``v`` is derived from."""
