@@ -82,3 +82,37 @@ def test_conversion_buffer_choice():
     assert conversion_buffer((256,), 4) == (False, False)  # 1-D: no rows to pad
     assert conversion_buffer((128, 96), 2) == (True, False)  # 24,832 bytes: fits padded
     assert conversion_buffer((170, 96), 2) == (False, False)  # 32,980 padded; 96 columns: no swizzle
+
+
+@enceladus.jit
+def pooled_kernel(X, Y, Z, N: tl.constexpr):
+    """Two [N, N] conversions (one in a loop) that cannot each have their own 32 KB array: they share one
+    pool, carved into typed arrays by pointer casts (which the debug build's race detector must follow)."""
+    r = tl.arange(0, N)
+    offs = r[:, None] * N + r[None, :]
+    x = tl.load(X + offs)
+    tl.store(Y + offs, x + tl.trans(x))
+    for _ in range(2):
+        z = tl.load(Z + offs)
+        tl.store(Z + offs, z + tl.trans(z))
+
+
+def test_pooled_conversions_are_race_checked():
+    N = 128
+    rng = np.random.default_rng(5)
+    x = rng.integers(-50, 50, (N, N)).astype(np.float16)
+    z = rng.integers(-10, 10, (N, N)).astype(np.float16)
+    ref = z + z.T
+    ref = ref + ref.T
+    make = lambda: (x.copy(), np.zeros_like(x), z.copy())  # noqa: E731
+    run_on_all_paths(pooled_kernel, (1,), make, lambda *a: {1: x + x.T, 2: ref}, constexprs={"N": N},
+                     rtol=0, atol=0)
+    if not cpu_available():
+        path_missing("cpu", "no C++ compiler")
+    ck = pooled_kernel.warmup(*make(), N=N, grid=(1,))
+    assert "enc_pool" in ck.asm["msl"] and ck.metadata["threadgroup_memory"] == N * N * 2
+    args = make()
+    with warnings.catch_warnings():  # a failed instrumented build (no race checks) warns: an error here
+        warnings.simplefilter("error")
+        on_path(pooled_kernel, "cpu")[(1,)](*args, N=N, debug=True)
+    np.testing.assert_array_equal(args[2], ref)

@@ -1,10 +1,12 @@
 """Tiles of pointers that change layout move as offsets from their pointer argument."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 from enceladus.errors import CompilationError
-from paths import on_path, run_on_all_paths
+from paths import cpu_available, on_path, path_missing, run_on_all_paths
 
 from . import pointer_kernels as pk
 
@@ -26,6 +28,15 @@ def test_loaded_tile_feeds_a_dot_and_a_transposed_dot(n, m, d):
 
     run_on_all_paths(pk.two_dots_through_advancing_pointers, (1,), lambda: (q, k, np.zeros((n, d), np.float32), steps),
                      reference, constexprs={"N": n, "M": m, "D": d}, rtol=1e-3, atol=1e-3)
+    if not cpu_available():
+        path_missing("cpu", "no C++ compiler")
+    # debug mode: the offsets read back from threadgroup memory go through the race detector's proxies, and
+    # the instrumented build must accept them (a failed build would only warn: an error here)
+    args = (q, k, np.zeros((n, d), np.float32), steps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        on_path(pk.two_dots_through_advancing_pointers, "cpu")[(1,)](*args, N=n, M=m, D=d, debug=True)
+    np.testing.assert_allclose(args[2], reference(*args)[2], rtol=1e-3, atol=1e-3)
 
 
 def test_reshape_flip_and_cat_of_pointer_tiles():

@@ -14,12 +14,17 @@ namespace metal {
 template <class T> struct atomic;
 namespace __enc {
 
+template <class T> struct tg_ref;  // race.h (debug builds): an element of threadgroup memory
+
 // An index (or offset) together with the source line of the expression that uses it.
 struct ix {
   long v;
   unsigned line;
   template <class I, class = enable_if_t<is_integral<I>::value>>
   __ENC_INLINE ix(I i, unsigned l = __builtin_LINE()) : v(long(i)), line(l) {}
+  // an offset read from threadgroup memory in a debug build (a tile of pointers moved between threads)
+  template <class I, class = enable_if_t<is_integral<I>::value>>
+  __ENC_INLINE ix(const tg_ref<I>& i, unsigned l = __builtin_LINE()) : v(long(I(i))), line(l) {}
 };
 
 template <class T> struct cptr;

@@ -12,6 +12,14 @@
 namespace metal {
 namespace __enc {
 template <class T> struct tg_ptr;
+// Whether a U* converts implicitly to a T* (no <type_traits> here).
+template <class U, class T> struct tg_converts {
+  static char test(T*);
+  static long test(...);
+  static constexpr bool value = sizeof(test(static_cast<U*>(nullptr))) == 1;
+};
+template <bool B> struct tg_enable {};
+template <> struct tg_enable<true> { using type = int; };
 
 // One element of threadgroup memory.
 template <class T> struct tg_ref {
@@ -58,7 +66,12 @@ template <class T> struct tg_ptr {
   __ENC_INLINE tg_ptr() : __p(nullptr), __base(nullptr), __name("threadgroup pointer") {}
   __ENC_INLINE tg_ptr(T* p, const char* name) : __p(p), __base(p), __name(name) {}
   __ENC_INLINE tg_ptr(T* p, const void* base, const char* name) : __p(p), __base(base), __name(name) {}
-  template <class U> __ENC_INLINE tg_ptr(const tg_ptr<U>& o) : __p(o.__p), __base(o.__base), __name(o.__name) {}
+  template <class U, typename tg_enable<tg_converts<U, T>::value>::type = 0>
+  __ENC_INLINE tg_ptr(const tg_ptr<U>& o) : __p(o.__p), __base(o.__base), __name(o.__name) {}
+  // An explicit cast to another element type (the pool of bytes that pooled kernels carve into typed arrays):
+  // the same bytes of the same variable.
+  template <class U, typename tg_enable<!tg_converts<U, T>::value>::type = 0>
+  __ENC_INLINE explicit tg_ptr(const tg_ptr<U>& o) : __p((T*)o.__p), __base(o.__base), __name(o.__name) {}
   __ENC_INLINE tg_ref<T> operator*() const { return tg_ref<T>(__p, __base, __name); }
   __ENC_INLINE tg_ref<T> operator[](long i) const { return tg_ref<T>(__p + i, __base, __name); }
   __ENC_INLINE T* operator->() const { return __p; }
@@ -92,6 +105,9 @@ template <class T, unsigned long N> struct tg_var<T[N]> {
     return tg_var<U>(&(*__p)[i], __base, __name);
   }
   __ENC_INLINE operator tg_ptr<T>() const { return tg_ptr<T>(&(*__p)[0], __base, __name); }
+  template <class U> __ENC_INLINE explicit operator tg_ptr<U>() const {
+    return tg_ptr<U>((U*)&(*__p)[0], __base, __name);
+  }
   __ENC_INLINE operator T*() const { return &(*__p)[0]; }
   __ENC_INLINE tg_ptr<T> operator+(long i) const { return tg_ptr<T>(&(*__p)[0] + i, __base, __name); }
 };
