@@ -103,9 +103,11 @@ def test_scans(axis):
                      check=check, constexprs={"M": M, "N": N, "AXIS": axis})
 
 
-def test_shape_ops():
+@pytest.mark.parametrize("dtype", ["int32", "uint32"])
+def test_shape_ops(dtype):
     M, N = 4, 8
-    x = np.arange(M * N, dtype=np.int32).reshape(M, N) * 3 - 7
+    # uint32 too: the shape ops move bits whatever their type (join/permute/trans of uint32 are corpus features)
+    x = (np.arange(M * N, dtype=np.int64).reshape(M, N) * 3 + (-7 if dtype == "int32" else 7)).astype(dtype)
     r = np.arange(M, dtype=np.int32)
     size = M * N
     want = np.concatenate([x.T.ravel(), x.T.ravel(), x.ravel(), x.ravel(), np.flip(x, 1).ravel(),
@@ -124,7 +126,7 @@ def test_shape_ops():
         np.testing.assert_array_equal(np.sort(out[8 * size + 2 * M: 8 * size + 4 * M]),
                                       np.sort(np.concatenate([r, r * 10])), err_msg=f"{path}: cat")
 
-    run_on_all_paths(K.shape_ops, (1,), lambda: [x.ravel().copy(), np.zeros(9 * size, np.int32)], lambda *a: {},
+    run_on_all_paths(K.shape_ops, (1,), lambda: [x.ravel().copy(), np.zeros(9 * size, dtype)], lambda *a: {},
                      check=check, constexprs={"M": M, "N": N})
 
 
