@@ -20,6 +20,7 @@ from .context import DeviceAssertionError, current, where_text
 from .tensor import Tile, literal_dtype, unwrap
 
 _BOOLOP, _NOT, _ASSERT, _DTYPE = "__enc_boolop__", "__enc_not__", "__enc_assert__", "__enc_dtype__"
+_CARRY = "__enc_carry__"
 
 
 def _name(id_: str) -> ast.Name:
@@ -58,6 +59,28 @@ class _Rewrite(ast.NodeTransformer):
         self.changed = True
         args = [node.test] + ([node.msg] if node.msg is not None else [])
         return _located(ast.Expr(_located(ast.Call(_name(_ASSERT), args, []), node)), node)
+
+    def visit_While(self, node: ast.While) -> Any:
+        """A Python int carried through a ``while`` loop is a runtime int32 scalar in compiled Triton (the loop
+        carries tensors), so ``x_int8 * i`` is int32 there: convert such names to int32 (int64) scalar tiles
+        before the loop, as the compiler does, instead of letting a Python int's "does not take part" rule apply."""
+        self.generic_visit(node)
+        names: list[str] = []
+        for sub in node.body:
+            for n in ast.walk(sub):
+                targets = (n.targets if isinstance(n, ast.Assign) else [n.target]
+                           if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else [])
+                for t in targets:
+                    if isinstance(t, ast.Name) and t.id not in names:
+                        names.append(t.id)
+        if not names:
+            return node
+        self.changed = True
+        pre = [_located(ast.If(test=ast.Compare(ast.Constant(n), [ast.In()], [ast.Call(_name("locals"), [], [])]),
+                               body=[ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())],
+                                                value=ast.Call(_name(_CARRY), [_name(n)], []))], orelse=[]), node)
+               for n in names]
+        return [*pre, node]
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         self.generic_visit(node)
@@ -178,4 +201,13 @@ def dtype_of(v: Any) -> Any:
     return v.dtype
 
 
-HELPERS = {_BOOLOP: boolop, _NOT: not_, _ASSERT: assert_, _DTYPE: dtype_of}
+def carry(v: Any) -> Any:
+    """A value entering a ``while`` loop it is assigned in: a Python int becomes its literal-typed scalar tile."""
+    if type(v) is int:
+        from .tensor import to_tile
+
+        return to_tile(v)
+    return v
+
+
+HELPERS = {_BOOLOP: boolop, _NOT: not_, _ASSERT: assert_, _DTYPE: dtype_of, _CARRY: carry}
