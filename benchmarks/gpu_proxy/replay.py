@@ -10,9 +10,10 @@ and memory checks. Exit status 1 if any kernel fails to translate, compile, run 
 
 The launches run in a child process (``--worker``); a kernel that faults (an illegal address kills the CUDA
 context) is that kernel's failure, named with what the process printed (the sanitizer's report), and a fresh
-child replays the rest. Integers the kernel reads that point into a recorded argument's host memory (addresses
-made into pointers, issue #18) are moved to the same offset in that argument's device copy, and moved back
-in the outputs before the comparison. Each region is allocated rounded up to 16 bytes, as the runtime binds
+child replays the rest. Integers the kernel reads that point into a recorded region's host memory (addresses
+made into pointers, issue #18) are moved to the same offset in that region's device copy, and moved back
+in the outputs before the comparison; the regions include memory that is no argument but that the kernel
+reaches through such addresses (record.py's ``memory``), compared like the arguments. Each region is allocated rounded up to 16 bytes, as the runtime binds
 16-bit buffers so that the last element's 32-bit word lies in memory it owns (16-bit atomics loop on it).
 
 Statuses: ok; atomic-order (a kernel with atomics whose outputs differ from the cpu backend's only in what
@@ -130,27 +131,42 @@ def _padded(nbytes: int) -> int:
 
 
 def _move_addresses(words: np.ndarray, frm: list[int], to: list[int], sizes: list[int]) -> tuple[np.ndarray, int]:
-    """``words`` (uint64) with every value inside region j of ``frm`` (one past its end included) moved to the
-    same offset from ``to[j]``; and how many moved."""
+    """``words`` (uint64) with every value inside region j of ``frm`` moved to the same offset from ``to[j]``,
+    and one past a region's end too where no region holds the value (two allocations may be adjacent: an
+    address is the start of the next one before it is the end of the previous); and how many moved."""
     out = words.copy()
+    done = np.zeros(words.shape, bool)
+    for one_past in (False, True):
+        for lo, dst, n in zip(frm, to, sizes):
+            inside = ~done & (words >= np.uint64(lo)) & \
+                ((words == np.uint64(lo + n)) if one_past else (words < np.uint64(lo + n)))
+            out[inside] = words[inside] - np.uint64(lo) + np.uint64(dst)
+            done |= inside
+    return out, int(np.count_nonzero(done))
+
+
+def _address_words(meta: dict, sizes: list[int], writes_only: bool = False) -> dict[int, np.ndarray]:
+    """Region -> byte offsets (each once, though views overlap) of the 64-bit words that may hold addresses:
+    every element of an int64/uint64 buffer (8-byte aligned in its region), and of the 64-bit memory reached
+    through integer addresses (``meta["memory"]``: always, as whether the kernel writes it is not known)."""
+    spans = [(b["region"], b["offset"], sizes[b["region"]] - b["offset"]) for b in meta["buffers"]
+             if b["dtype"] in _ADDRESS_TYPES and not (writes_only and not b["writes"])]
+    spans += [(m["region"], m["offset"], m["nbytes"]) for m in meta.get("memory", ()) if m["dtype"] in _ADDRESS_TYPES]
+    words: dict[int, list[np.ndarray]] = {}
+    for region, offset, nbytes in spans:
+        if offset % 8 == 0:
+            words.setdefault(region, []).append(np.arange(offset, offset + nbytes // 8 * 8, 8))
+    return {r: np.unique(np.concatenate(w)) for r, w in words.items()}
+
+
+def _move_in(meta: dict, blobs: list[bytearray], frm: list[int], to: list[int], writes_only: bool = False) -> int:
+    """Move the addresses in ``blobs`` (the regions' bytes) from regions at ``frm`` to regions at ``to``."""
     moved = 0
-    for lo, dst, n in zip(frm, to, sizes):
-        inside = (words >= np.uint64(lo)) & (words <= np.uint64(lo + n))
-        out[inside] = words[inside] - np.uint64(lo) + np.uint64(dst)
-        moved += int(np.count_nonzero(inside))
-    return out, moved
-
-
-def _address_views(meta: dict, blobs: list[bytearray], writes_only: bool = False) -> list[np.ndarray]:
-    """Writable uint64 views of every int64/uint64 buffer (8-byte aligned in its region) in ``blobs``."""
-    views = []
-    for b in meta["buffers"]:
-        if b["dtype"] not in _ADDRESS_TYPES or b["offset"] % 8 or (writes_only and not b["writes"]):
-            continue
-        blob = blobs[b["region"]]
-        hi = b["offset"] + (len(blob) - b["offset"]) // 8 * 8
-        views.append(np.frombuffer(memoryview(blob)[b["offset"]:hi], np.uint64))
-    return views
+    for region, offsets in _address_words(meta, [len(b) for b in blobs], writes_only).items():
+        words = np.frombuffer(memoryview(blobs[region])[: len(blobs[region]) // 8 * 8], np.uint64)
+        words[offsets // 8], k = _move_addresses(words[offsets // 8], frm, to, meta["regions"])
+        moved += k
+    return moved
 
 
 def host_to_device(meta: dict, inputs: list[bytes], args: bytes | None, device: list[int]):
@@ -159,9 +175,7 @@ def host_to_device(meta: dict, inputs: list[bytes], args: bytes | None, device: 
     host = meta.get("host_regions")
     moved = 0
     if host:
-        for v in _address_views(meta, blobs):
-            v[:], k = _move_addresses(v, host, device, meta["regions"])
-            moved += k
+        moved += _move_in(meta, blobs, host, device)
         if args:
             words = np.frombuffer(args[: len(args) // 8 * 8], np.uint64)
             new, k = _move_addresses(words, host, device, meta["regions"])
@@ -176,8 +190,7 @@ def device_to_host(meta: dict, outputs: list[bytes], device: list[int]) -> list[
     if not host:
         return outputs
     blobs = [bytearray(x) for x in outputs]
-    for v in _address_views(meta, blobs, writes_only=True):
-        v[:], _ = _move_addresses(v, device, host, meta["regions"])
+    _move_in(meta, blobs, device, host, writes_only=True)
     return [bytes(b) for b in blobs]
 
 
@@ -352,6 +365,15 @@ def judge(meta: dict, data, got: list[bytes], msl: str) -> dict:
         undefined += u
         if msg:
             problems.append(f"{b['name']}: {msg}")
+    for m in meta.get("memory", ()):  # reached through integer addresses: whether the kernel wrote it is unknown
+        r, lo = m["region"], m["offset"]
+        want = data[f"out{r}"]
+        g = np.frombuffer(got[r], np.uint8)
+        hi = lo + m["nbytes"] // np.dtype(m["dtype"]).itemsize * np.dtype(m["dtype"]).itemsize
+        msg, u = _compare(g[lo:hi], want[lo:hi], m["dtype"], conversions)
+        undefined += u
+        if msg:
+            problems.append(f"{m['origin']} memory at region {r} + {lo}: {msg}")
     result = {"kernel": meta["name"], "status": "ok", "problems": problems}
     if undefined:
         result["undefined_elements"] = undefined

@@ -10,21 +10,28 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
 
+import enceladus
+from codegen import address_kernels as ak
 from codegen.gpu_proxy_loader import gpu_proxy
+from paths import needs_cpu, on_path
 
 replay = gpu_proxy("replay")
 cuda = gpu_proxy("cuda")
+
+
+DEVICE_BASE = 0x7F00_0000_0000_0000 >> 8  # above every user-space host address
 
 
 class FakeDevice:
     """Device memory as bytearrays at made-up addresses far from any host address."""
 
     def __init__(self):
-        self.next, self.mem, self.launches = 0x7F00_0000_0000_0000 >> 8, {}, []
+        self.next, self.mem, self.launches = DEVICE_BASE, {}, []
 
     def alloc(self, n):
         ptr, self.next = self.next, self.next + n + 4096
@@ -36,6 +43,21 @@ class FakeDevice:
             if base <= addr < base + len(buf):
                 return buf, addr - base
         raise cuda.CudaError("cuCtxSynchronize failed: error 700 (an illegal memory access was encountered)")
+
+    def read(self, addr, dtype, count):
+        """``count`` elements at ``addr``, all in one allocation (else an illegal access)."""
+        buf, off = self.find(addr)
+        n = np.dtype(dtype).itemsize * count
+        if off + n > len(buf):
+            self.find(addr + len(buf))  # past the allocation's end
+        return np.frombuffer(bytes(buf[off:off + n]), dtype)
+
+    def write(self, addr, values):
+        blob = np.asarray(values).tobytes()
+        buf, off = self.find(addr)
+        if off + len(blob) > len(buf):
+            self.find(addr + len(buf))
+        buf[off:off + len(blob)] = blob
 
     def install(self, monkeypatch, kernel):
         monkeypatch.setattr(replay.cuda, "alloc", self.alloc)
@@ -138,6 +160,143 @@ def test_regions_are_padded_to_whole_words(monkeypatch):
             "regions": [6]}
     got = replay.replay_one(meta, {"in0": np.arange(6, dtype=np.uint8)}, FakeModule(), "k", (Param("m", 0),))
     assert sizes == [16] and got == [bytes(range(6))]
+
+
+# --- memory a kernel reaches only through integer addresses (the two kernels the H200 replay could not run) ---
+
+record = gpu_proxy("record")
+
+
+def _recorded(tmp_path, monkeypatch, launch):
+    """{kernel name: (meta, data)} of the launches ``launch()`` makes on the cpu backend, recorded as record.py
+    records the corpus."""
+    from enceladus.runtime import launch as launch_mod
+
+    monkeypatch.setattr(launch_mod.KernelLauncher, "submit", launch_mod.KernelLauncher.submit)  # restored after
+    record.Recorder(str(tmp_path), 4 << 20).install()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # memory Enceladus does not know: warned about, unchecked
+        launch()
+    out = {}
+    for f in tmp_path.glob("*.json"):
+        meta = json.loads(f.read_text())
+        out[meta["name"]] = (meta, dict(np.load(f.with_suffix(".npz"))))
+    return out
+
+
+def _params(meta):
+    params = [Param(b["name"], b["slot"]) for b in meta["buffers"]]
+    if meta["args_slot"] is not None:
+        params.append(Param("args", meta["args_slot"], "bytes"))
+    return sorted(params, key=lambda p: p.slot)
+
+
+def _tile_on_device(n):
+    """address_tile_kernel on the fake device: out[i] = *(int32*)addr[i], or -1 where addr[i] is null."""
+    def run(dev, values):
+        addr, out = (int.from_bytes(v, "little") for v in values[:2])
+        for i, a in enumerate(dev.read(addr, np.int64, n)):
+            dev.write(out + 4 * i, np.int32(-1 if a == 0 else dev.read(int(a), np.int32, 1)[0]))
+    return run
+
+
+def _gather_on_device(programs, n):
+    """address_gather_kernel on the fake device: out[pid * n + j] = 2 * ((float*)addr[pid])[j]."""
+    def run(dev, values):
+        addr, out = (int.from_bytes(v, "little") for v in values[:2])
+        for pid, a in enumerate(dev.read(addr, np.int64, programs)):
+            dev.write(out + 4 * n * pid, dev.read(int(a), np.float32, n) * np.float32(2))
+    return run
+
+
+def _tile_launch():
+    vals = np.arange(8, dtype=np.int32) * 3  # not an argument of the launch: reached only through the addresses
+    addrs = np.array([vals.ctypes.data + 4 * i if i % 3 else 0 for i in range(8)], np.int64)
+    on_path(ak.address_tile_kernel, "cpu")[(1,)](addrs, np.zeros(8, np.int32), N=8)
+
+
+def _gather_launch(kind):
+    def launch():
+        if kind == "numpy":  # memory Enceladus does not know
+            blocks = [np.arange(16, dtype=np.float32) + 100 * i for i in range(3)]
+            table, out = np.array([b.ctypes.data for b in blocks], np.int64), np.zeros(48, np.float32)
+        else:  # live enceladus.Tensor allocations (checked by the cpu backend), the table an address tile too
+            blocks = [enceladus.tensor(np.arange(16, dtype=np.float32) + 100 * i) for i in range(3)]
+            table = enceladus.tensor(np.array([b.device_address() for b in blocks], np.int64))
+            out = enceladus.zeros(48)
+        on_path(ak.address_gather_kernel, "cpu")[(3,)](table, out, N=16)
+        enceladus.synchronize()
+    return launch
+
+
+@needs_cpu
+def test_memory_reached_only_through_addresses_is_recorded_and_replayed(tmp_path, monkeypatch):
+    """address_tile_kernel: a tile of addresses (one null per three lanes) into a NumPy array that is no argument.
+    Before issue #23's fix the recorder saved no copy of that array and the replay handed the device the host
+    addresses: an illegal access, as on the H200."""
+    meta, data = _recorded(tmp_path, monkeypatch, _tile_launch)["address_tile_kernel"]
+    dev = FakeDevice()
+    dev.install(monkeypatch, _tile_on_device(8))
+    got = replay.replay_one(meta, data, FakeModule(), "k", _params(meta))
+    want = np.where(np.arange(8) % 3 != 0, np.arange(8) * 3, -1).astype(np.int32)
+    out = next(b for b in meta["buffers"] if b["name"] == "out_ptr")
+    assert np.frombuffer(got[out["region"]], np.int32)[out["offset"] // 4:][:8].tolist() == want.tolist()
+    assert replay.judge(meta, data, got, "kernel void address_tile_kernel()")["status"] == "ok"
+    assert [(m["dtype"], m["nbytes"], m["origin"]) for m in meta.get("memory", [])] == [("<i4", 32, "numpy")]
+    # the device read addresses of its own copy (the table is not written, so not moved back)
+    table = next(b for b in meta["buffers"] if b["name"] == "addr_ptr")
+    words = np.frombuffer(got[table["region"]], np.uint64)[table["offset"] // 8:][:8]
+    assert all(w >= DEVICE_BASE for w in words[np.arange(8) % 3 != 0]) and not words[::3].any()
+
+
+@needs_cpu
+@pytest.mark.parametrize("kind", ["numpy", "tensor"])
+def test_memory_of_each_program_is_recorded_and_compared(kind, tmp_path, monkeypatch):
+    """address_gather_kernel: each program reads the 16 floats its address names (three arrays, no argument)."""
+    meta, data = _recorded(tmp_path, monkeypatch, _gather_launch(kind))["address_gather_kernel"]
+    dev = FakeDevice()
+    dev.install(monkeypatch, _gather_on_device(3, 16))
+    got = replay.replay_one(meta, data, FakeModule(), "k", _params(meta))
+    assert replay.judge(meta, data, got, "kernel void address_gather_kernel()")["status"] == "ok"
+    origin = "numpy" if kind == "numpy" else "enceladus.Tensor"
+    assert sorted((m["dtype"], m["origin"]) for m in meta["memory"]) == [("<f4", origin)] * 3
+    out = next(b for b in meta["buffers"] if b["name"] == "out_ptr")
+    want = np.concatenate([np.arange(16) + 100 * i for i in range(3)]).astype(np.float32) * 2
+    assert np.frombuffer(got[out["region"]], np.float32)[out["offset"] // 4:][:48].tolist() == want.tolist()
+    # that memory is compared too: a device that changed it is a mismatch naming it
+    m = meta["memory"][1]
+    bad = bytearray(got[m["region"]])
+    bad[m["offset"] + 4 * 5:m["offset"] + 4 * 6] = np.float32(-7).tobytes()
+    got[m["region"]] = bytes(bad)
+    r = replay.judge(meta, data, got, "kernel void address_gather_kernel()")
+    assert r["status"] == "mismatch" and f"{origin} memory" in r["problems"][0], r
+
+
+def test_addresses_stored_in_reached_memory_are_followed_and_moved():
+    """A table of addresses that is itself reached through an address: found transitively by the recorder,
+    and its words moved to the device copies (and back) by the replay."""
+    data = np.arange(4, dtype=np.float32)
+    inner = np.array([data.ctypes.data + 8, 0, 12345], np.int64)  # an address, a null, a plain integer
+    outer = np.array([inner.ctypes.data], np.int64)  # the launch's argument
+    span = (outer.ctypes.data, outer.ctypes.data + 8)
+    found = record.reachable_memory([outer], [span], None)
+    assert [(s.lo, s.hi, s.dtype) for s in found] == [(inner.ctypes.data, inner.ctypes.data + 24, "<i8"),
+                                                      (data.ctypes.data, data.ctypes.data + 16, "<f4")]
+    meta = {"buffers": [{"name": "outer", "slot": 0, "region": 0, "offset": 0, "dtype": "<i8", "writes": False}],
+            "memory": [{"region": 1, "offset": 0, "nbytes": 24, "dtype": "<i8", "origin": "numpy"},
+                       {"region": 2, "offset": 0, "nbytes": 16, "dtype": "<f4", "origin": "numpy"}],
+            "regions": [8, 24, 16], "host_regions": [span[0], inner.ctypes.data, data.ctypes.data]}
+    device = [0xA000, 0xB000, 0xC000]
+    moved, _, n = replay.host_to_device(meta, [outer.tobytes(), inner.tobytes(), data.tobytes()], None, device)
+    assert np.frombuffer(moved[0], np.int64).tolist() == [0xB000]
+    assert np.frombuffer(moved[1], np.int64).tolist() == [0xC008, 0, 12345] and n == 2
+    assert replay.device_to_host(meta, moved, device)[1] == inner.tobytes()  # reached memory: always moved back
+
+
+def test_an_address_at_the_end_of_one_region_and_the_start_of_the_next_belongs_to_the_next():
+    words = np.array([0x1010, 0x1008, 0x1020], np.uint64)  # regions [0x1000, 0x1010) and [0x1010, 0x1020)
+    moved, n = replay._move_addresses(words, [0x1000, 0x1010], [0xA000, 0xB000], [16, 16])
+    assert moved.tolist() == [0xB000, 0xA008, 0xB010] and n == 3
 
 
 def _contention(op, dtype, vals, init, nslot, order):
