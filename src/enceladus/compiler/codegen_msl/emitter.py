@@ -115,6 +115,10 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.carried_runs: dict[str, tuple[str, int]] = {}  # ref of a run-compressed pointer tile -> (name, run)
         self.sync = BarrierPlanner()  # the barriers before data movements, decided once the body is written
         self.matmul2d_tiles: list[tuple] = []
+        # matmul2d accumulators carried across a loop in a cooperative tensor (LayoutPlan.coop): the names the loop's
+        # dot uses (matmul.py), and the values that exist only inside that tensor (never in registers)
+        self.coop_state: dict[int, dict] = {}
+        self.coop_hidden: set[int] = set()
         self.fragments_via_store = False  # set from the device probes (see driver.py and matmul.py)
         self.atomic_u64_minmax = True  # the device has 64-bit atomic_max/min (driver: device probes)
         self.device_fences = False  # a non-relaxed gpu-scope atomic: written buffers are coherent(device)
@@ -321,6 +325,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         """Lower ``op`` with its emit rule from the op-trait table, then convert its results to the other
         layouts the plan demands of them."""
         self.current_op = op  # refusals during emission point at the op that needs the resource
+        if op.name != "dot" and op.results and op.result.id in self.coop_hidden:
+            return  # acc + tl.dot(a, b): folded into the dot's run on the cooperative tensor
         why = self.order.barriers_before.get(op)
         if why is not None:  # program order of device accesses that different threads make (passes/device_order.py)
             self.barriers += 1
@@ -355,7 +361,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def convert_to_needs(self, values: list[ir.Value]) -> None:
         """Make values with a home available in the other layouts demanded of them."""
         for v in values:
-            if not v.type.is_tile:
+            if not v.type.is_tile or v.id in self.coop_hidden:
                 continue
             home = self.plan.homes.get(v.id)
             for layout in self.plan.needs.get(v.id, []):
@@ -618,14 +624,22 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             self.emit(f"{msl_type(v.type.element)} {name};")
         return name
 
+    def value_def(self, v: ir.Value) -> ir.Op | None:
+        """The op that makes ``v`` (None for arguments and block arguments)."""
+        if not hasattr(self, "_defs"):
+            self._defs = {r.id: op for op in ir.walk(self.fn.ops) for r in op.results}
+        return self._defs.get(v.id)
+
     def bind(self, v: ir.Value, ref: str) -> None:
         layout = self.plan.homes.get(v.id) if v.type.is_tile else None
         self.refs[(v.id, layout)] = ref
 
-    def assign_yields(self, term: ir.Op, targets: list[ir.Value], refs: list[str]) -> None:
-        """Copy yielded values into the carried variables (through temporaries: yields may read them)."""
+    def assign_yields(self, term: ir.Op, targets: list[ir.Value], refs: list[str],
+                      yielded: list[ir.Value] | None = None) -> None:
+        """Copy yielded values (``term``'s operands, or ``yielded``) into the carried variables (through
+        temporaries: yields may read them)."""
         temps = []
-        for y, t in zip(term.operands, targets):
+        for y, t in zip(term.operands if yielded is None else yielded, targets):
             if t.type.is_tile:
                 home = self.plan.homes[t.id]
                 tmp = self.fresh("y")
@@ -652,8 +666,17 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         inits = op.operands[3:] if is_for else op.operands
         body = op.regions[-1]
         carried_args = body.args[1:] if is_for else body.args
-        refs = [self.declare_carried(r, i, [a, y, i] if is_for else [])
-                for r, i, a, y in zip(op.results, inits, carried_args, body.terminator.operands)]
+        coop = {c.index: (r, c) for r in op.results if (c := self.plan.coop.get(r.id)) is not None}
+        refs: list[str | None] = []
+        for idx, (r, i, a, y) in enumerate(zip(op.results, inits, carried_args, body.terminator.operands)):
+            if idx in coop:  # kept in a matmul2d cooperative tensor (matmul.py): no registers, no yield copy
+                c = coop[idx][1]
+                dot = next(o for o in body.ops if o.results and o.result.id == c.dot)
+                self.begin_carried_matmul2d(dot, i, self.value_def(i), self.plan.homes[r.id])
+                self.coop_hidden.update({a.id, c.dot} | ({c.absorbed} if c.absorbed is not None else set()))
+                refs.append(None)
+            else:
+                refs.append(self.declare_carried(r, i, [a, y, i] if is_for else []))
         if is_for:
             lb, ub, step = (self.ref(o, None) for o in op.operands[:3])
             iv = body.args[0]
@@ -676,16 +699,22 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             self.emit_block(cond_block)
             self.emit(f"if (!{self.ref(cond_block.terminator.operands[0], None)}) break;")
         for a, ref in zip(carried_args, refs):
-            self.bind(a, ref)
+            if ref is not None:
+                self.bind(a, ref)
         self.convert_to_needs(carried_args)
         self.emit_block(body)
-        self.assign_yields(body.terminator, list(op.results), refs)
+        kept = [i for i, ref in enumerate(refs) if ref is not None]
+        self.assign_yields(body.terminator, [op.results[i] for i in kept], [refs[i] for i in kept],
+                           [body.terminator.operands[i] for i in kept])
         self.sync.close()
         self.depth -= 1
         self.indent -= 1
         self.emit("}")
-        for r, ref in zip(op.results, refs):
-            self.bind(r, ref)
+        for idx, (r, ref) in enumerate(zip(op.results, refs)):
+            if ref is None:
+                self.end_carried_matmul2d(coop[idx][1].dot, r)
+            else:
+                self.bind(r, ref)
 
     def emit_if(self, op: ir.Op) -> None:
         refs = [self.declare_carried(r, None) for r in op.results]

@@ -1,6 +1,7 @@
 """``tl.dot``: operands staged through threadgroup memory, then either ``simdgroup_matrix`` 8x8 fragments
-(accumulators stay in registers, in the MmaLayout) or, for shapes and types that do not fit them, a
-multiply-add loop per output element."""
+(accumulators stay in registers, in the MmaLayout), Metal 4 ``matmul2d`` (the accumulator in a cooperative tensor,
+kept there across a K loop when it is the loop's carried value: ``LayoutPlan.coop``) or, for shapes and types that
+fit neither, a multiply-add loop per output element."""
 
 from __future__ import annotations
 
@@ -66,6 +67,9 @@ class DotMixin:
         r = op.result
         home: TileLayout = self.plan.homes[r.id]
         decision = self.plan.dots[r.id]
+        if decision.carried is not None:
+            self.step_carried_matmul2d(op)
+            return
         la, lb = decision.a_layout, decision.b_layout
         ta, tb = (msl_type(x.type.element) for x in (a, b))
         k = a.type.shape[-1]
@@ -130,6 +134,100 @@ class DotMixin:
         var = self.declare_tile(r, home)
         out_t = msl_type(r.type.element)
         self.loop(home, f"{var}[e] = static_cast<{out_t}>({sc}[{self.flat_index(home, (m, n), 'e')}]);")
+
+    # --- a matmul2d accumulator carried across a K loop in its cooperative tensor --------------------------------
+    def begin_carried_matmul2d(self, dot: ir.Op, init: ir.Value, init_op: ir.Op | None, home: TileLayout) -> None:
+        """Before the ``for`` loop whose carried value ``dot`` accumulates into (``LayoutPlan.coop``): declare the
+        matmul2d op, its cooperative destination tensor and the operand tensors over one threadgroup buffer, and
+        initialise the cooperative tensor from the loop's initial value ``init`` (a splat of a scalar: element by
+        element in registers; any other tile: through the buffer, by ``get_multidimensional_index``).
+
+        The buffer holds A, then B (16-byte aligned), while the loop runs, and the accumulator's m x n floats
+        when it moves in or out of the cooperative tensor outside the loop: max(A + B, 4 m n) bytes, so an fp32
+        64x64x64 tile needs 32 KB, not the 48 KB of staging A, B and the accumulator separately."""
+        a, b, _ = dot.operands
+        r = dot.result
+        m, n = r.type.shape
+        k = a.type.shape[-1]
+        ta, tb = (msl_type(x.type.element) for x in (a, b))
+        self.uses_tensor_ops = True
+        self.matmul2d_tiles.append((m, n, k, a.type.element.name, b.type.element.name, self.num_warps))
+        a_bytes = m * k * a.type.element.itemsize
+        b_at = (a_bytes + 15) // 16 * 16
+        b_bytes = k * n * b.type.element.itemsize
+        c_bytes = m * n * 4
+        size = (max(b_at + b_bytes, c_bytes) + 15) // 16 * 16
+        if self.pooled:  # every data movement starts at the pool's first byte (movement.py smem)
+            array = base = "enc_pool"
+            self.smem_bytes = max(self.smem_bytes, size)
+        else:
+            array = self.fresh("enc_smem")
+            self.smem_decls.append(f"threadgroup float4 {array}[{size // 16}];  // dot %{r.id}: operands A and B "
+                                   "in the loop, the accumulator before and after it")
+            self.smem_bytes += size
+            base = f"((threadgroup uchar*){array})"
+        self.check_smem(f"the operands and accumulator of dot %{r.id}")
+        s = r.id
+        st = self.coop_state[s] = {
+            "sa": f"((threadgroup {ta}*){base})", "sb": f"((threadgroup {tb}*)({base} + {b_at}))",
+            "sc": f"((threadgroup float*){base})", "ra": (array, 0, a_bytes), "rb": (array, b_at, b_at + b_bytes),
+            "rc": (array, 0, c_bytes), "acc": f"enc_acc{s}", "op": f"enc_op{s}", "ea": f"enc_a{s}", "eb": f"enc_b{s}"}
+        self.notes.append(f"dot %{r.id}: Metal 4 matmul2d ({m}x{n}x{k}, execution_simdgroups<{self.num_warps}>), "
+                          f"the accumulator kept in a cooperative tensor across its loop ({size} bytes of threadgroup "
+                          "memory for A and B, reused for the accumulator before and after the loop)")
+        acc = st["acc"]
+        self.emit(f"// dot %{r.id}: the accumulator stays in the cooperative tensor {acc} across the loop")
+        self.emit(f"using enc_TA{s} = tensor<threadgroup {ta}, dextents<int32_t, 2>, tensor_inline>;")
+        self.emit(f"using enc_TB{s} = tensor<threadgroup {tb}, dextents<int32_t, 2>, tensor_inline>;")
+        self.emit(f"constexpr auto enc_desc{s} = matmul2d_descriptor({m}, {n}, {k}, false, false, false, "
+                  "matmul2d_descriptor::mode::multiply_accumulate);")
+        self.emit(f"matmul2d<enc_desc{s}, execution_simdgroups<{self.num_warps}>> {st['op']};")
+        self.emit(f"auto {acc} = {st['op']}.get_destination_cooperative_tensor<enc_TA{s}, enc_TB{s}, float>();")
+        self.emit(f"enc_TA{s} {st['ea']}({st['sa']}, dextents<int32_t, 2>({k}, {m}));")
+        self.emit(f"enc_TB{s} {st['eb']}({st['sb']}, dextents<int32_t, 2>({n}, {k}));")
+        each = f"for (uint16_t i = 0; i < {acc}.get_capacity(); ++i) if ({acc}.is_valid_element(i))"
+        if init_op is not None and init_op.name == "splat" and not init_op.operands[0].type.is_tile:
+            self.emit(f"{each} {acc}[i] = float({self.ref(init_op.operands[0], None)});")
+            return
+        self.smem_begin()
+        self.sync.region(st["rc"])
+        own = self.owner(home, "e")
+        self.loop(home, f"{'if (' + own + ') ' if own else ''}{st['sc']}[{self.flat_index(home, (m, n), 'e')}] = "
+                        f"float({self.ref(init, home)});")
+        self.barrier()
+        self.emit(f"{each} {{ const auto idx = {acc}.get_multidimensional_index(i); "
+                  f"{acc}[i] = {st['sc']}[idx[1] * {n} + idx[0]]; }}")
+
+    def step_carried_matmul2d(self, dot: ir.Op) -> None:
+        """One iteration of the loop: stage A and B (after a barrier when the previous ``run`` may still read them)
+        and ``run``: the cooperative tensor accumulates A B in place, no threadgroup round trip."""
+        a, b, _ = dot.operands
+        decision = self.plan.dots[dot.result.id]
+        st = self.coop_state[dot.result.id]
+        self.smem_begin()
+        self.sync.region(st["ra"])
+        self.sync.region(st["rb"])
+        self.stage_operand(a, decision.a_layout, st["sa"], self.flat_index(decision.a_layout, a.type.shape, "e"))
+        self.stage_operand(b, decision.b_layout, st["sb"], self.flat_index(decision.b_layout, b.type.shape, "e"))
+        self.barrier()
+        self.emit(f"{st['op']}.run({st['ea']}, {st['eb']}, {st['acc']});  // {st['acc']} += A B "
+                  "(synchronizes the threadgroup on entry)")
+
+    def end_carried_matmul2d(self, dot_id: int, result: ir.Value) -> None:
+        """After the loop: the cooperative tensor moves to the loop result's tile layout through the buffer,
+        once (a barrier first: the last ``run`` may still read A and B there)."""
+        st = self.coop_state[dot_id]
+        home = self.plan.homes[result.id]
+        m, n = result.type.shape
+        self.smem_begin()
+        self.sync.region(st["rc"])
+        acc = st["acc"]
+        self.emit(f"for (uint16_t i = 0; i < {acc}.get_capacity(); ++i) if ({acc}.is_valid_element(i)) {{ "
+                  f"const auto idx = {acc}.get_multidimensional_index(i); {st['sc']}[idx[1] * {n} + idx[0]] = "
+                  f"{acc}[i]; }}")
+        self.barrier()
+        var = self.declare_tile(result, home)
+        self.loop(home, f"{var}[e] = {st['sc']}[{self.flat_index(home, (m, n), 'e')}];")
 
     def emit_sliced_dot(self, op: ir.Op, home: TileLayout, ks: int) -> None:
         """``tl.dot`` whose A and B do not fit in threadgroup memory together: a loop over K in slices of ``ks``,

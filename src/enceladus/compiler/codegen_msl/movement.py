@@ -69,6 +69,11 @@ class MovementMixin:
             self.smem_bytes += count * itemsize
             if not self.depth:
                 self.smem_arrays.append((name, elem_type, count, self.sync.current))
+        self.check_smem(what)
+        return name
+
+    def check_smem(self, what: str) -> None:
+        """Refuse the kernel when its threadgroup memory passes Metal's limit (``what``: the latest use)."""
         if self.smem_bytes > MAX_THREADGROUP_MEMORY:
             loc = self.current_op.loc if getattr(self, "current_op", None) is not None else None
             raise errors.OutOfResources(
@@ -77,7 +82,6 @@ class MovementMixin:
                 filename=loc.filename if loc else None, lineno=loc.lineno if loc else None,
                 col=loc.col if loc else None, source_line=_source_line(loc),
                 fix="use smaller block sizes, or fewer tiles that change layout")
-        return name
 
     def smem_begin(self) -> None:
         """Called before the first write of a data movement: a barrier there if earlier readers (in program order,

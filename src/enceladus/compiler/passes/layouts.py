@@ -48,6 +48,21 @@ class DotPlan:
     # groups, the accumulator's rows): A is loop-invariant (converted once, before the loop) or already there
     # (another dot's result, e.g. attention's P); only B is staged in threadgroup memory
     a_registers: bool = False
+    # matmul2d only: the accumulator stays in one cooperative tensor across the enclosing ``for`` loop (it is that
+    # loop's carried value, used nowhere else in the body): initialised before the loop, ``run`` once per iteration,
+    # moved to the tile's layout once after it. The id of the loop result it becomes (``LayoutPlan.coop``).
+    carried: int | None = None
+
+
+@dataclass
+class CoopCarry:
+    """A loop-carried matmul2d accumulator kept in a cooperative tensor (``LayoutPlan.coop``, keyed by the loop
+    result): the loop's ``index``-th carried value, the ``dot`` that accumulates into it, and the ``add`` folded
+    into that dot when the source says ``acc += tl.dot(a, b)`` (Triton folds it the same way)."""
+
+    index: int
+    dot: int
+    absorbed: int | None = None
 
 
 @dataclass
@@ -61,6 +76,7 @@ class LayoutPlan:
     parents: list[BlockedLayout] = field(default_factory=list)
     dots: dict[int, DotPlan] = field(default_factory=dict)  # dot result id -> how it is computed
     operand_layouts: dict[int, TileLayout] = field(default_factory=dict)  # reduce/scan first result id -> input's
+    coop: dict[int, CoopCarry] = field(default_factory=dict)  # for-loop result id -> its accumulator kept in matmul2d
 
     def layout_of(self, v: ir.Value) -> TileLayout | None:
         """The layout ``v`` is computed in (its home, else the first layout demanded of it), for printing."""
@@ -312,7 +328,59 @@ class _Assigner:
         self.pref: dict[int, TileLayout] = {}
         self.prefer_block(self.fn.body)
         self.block(self.fn.body)
+        self.carry_accumulators()
         return self.plan
+
+    def carry_accumulators(self) -> None:
+        """Find the matmul2d accumulators that can stay in a cooperative tensor across their ``for`` loop: the
+        loop's carried value is yielded from ``tl.dot(a, b, acc)`` (or ``acc + tl.dot(a, b)`` with no accumulator
+        of its own) at the top level of the body, with fp32 accumulation, and neither the carried value nor the
+        dot's result has any other use. Everything else keeps the per-dot lowering."""
+        uses: dict[int, int] = {}
+        for op in ir.walk(self.fn.ops):
+            for o in op.operands:
+                uses[o.id] = uses.get(o.id, 0) + 1
+        for loop in ir.walk(self.fn.ops):
+            if loop.name != "for":
+                continue
+            body = loop.regions[-1]
+            top = {id(op) for op in body.ops}
+            for i, (r, arg, y) in enumerate(zip(loop.results, body.args[1:], body.terminator.operands)):
+                carry = self._carried_dot(arg, y, top, uses)
+                if carry is not None and uses.get(y.id) == 1 and uses.get(arg.id) == 1:
+                    dot, absorbed = carry
+                    self.plan.coop[r.id] = CoopCarry(i, dot.result.id, absorbed)
+                    self.plan.dots[dot.result.id].carried = r.id
+
+    def _carried_dot(self, arg: ir.Value, y: ir.Value, top: set[int], uses: dict[int, int]) \
+            -> tuple[ir.Op, int | None] | None:
+        """The dot accumulating into the carried value ``arg`` and yielding ``y`` (plus the id of the ``add`` folded
+        into it), or None when the pattern does not hold."""
+        op = self.defs.get(y.id)
+        if op is None or id(op) not in top or not y.type.is_tile or y.type.element.name != "fp32":
+            return None
+        absorbed = None
+        if op.name == "add" and arg in op.operands and len(op.operands) == 2:
+            other = op.operands[1] if op.operands[0] is arg else op.operands[0]
+            dot = self.defs.get(other.id)
+            if dot is None or dot.name != "dot" or id(dot) not in top or uses.get(other.id) != 1 \
+                    or not self._zeros(dot.operands[2]):
+                return None
+            absorbed, op = y.id, dot
+        elif op.name != "dot" or op.operands[2] is not arg:
+            return None
+        decision = self.plan.dots.get(op.result.id)
+        if decision is None or not decision.matmul2d or op.result.type.element.name != "fp32":
+            return None
+        return op, absorbed
+
+    def _zeros(self, v: ir.Value) -> bool:
+        """Whether ``v`` is a splat of the constant 0."""
+        op = self.defs.get(v.id)
+        if op is None or op.name != "splat":
+            return False
+        c = self.defs.get(op.operands[0].id)
+        return c is not None and c.name == "const" and c.attrs.get("value") == 0
 
     def block(self, block: ir.Block) -> None:
         for op in reversed(block.ops):
