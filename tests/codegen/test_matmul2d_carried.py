@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import enceladus
+import enceladus.language as tl
 from paths import on_path, run_on_all_paths
 
 from . import coop_kernels as ck
@@ -138,3 +139,35 @@ def test_two_loops_each_carry_their_own_cooperative_tensor():
                                                     dot_backend="matmul2d").metadata["notes"]
              if "kept in a cooperative tensor across its loop" in n]
     assert len(notes) == 2
+
+
+def test_the_barriers_around_run_are_needed_and_checked(monkeypatch, tmp_path):
+    """With the barrier planner's candidates dropped (the barrier before A and B are staged again, and the one before
+    the accumulator's move-out overwrites them), debug mode reports the race between a thread still reading A or B
+    inside matmul2d::run and another thread writing them: the cpu backend's tensor ops report the threadgroup
+    elements they read to the race detector."""
+    from enceladus.compiler.codegen_msl.barriers import BarrierPlanner
+    from enceladus.backends.cpu import KernelLaunchError
+
+    monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path))
+
+    def make():  # a new kernel object each time: the dropped barriers must not come from a cache
+        @enceladus.jit
+        def k_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+            rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+            acc = tl.zeros((BM, BN), tl.float32)
+            for k0 in range(0, K, BK):
+                a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :])
+                b = tl.load(b_ptr + (k0 + rk)[:, None] * BN + rn[None, :])
+                acc = tl.dot(a, b, acc)
+            tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+        return on_path(k_loop, "cpu")
+
+    a, b, c, _ = launch_args(np.float32, 32, 32, 96)
+    meta = {"BM": 32, "BN": 32, "BK": 32, "dot_backend": "matmul2d", "num_warps": 4}
+    make()[(1,)](a, b, c, 96, **meta, debug=True)  # as planned: race-free
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(BarrierPlanner, "resolve", lambda self: set())
+    monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "dropped"))
+    with pytest.raises(KernelLaunchError, match=r"race on 'matmul2d::run \((left|right) operand\)'"):
+        make()[(1,)](a, b, np.zeros_like(c), 96, **meta, debug=True)

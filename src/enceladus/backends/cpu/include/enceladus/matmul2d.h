@@ -7,6 +7,7 @@
 // checking). Products accumulate in float (int for int8 operands), in ascending k, and are rounded
 // once to the destination type; relaxed_precision changes nothing here.
 // Every thread of the execution scope must call run(): a call by part of the scope is reported.
+// Debug builds report the threadgroup elements run() reads and writes to the race detector (tensor.h).
 #ifndef ENCELADUS_MATMUL2D_H
 #define ENCELADUS_MATMUL2D_H
 #include "tensor.h"
@@ -194,13 +195,17 @@ template <matmul2d_descriptor Descriptor, typename Scope, class... Args> class m
                                                 : element_ptr(left, k, row, "matmul2d::run (left)", __line);
         const RE* b = Descriptor.transpose_right ? element_ptr(right, k, col, "matmul2d::run (right)", __line)
                                                  : element_ptr(right, col, k, "matmul2d::run (right)", __line);
+        tensor_access(a, 0, "matmul2d::run (left operand)");
+        tensor_access(b, 0, "matmul2d::run (right operand)");
         if (a && b) acc += Acc(*a) * Acc(*b);
       }
       if constexpr (coop) {
         destination.__v[i] = DE(accumulate ? Acc(destination.__v[i]) + acc : acc);
       } else {
         DE* c = element_ptr(destination, col, row, "matmul2d::run (destination)", __line);
+        if (accumulate) tensor_access(c, 0, "matmul2d::run (destination)");
         if (c) *c = DE(accumulate ? Acc(*c) + acc : acc);
+        tensor_access(c, 1, "matmul2d::run (destination)");
       }
     }
   }

@@ -224,6 +224,18 @@ template <class Scope> __ENC_INLINE unsigned scope_thread_index() {
 
 // Element of a rank-2 tensor at (i0, i1) (extent-0 index first), or 0 outside its extents (the
 // edge checking of tensor operations). Outside the memory that exists behind a static slice: loud.
+// Debug builds (race.h included before this header): a tensor operation reports each threadgroup element it reads
+// (is_write 0) or writes (1) to the race detector, as the threadgroup proxies do for element accesses, so a barrier
+// missing between a staging write and a matmul2d::run reading it (or between run and the next staging) is
+// reported. The runtime ignores addresses outside threadgroup memory; other builds compile this to nothing.
+template <class T> __ENC_INLINE void tensor_access(const T* p, int is_write, const char* what) {
+#ifdef ENCELADUS_RACE_H
+  if (p) rt->tg_access(p, p, sizeof(T), is_write, what);
+#else
+  (void)p; (void)is_write; (void)what;
+#endif
+}
+
 template <class Tn> __ENC_INLINE typename Tn::element_type* element_ptr(const Tn& t, long i0, long i1, const char* what,
                                                                       unsigned line) {
   if (i0 < 0 || i1 < 0 || i0 >= long(t.__ext.extent(0)) || i1 >= long(t.__ext.extent(1))) return nullptr;
@@ -271,6 +283,7 @@ template <class ElementType, class Extents, class Layout> struct cooperative_ten
       int a, b;
       if (!Layout::coord(__tid, i, &a, &b)) continue;
       auto* p = __enc::element_ptr(src, a, b, "cooperative_tensor::load", __line);
+      __enc::tensor_access(p, 0, "cooperative_tensor::load (source)");
       __v[i] = p ? ElementType(*p) : ElementType(0);
     }
   }
@@ -283,6 +296,7 @@ template <class ElementType, class Extents, class Layout> struct cooperative_ten
       if (!Layout::coord(__tid, i, &a, &b)) continue;
       auto* p = __enc::element_ptr(dst, a, b, "cooperative_tensor::store", __line);
       if (p) *p = typename __enc::remove_cv<typename Tn::element_type>::type(__v[i]);
+      __enc::tensor_access(p, 1, "cooperative_tensor::store (destination)");
     }
   }
 };
