@@ -48,6 +48,10 @@ HAND_TUNED = {
                             "simdgroup_matrix 8x8 MMA, e.g. 32x32x16 or 64x64x16 blocks with 2x2 SIMD groups",
     "tutorial matmul fp32": "MLX steel GEMM: operand tiles loaded into threadgroup memory with 16-byte reads, "
                             "simdgroup_matrix 8x8 MMA, e.g. 32x32x16 or 64x64x16 blocks with 2x2 SIMD groups",
+    "matmul matmul2d fp32 64x64x64": "MLX steel GEMM: simdgroup_matrix 8x8 MMA, tiles staged in threadgroup memory "
+                                     "(no Metal 4 tensor-op GEMM in MLX at the cited commit)",
+    "tutorial matmul fp16 matmul2d": "MLX steel GEMM: operand tiles loaded into threadgroup memory with 16-byte reads, "
+                                     "simdgroup_matrix 8x8 MMA (no Metal 4 tensor-op GEMM in MLX at the cited commit)",
     "flash attention": "MLX steel_attention: Q staged once in threadgroup memory, K and V staged in turn in one "
                        "shared buffer, simdgroup_matrix MMAs on 4x1 SIMD groups, online softmax with the row "
                        "reductions inside each SIMD group (figures and sources: `references`)",
@@ -55,13 +59,21 @@ HAND_TUNED = {
 
 LOOP_HEADER = re.compile(r"^    (?:for \((?:int|uint|long|ulong|short|ushort|char|uchar) i\d+ = |while \(true\) \{)")
 CARRIED = re.compile(r"^\s*(.*?)\bc\d+(?:\[(\d+)\])?(?: = .*)?;$")
+# the declarations of a matmul2d accumulator kept in a cooperative tensor across the loop (codegen_msl/matmul.py)
+COOP = re.compile(r"^\s*(?://|using enc_T[AB]\d+ |constexpr auto enc_desc\d+ |matmul2d<enc_desc|auto enc_acc\d+ |"
+                  r"enc_T[AB]\d+ |for \(uint16_t i = 0; i < enc_acc)")
+DESCRIPTOR = re.compile(r"matmul2d_descriptor\((\d+), (\d+), ")
+THREADS = re.compile(r"max_total_threads_per_threadgroup\((\d+)\)")
 _BYTES = {"float": 4, "int": 4, "uint": 4, "half": 2, "bfloat": 2, "short": 2, "ushort": 2, "char": 1, "uchar": 1,
           "bool": 1, "long": 8, "ulong": 8, "auto": 8}  # `auto` declares a scalar pointer
 
 
 def loops(msl: str) -> list[dict[str, Any]]:
     """Each loop of the kernel body's top level: the barriers one iteration passes (static sites inside it) and
-    the bytes per thread carried across it (the loop-carried variables declared just before it)."""
+    the bytes per thread carried across it (the loop-carried variables declared just before it, and a matmul2d
+    accumulator kept in a cooperative tensor: its m x n floats spread over the threadgroup, at least
+    ceil(m n / threads) per thread; Apple's spread is implementation-defined)."""
+    threads = THREADS.search(msl)
     lines = kernel_body(msl).splitlines()
     out = []
     for i, line in enumerate(lines):
@@ -73,10 +85,14 @@ def loops(msl: str) -> list[dict[str, Any]]:
             if depth == 0:
                 break
         carried, j = 0, i - 1
-        while j >= 0 and (CARRIED.match(lines[j].split("//")[0].rstrip())
+        while j >= 0 and (CARRIED.match(lines[j].split("//")[0].rstrip()) or COOP.match(lines[j])
                           or lines[j].strip().startswith("for (int e = 0;")):
             m = CARRIED.match(lines[j].split("//")[0].rstrip())
-            if m and not lines[j].strip().startswith("for ("):
+            if COOP.match(lines[j]):
+                d = DESCRIPTOR.search(lines[j])
+                if d and threads:
+                    carried += -(-int(d[1]) * int(d[2]) // int(threads[1])) * 4
+            elif m and not lines[j].strip().startswith("for ("):
                 decl = m[1].split()
                 size = 8 if "*" in m[1] else _BYTES[decl[-1]]
                 carried += size * int(m[2] or 1)
@@ -142,6 +158,16 @@ def cases(modules: dict[str, tuple[Path, Path]]) -> list[tuple[str, Any, tuple, 
         A, B, C = (rng.standard_normal((m, m)).astype(dtype) for _ in range(3))
         out.append((f"tutorial matmul {tag}", mod.matmul_kernel.fn, (A, B, C, m, m, m, m, 1, m, 1, m, 1),
                     {**config.kwargs, "ACTIVATION": "leaky_relu", "num_warps": config.num_warps}))
+
+    # Metal 4 tensor ops (dot_backend="matmul2d"): the accumulator kept in a cooperative tensor across the K loop
+    mod = import_path(modules["MATMUL"][0])
+    A, B, C = (rng.standard_normal((m, m), dtype=np.float32) for _ in range(3))
+    out.append(("matmul matmul2d fp32 64x64x64", mod.matmul_kernel, (A, B, C, m, m, m, m, 1, m, 1, m, 1),
+                {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4, "dot_backend": "matmul2d"}))
+    mod = import_path(ROOT / "examples" / "03_matmul.py")
+    A, B, C = (rng.standard_normal((m, m)).astype(np.float16) for _ in range(3))
+    out.append(("tutorial matmul fp16 matmul2d", mod.matmul_kernel.fn, (A, B, C, m, m, m, m, 1, m, 1, m, 1),
+                {**config.kwargs, "ACTIVATION": "leaky_relu", "num_warps": config.num_warps, "dot_backend": "matmul2d"}))
 
     mod = import_path(modules["FLASH_ATTENTION"][0])
     q, k, v, oo = (rng.standard_normal((4, 1024, 64)).astype(np.float16) for _ in range(4))
@@ -213,28 +239,28 @@ def main() -> None:
     os.environ.pop("ENCELADUS_DUMP", None)
     rows = compute_rows()
 
-    head = f"{'kernel':<20} {'threads':>7} {'elems/thr':>9} {'tg mem':>7} {'barriers':>8}  {'accesses (l/s, vector x dtype)':<34} simd ops"
+    head = f"{'kernel':<30} {'threads':>7} {'elems/thr':>9} {'tg mem':>7} {'barriers':>8}  {'accesses (l/s, vector x dtype)':<34} simd ops"
     print(head)
     print("-" * len(head))
     for r in rows:
         if r["status"] != "ok":
-            print(f"{r['kernel']:<20} {r['status']}: {r['reason']}")
+            print(f"{r['kernel']:<30} {r['status']}: {r['reason']}")
             continue
         ops = ", ".join(f"{k} x{v}" for k, v in sorted(r["simd_ops"]["call_sites"].items())) or "-"
-        print(f"{r['kernel']:<20} {r['threads_per_threadgroup']:>7} {r['max_elements_per_thread']:>9} "
+        print(f"{r['kernel']:<30} {r['threads_per_threadgroup']:>7} {r['max_elements_per_thread']:>9} "
               f"{r['threadgroup_memory_bytes']:>6}B {r['barriers']:>8}  {access_summary(r):<34} {ops}")
     print("\nthe dot path beside hand-tuned Metal (figures derived from the cited source: benchmarks/reference_kernels.py)")
-    print(f"{'kernel':<22} {'barriers/step':>13} {'carried regs':>12} {'tg bytes':>9}  global reads per thread")
+    print(f"{'kernel':<30} {'barriers/step':>13} {'carried regs':>12} {'tg bytes':>9}  global reads per thread")
     for r in rows:
         if r["status"] != "ok" or not r["references"]:
             continue
         loop = r["loops"][0] if r["loops"] else {}
         reads = " ".join(f"{a['vector'] * (a['bytes'] // a['vector'])}B" for a in r["accesses"] if a["kind"] == "load")
-        print(f"{r['kernel']:<22} {loop.get('barriers_per_iteration', 0):>13} "
+        print(f"{r['kernel']:<30} {loop.get('barriers_per_iteration', 0):>13} "
               f"{loop.get('carried_32bit_registers', 0):>12} {r['threadgroup_memory_bytes']:>9}  {reads}")
         for ref in r["references"]:
             rd = " ".join(f"{op}:{v['bytes']}B" for op, v in ref.get("reads_per_thread", {}).items()) or "async copy"
-            print(f"  {ref['name'] + ' @' + ref['commit'][:7]:<20} {ref.get('barriers_per_step', '-'):>13} "
+            print(f"  {ref['name'] + ' @' + ref['commit'][:7]:<28} {ref.get('barriers_per_step', '-'):>13} "
                   f"{'':>12} {ref.get('threadgroup_bytes', '-'):>9}  {rd}")
     print("\nhand-tuned Metal for the same job (MLX):")
     for r in rows:

@@ -60,7 +60,8 @@ GEMM_LOADER = Quote(STEEL + "gemm/loader.h", 22, "short n_reads = (BCOLS * BROWS
 
 REFERENCES = [
     Reference(
-        "MLX steel GEMM", MLX, ("matmul", "tutorial matmul fp16", "tutorial matmul fp32"),
+        "MLX steel GEMM", MLX, ("matmul", "tutorial matmul fp16", "tutorial matmul fp32",
+                                 "matmul matmul2d fp32 64x64x64", "tutorial matmul fp16 matmul2d"),
         instance=Quote(STEEL + "gemm/kernels/steel_gemm_fused.metal", 22,
                        "instantiate_gemm_transpose_helper(iname, itype, oname, otype, 64, 64, 16, 2, 2) \\"),
         params=("BM", "BN", "BK", "WM", "WN"),
