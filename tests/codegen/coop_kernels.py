@@ -51,3 +51,38 @@ def two_loops_kernel(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
         b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
         acc2 += tl.dot(a, b)
     tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc1 + 2.0 * acc2)
+
+
+@enceladus.jit
+def nested_kernel(a_ptr, b_ptr, c_ptr, K, KC, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """K in chunks of KC, each chunk a K loop of its own carrying the accumulator (the inner loop's cooperative
+    tensor starts from the outer loop's register tile each time): C = A @ B."""
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for kc in range(0, K, KC):
+        for k in range(kc, kc + KC, BK):
+            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+            b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+            acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@enceladus.jit
+def two_dots_kernel(a_ptr, b_ptr, d_ptr, c_ptr, e_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Two accumulators carried by one K loop (a gated-MLP shape: A @ B and A @ D), each in its own cooperative
+    tensor."""
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc1 = tl.zeros((BM, BN), tl.float32)
+    acc2 = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        d = tl.load(d_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc1 = tl.dot(a, b, acc1)
+        acc2 += tl.dot(a, d)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc1)
+    tl.store(e_ptr + rm[:, None] * BN + rn[None, :], acc2 * 2.0)

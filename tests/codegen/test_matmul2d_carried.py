@@ -171,3 +171,47 @@ def test_the_barriers_around_run_are_needed_and_checked(monkeypatch, tmp_path):
     monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "dropped"))
     with pytest.raises(KernelLaunchError, match=r"race on 'matmul2d::run \((left|right) operand\)'"):
         make()[(1,)](a, b, np.zeros_like(c), 96, **meta, debug=True)
+
+
+def test_nested_k_loops_and_debug_mode():
+    """The inner loop keeps the cooperative tensor; it starts from the outer loop's register tile (through
+    threadgroup memory) and leaves it once per outer iteration."""
+    BM, BN, BK, K, KC = 32, 32, 32, 192, 64
+    a = RNG.standard_normal((BM, K)).astype(np.float16)
+    b = RNG.standard_normal((K, BN)).astype(np.float16)
+    ref = {2: a.astype(np.float32) @ b.astype(np.float32)}
+    run_on_all_paths(ck.nested_kernel, (1,), lambda: (a, b, np.zeros((BM, BN), np.float32), K, KC),
+                     lambda *args: ref, constexprs={"BM": BM, "BN": BN, "BK": BK}, rtol=1e-3, atol=1e-3,
+                     dot_backend="matmul2d")
+    c = np.zeros((BM, BN), np.float32)
+    kernel = on_path(ck.nested_kernel, "cpu")[(1,)](a, b, c, K, KC, BM=BM, BN=BN, BK=BK, dot_backend="matmul2d",
+                                                   debug=True)
+    np.testing.assert_allclose(c, ref[2], rtol=1e-3, atol=1e-3)
+    assert any("kept in a cooperative tensor across its loop" in n for n in kernel.metadata["notes"])
+
+
+@pytest.mark.parametrize("form", ["zeros", "bias"])
+def test_a_loop_of_no_iterations_gives_the_initial_value(form):
+    M, N, K = 40, 48, 0
+    a, b, c, bias = launch_args(np.float32, M, N, 32)
+    a, b = a[:, :0].copy(), b[:0].copy()
+    run_on_all_paths(ck.kloop_kernel, (2, 2), lambda: (a, b, np.zeros((M, N), np.float32), bias, M, N, K, 0.5),
+                     reference(form, 0.5), constexprs={"BM": 32, "BN": 32, "BK": 32, "FORM": form},
+                     dot_backend="matmul2d", num_warps=4)
+
+
+def test_two_accumulators_in_one_loop():
+    BM, BN, BK, K = 32, 32, 32, 96
+    a, b, d = (RNG.standard_normal(s).astype(np.float16) for s in ((BM, K), (K, BN), (K, BN)))
+    f32 = [x.astype(np.float32) for x in (a, b, d)]
+    ref = {3: f32[0] @ f32[1], 4: 2.0 * (f32[0] @ f32[2])}
+    run_on_all_paths(ck.two_dots_kernel, (1,), lambda: (a, b, d, np.zeros((BM, BN), np.float32),
+                                                        np.zeros((BM, BN), np.float32), K),
+                     lambda *args: ref, constexprs={"BM": BM, "BN": BN, "BK": BK}, rtol=1e-3, atol=1e-3,
+                     dot_backend="matmul2d")
+    c, e = np.zeros((BM, BN), np.float32), np.zeros((BM, BN), np.float32)
+    kernel = on_path(ck.two_dots_kernel, "cpu")[(1,)](a, b, d, c, e, K, BM=BM, BN=BN, BK=BK, dot_backend="matmul2d",
+                                                     debug=True)
+    np.testing.assert_allclose(e, ref[4], rtol=1e-3, atol=1e-3)
+    _, body, _ = k_loop(kernel.asm["msl"])
+    assert body.count(".run(") == 2 and "get_destination_cooperative_tensor" not in body
