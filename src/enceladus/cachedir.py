@@ -23,16 +23,18 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import sys
 import time
 from typing import Any
 
-try:  # the interpreter's own SHA-256: importing hashlib loads OpenSSL (~3 ms per process); same digests
-    from _sha2 import sha256  # Python 3.12+
+# the interpreter's own SHA-256: importing hashlib loads OpenSSL (~3 ms per process); same digests
+try:
+    if sys.version_info >= (3, 12):
+        from _sha2 import sha256
+    else:
+        from _sha256 import sha256
 except ImportError:
-    try:
-        from _sha256 import sha256  # Python 3.11
-    except ImportError:
-        from hashlib import sha256
+    from hashlib import sha256
 
 __all__ = ["CacheDirWarning", "CacheSecurityError", "base", "configured", "enabled", "read_entry", "sha256",
            "subdir", "write_atomic", "write_entry"]
@@ -271,6 +273,79 @@ def read_entry(path: str, key: str) -> bytes | None:
         return payload
     discard(path, None if problem == "old" else f"cache entry {path} {problem}; it is discarded and rebuilt")
     return None
+
+
+# --- JSON without the json package ----------------------------------------------------------------------------
+# A process that only loads cached kernels reads a handful of small JSON entries; importing the json package (four
+# modules) costs it ~1.5 ms. The interpreter's own C scanner (``_json``, which json.loads uses underneath) decodes
+# them the same way; json is imported only when ``_json`` is missing and on the writing side.
+class _ScanContext:
+    """What ``_json.make_scanner`` reads from a JSONDecoder: json.loads's defaults (strict strings, plain dicts,
+    NaN/Infinity accepted as json accepts them)."""
+
+    __slots__ = ("strict", "object_hook", "object_pairs_hook", "parse_float", "parse_int", "parse_constant")
+
+    def __init__(self) -> None:
+        self.strict = True
+        self.object_hook = None
+        self.object_pairs_hook = None
+        self.parse_float = float
+        self.parse_int = int
+        self.parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+
+_scanner: Any = None
+_JSON_SPACE = " \t\n\r"
+
+
+def loads(data: bytes | str) -> Any:
+    """``json.loads(data)`` for UTF-8 bytes or text, without importing json (see above); ValueError (or
+    UnicodeDecodeError) when ``data`` is not one JSON document."""
+    global _scanner
+    text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+    if _scanner is None:
+        try:
+            from _json import make_scanner
+        except ImportError:  # an interpreter without the C accelerator
+            import json
+
+            return json.loads(text)
+        _scanner = make_scanner(_ScanContext())
+    n = len(text)
+    start = 0
+    while start < n and text[start] in _JSON_SPACE:
+        start += 1
+    try:
+        value, end = _scanner(text, start)
+    except StopIteration as e:
+        raise ValueError(f"not JSON: expecting a value at character {e.value}") from None
+    while end < n and text[end] in _JSON_SPACE:
+        end += 1
+    if end != n:
+        raise ValueError(f"not JSON: extra data at character {end}")
+    return value
+
+
+def dumps_plain(value: Any) -> str:
+    """``json.dumps(value)`` (default separators, the same text), written here for lists/tuples of ints, bools, None
+    and ASCII strings (what the cpu backend's cache keys of a cached kernel hold); anything else goes through json."""
+    t = type(value)
+    if t is list or t is tuple:
+        return "[" + ", ".join(dumps_plain(v) for v in value) + "]"
+    if t is int:
+        return int.__repr__(value)
+    if t is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if t is str and value.isascii():
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r") \
+            .replace("\t", "\\t")
+        if escaped.isprintable():
+            return f'"{escaped}"'
+    import json
+
+    return json.dumps(value)
 
 
 def discard(path: str, warning: str | None) -> None:

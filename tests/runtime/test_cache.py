@@ -131,6 +131,49 @@ def test_cached_launch_in_a_fresh_process_loads_no_compiler(tmp_path: Path) -> N
     assert cached["layouts"] == first["layouts"] and cached["layouts"]
 
 
+# The child records every file it opens after the imports (an audit hook) and reports without importing json.
+OPENED_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy, enceladus, enceladus.language
+    had_json = "json" in sys.modules
+    opened = []
+    sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" else None)
+""") + KERNEL_SCRIPT.replace("np.testing.assert_allclose(out, 2 * x + y)", textwrap.dedent("""
+    json_modules = sorted(m for m in sys.modules if m == "json" or m.startswith("json."))
+    assert (out == 2 * x + y).all()  # (numpy.testing would import json)
+""").strip()) + textwrap.dedent("""
+    print("OPENED " + repr({"json": json_modules, "had_json": had_json, "opened": opened}))
+""")
+
+
+def test_cached_launch_in_a_fresh_process_imports_no_json_and_reads_no_runtime_source(tmp_path: Path) -> None:
+    """#26: the cache entries of a cached launch are read with the interpreter's C JSON scanner (the json package,
+    four modules, is imported by writers only), and the cached cpu runtime is found by a key derived from the
+    headers' digest, without reading its 61 KB source; the integrity checks still read each library once."""
+    import ast
+
+    cache_dir = tmp_path / "cache"
+    script = tmp_path / "axpy_opened.py"
+    script.write_text(OPENED_SCRIPT)
+    env = {**os.environ, "ENCELADUS_CACHE_DIR": str(cache_dir)}
+    env.pop("ENCELADUS_CACHE", None)
+    runs = []
+    for _ in range(2):  # the first process compiles and fills the cache
+        res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300,
+                             cwd=ROOT)
+        assert res.returncode == 0, res.stderr
+        runs.append(ast.literal_eval(next(ln for ln in res.stdout.splitlines() if ln.startswith("OPENED "))[7:]))
+    first, cached = runs
+    assert not first["had_json"] and not cached["had_json"]  # (`import enceladus` itself never loads it)
+    assert "json" in first["json"]  # the compiling process wrote its entries with json
+    assert cached["json"] == [], cached["json"]
+    names = [os.path.basename(p) for p in cached["opened"]]
+    assert "runtime.cpp" in [os.path.basename(p) for p in first["opened"]]  # built from its source once
+    assert "runtime.cpp" not in names, names
+    libraries = [n for n in names if n.endswith(".so") and n.startswith(("runtime-", "kernel-"))]
+    assert {n.split("-")[0] for n in libraries} == {"runtime", "kernel"}, names  # each verified (and loaded)
+
+
 def stat_mode(p: Path) -> int:
     return p.stat().st_mode & 0o777
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import json
 import math
 from typing import Any
 
+from ..cachedir import loads
 from ..compiler.kernel import CompiledKernel, KernelAsm, LazyDict
 
 FORMAT = 2  # 2: global_reads
@@ -190,13 +190,15 @@ def _decode_metadata(data: Any) -> dict[str, Any]:
 
 def to_json(kernel: CompiledKernel) -> str:
     """A compiled kernel as JSON text."""
+    import json  # (readers use cachedir.loads: a process that only loads cached kernels never imports json)
+
     return json.dumps(kernel_to_dict(kernel), separators=(",", ":"), allow_nan=False)
 
 
 def from_json(text: str | bytes) -> CompiledKernel:
     """A compiled kernel from :func:`to_json`'s text; raises :class:`SerializationError` if it is not one."""
     try:
-        data = json.loads(text)
+        data = loads(text)
     except (ValueError, UnicodeDecodeError) as e:
         raise SerializationError(f"cache entry is not valid JSON: {e}") from None
     return kernel_from_dict(data)

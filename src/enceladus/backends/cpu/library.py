@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import struct
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ...cachedir import dumps_plain
 from ...compiler.metal_limits import MAX_GRID, MAX_THREADGROUP_MEMORY, MAX_THREADS_PER_THREADGROUP
 from ...compiler.msl_signature import (  # (not .signature: one module fewer to load)
     KernelParam,
@@ -25,6 +25,8 @@ from .toolchain import (
     kernel_flags,
     library_index_path,
     read_library_index,
+    runtime_library_key,
+    verified_library,
     write_library_index,
 )
 
@@ -136,11 +138,13 @@ class _Runtime:
     _instance: _Runtime | None = None
 
     def __init__(self, compiler: CompilerInfo) -> None:
-        with open(RUNTIME_SOURCE) as f:
-            source = f.read()
-        path, _ = build_shared_library(
-            source, compiler, RUNTIME_FLAGS, "runtime", "the cpu runtime (runtime.cpp)"
-        )
+        key = runtime_library_key(compiler)
+        path = verified_library(key)  # cached: runtime.cpp is not read
+        if path is None:
+            with open(RUNTIME_SOURCE) as f:
+                source = f.read()
+            path, _ = build_shared_library(source, compiler, RUNTIME_FLAGS, "runtime", "the cpu runtime (runtime.cpp)",
+                                           key=key)
         self.lib = _open_library(path)
         if self.lib.enc_abi_version() != ABI_VERSION:
             raise CpuBackendError(
@@ -501,9 +505,9 @@ class CpuLibrary:
         self._cpp: str | None = None
         mode = "race" if race_check else "checked" if self.checked else "plain"
         if self.offset_checks:
-            mode += " offsets:" + json.dumps(self.offset_checks)
+            mode += " offsets:" + dumps_plain(self.offset_checks)
         if self.tile_checks:
-            mode += " tiles:" + json.dumps(self.tile_checks)
+            mode += " tiles:" + dumps_plain(self.tile_checks)
         index = library_index_path(msl, compiler, mode, self.ubsan, self.defines)
         entry = read_library_index(index)
         try:  # built before: no translation (and no import of the translator)

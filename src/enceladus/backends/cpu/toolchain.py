@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import sys
 
@@ -158,13 +157,13 @@ def _probe_cached(command: tuple[str, ...]) -> CompilerInfo | None:
     stamp = _executable_stamp(command)
     if stamp is None:
         return _probe(command)
-    key = "cxx-" + sha256(json.dumps([list(command), stamp]).encode()).hexdigest()[:40]
+    key = "cxx-" + sha256(cachedir.dumps_plain([list(command), stamp]).encode()).hexdigest()[:40]
     try:
         path = os.path.join(cache_dir(), f"{key}.json")
     except (OSError, CacheSecurityError):
         return _probe(command)
     try:
-        data = json.loads(cachedir.read_entry(path, key) or b"null")
+        data = cachedir.loads(cachedir.read_entry(path, key) or b"null")
         if data["command"] == list(command) and data["stamp"] == stamp:
             return CompilerInfo(command=command, kind=str(data["kind"]), version=str(data["version"]))
     except (ValueError, KeyError, TypeError):
@@ -173,7 +172,7 @@ def _probe_cached(command: tuple[str, ...]) -> CompilerInfo | None:
     if info is None:
         return None
     record = {"command": list(command), "stamp": stamp, "kind": info.kind, "version": info.version}
-    _write_entry(path, json.dumps(record), key)
+    _write_entry(path, _dumps(record), key)
     return info
 
 
@@ -288,6 +287,13 @@ def headers_digest() -> str:
     return digest
 
 
+def _dumps(record: object) -> str:
+    """JSON text of a record being written (json is imported by writers only: readers use cachedir.loads)."""
+    import json
+
+    return json.dumps(record)
+
+
 def _write_entry(path: str, text: str, key: str) -> None:
     """A small keyed, checksummed cache entry (see enceladus/cachedir.py); failures are ignored."""
     with contextlib.suppress(OSError):
@@ -317,7 +323,7 @@ def read_library_index(path: str) -> dict | None:
     """The index entry at ``path`` with ``data["so"]`` the verified path of its library, or None (missing,
     damaged or another key's entry, or its library is missing or damaged: the caller rebuilds both)."""
     try:
-        data = json.loads(cachedir.read_entry(path, _key_of(path)) or b"null")
+        data = cachedir.loads(cachedir.read_entry(path, _key_of(path)) or b"null")
         so = verified_library(str(data["library"]))
     except (ValueError, KeyError, TypeError):
         return None
@@ -330,7 +336,7 @@ def read_library_index(path: str) -> dict | None:
 def write_library_index(path: str, so: str, kernels: list, uses_fibers: bool) -> None:
     """Record a built (or found) library for :func:`read_library_index`."""
     record = {"library": _library_key_of(so), "kernels": kernels, "uses_fibers": uses_fibers}
-    _write_entry(path, json.dumps(record), _key_of(path))
+    _write_entry(path, _dumps(record), _key_of(path))
 
 
 def cache_key(source: str, compiler: CompilerInfo, flags: tuple[str, ...]) -> str:
@@ -358,7 +364,7 @@ def verified_library(key: str) -> str | None:
     directory = cache_dir()
     record_path = os.path.join(directory, f"{key}.json")
     try:
-        record = json.loads(cachedir.read_entry(record_path, key) or b"null")
+        record = cachedir.loads(cachedir.read_entry(record_path, key) or b"null")
         if record is None:
             return None
         name, size, digest = str(record["so"]), int(record["size"]), str(record["sha256"])
@@ -379,15 +385,30 @@ def verified_library(key: str) -> str | None:
     return None
 
 
+def runtime_library_key(compiler: CompilerInfo) -> str:
+    """The build key of the cpu runtime library (``runtime-<hash>``). runtime.cpp is one of the files
+    :func:`headers_digest` covers, so a fresh process finds the cached runtime without reading and hashing its
+    source (61 KB); the key still changes with the source, the headers, the compiler, the flags and the ABI."""
+    from .library import ABI_VERSION
+
+    h = sha256()
+    for part in ("runtime.cpp of headers_digest", headers_digest(), compiler.identity, " ".join(RUNTIME_FLAGS),
+                 f"abi {ABI_VERSION}"):
+        h.update(part.encode())
+        h.update(b"\0")
+    return f"runtime-{h.hexdigest()[:40]}"
+
+
 def build_shared_library(
-    source: str, compiler: CompilerInfo, flags: tuple[str, ...], prefix: str, what: str
+    source: str, compiler: CompilerInfo, flags: tuple[str, ...], prefix: str, what: str, key: str | None = None
 ) -> tuple[str, bool]:
     """Compile ``source`` (C++) into a cached shared library; returns (path, built_now).
 
     The library is ``<prefix>-<key>-<content hash>.so`` with a record ``<prefix>-<key>.json`` (its file name,
-    size and SHA-256); a cached library is used only when both agree (:func:`verified_library`)."""
+    size and SHA-256); a cached library is used only when both agree (:func:`verified_library`). ``key``
+    (``<prefix>-<hash>``): a key the caller derived from what decides ``source`` (default: hash of ``source``)."""
     directory = cache_dir()
-    key = f"{prefix}-{cache_key(source, compiler, flags)}"
+    key = key or f"{prefix}-{cache_key(source, compiler, flags)}"
     found = verified_library(key)
     if found is not None:
         return found, False
@@ -418,5 +439,5 @@ def build_shared_library(
         os.chmod(partial, 0o700)
         os.replace(partial, target)  # atomic: concurrent builders of the same key both succeed
     _write_entry(os.path.join(directory, f"{key}.json"),
-                 json.dumps({"so": os.path.basename(target), "size": size, "sha256": digest}), key)
+                 _dumps({"so": os.path.basename(target), "size": size, "sha256": digest}), key)
     return target, True
