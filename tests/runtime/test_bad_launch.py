@@ -182,3 +182,17 @@ def test_torch_sparse_tensor_error_names_the_argument(arrays):
     with pytest.raises(TypeError, match="argument 'x_ptr'"):
         k[(1,)](torch.zeros(16).to_sparse(), out, 16, 1.0)
     untouched(x, out)
+
+
+def test_a_none_grid_is_refused_by_a_kernel_whose_launch_plan_is_new(arrays):
+    """A launch plan is recorded by a slow-path launch; before its first fast launch it remembered no grid, which
+    it wrote as None, so a following `k[None](...)` took the remembered 3-D grid (None) and failed with
+    "argument of type 'NoneType' is not iterable" instead of the grid message (seen when test_cache.py ran first)."""
+    x, out = arrays
+    kernel = enceladus.jit(lk.scale_kernel.fn)  # a fresh kernel: no plan yet
+    kernel[(1,)](x, out, 16, 2.0)  # slow path: records the plan
+    np.testing.assert_array_equal(out, 2 * x)
+    out[:] = 7
+    with pytest.raises(TypeError, match="got None"):
+        kernel[None](x, out, 16, 1.0)
+    untouched(x, out)

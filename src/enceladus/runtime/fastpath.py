@@ -131,6 +131,7 @@ class KernelCache(dict):
         return (KernelCache, (dict(self),))
 
 
+_NO_GRID = object()  # a plan's grid before its first fast launch (never `is` a grid a caller passes, None included)
 _INT32_KEYS = tuple((0, bool(i & 1), bool(i & 2)) for i in range(4))  # arg_key of a 32-bit int, by index
 
 
@@ -177,7 +178,7 @@ class LaunchPlan:
         self.spec_key = spec_key
         self.cache: Any = None  # the KernelCache and its version at which spec_key last mapped to kernel
         self.version = 0
-        self.grid: Any = None  # the last grid tuple seen valid, and its 3-D form (tuples of ints are immutable)
+        self.grid: Any = _NO_GRID  # the last grid tuple seen valid, and its 3-D form (tuples of ints are immutable)
         self.grid3: Any = None
         self.guard = guard  # runtime/guards.KernelGuard: the globals the kernel was compiled with, or None
         self.launcher = launcher
