@@ -30,18 +30,49 @@ from ..language.core import condition as tl_condition
 from ..language.core import tuple as tl_tuple
 from ..language.dtypes import dtype, pointer_type, str_to_ty
 from . import ir, semantic
+from .aggregates import Aggregate, TensorDescriptor
+from .ir import Value
 from .kernel import GlobalRead
 from .refusals import LIBDEVICE_REFUSED, REFUSED
-from .semantic import Builder, SemanticError, is_value
+from .semantic import Builder, SemanticError
 from .source import KernelSource
 
 MAX_UNROLL = 4096
 
 
-def _library() -> dict[str, Any]:
-    from .library import LIBRARY  # imported on first use: it defines @jit functions
+_LIBRARY: dict[str, Any] | None = None
 
-    return LIBRARY
+
+def _library() -> dict[str, Any]:
+    global _LIBRARY
+    if _LIBRARY is None:
+        from .library import LIBRARY  # imported on first use: it defines @jit functions
+
+        _LIBRARY = LIBRARY
+    return _LIBRARY
+
+
+_STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _statements(stmt: ast.stmt):
+    """``stmt`` and every statement nested in it, in the order ``ast.walk`` reaches them (breadth first). Only
+    statements (and the handlers and match cases that hold statements) are visited: expressions never contain
+    statements, and leaving them out of a breadth-first walk keeps the order of the rest."""
+    todo = [stmt]
+    i = 0
+    while i < len(todo):
+        node = todo[i]
+        i += 1
+        yield node
+        for name in node._fields:
+            field = getattr(node, name, None)
+            if isinstance(field, list):
+                for item in field:
+                    if isinstance(item, _STATEMENT_HOLDERS):
+                        todo.append(item)
+            elif isinstance(field, _STATEMENT_HOLDERS):
+                todo.append(field)
 
 
 def _assigned_names(body: list[ast.stmt]) -> list[str]:
@@ -56,7 +87,7 @@ def _assigned_names(body: list[ast.stmt]) -> list[str]:
                 target(e)
 
     for stmt in body:
-        for node in ast.walk(stmt):
+        for node in _statements(stmt):
             if isinstance(node, ast.Assign):
                 for t in node.targets:
                     target(t)
@@ -157,7 +188,7 @@ def _pointer_type_of(element_ty: Any, address_space: Any = 1, const: Any = False
 
 def _tuple_type(t: tuple) -> tuple_type:
     """``t.type`` of a tuple in a kernel: its entries' types (a constexpr entry's is a ``tl.constexpr_type``)."""
-    return tuple_type([_tuple_type(v) if isinstance(v, tuple) else _block_type(v) if is_value(v) else constexpr_type(v)
+    return tuple_type([_tuple_type(v) if isinstance(v, tuple) else _block_type(v) if isinstance(v, Value) else constexpr_type(v)
                        for v in t], getattr(t, "_fields", None))
 
 
@@ -230,7 +261,11 @@ class Lowering(ast.NodeVisitor):
             ends = bool(tail) and isinstance(tail[-1], ast.Return)  # the block returns: nothing after it runs
             self.rest = None if after is None else tail if ends else tail + list(after)
             try:
-                self.visit(stmt)
+                method = _VISIT.get(stmt.__class__)  # visit_<statement class name> (see below the class)
+                if method is None:
+                    self.generic_visit(stmt)
+                else:
+                    method(self, stmt)
             except RecursionError:
                 raise self.error(stmt, "this statement nests too deeply to compile (Python's recursion limit)",
                                  "split the expression into several statements with intermediate variables") from None
@@ -249,7 +284,7 @@ class Lowering(ast.NodeVisitor):
         """``assert cond, msg`` is ``tl.device_assert(cond, msg)`` checked only in debug mode, as in Triton."""
         cond = self.eval(node.test)
         msg = "" if node.msg is None else self.eval(node.msg)
-        if is_value(msg) or not isinstance(msg, (str, int, float)):
+        if isinstance(msg, Value) or not isinstance(msg, (str, int, float)):
             raise self.error(node.msg, "the message of an assert must be a constant string",
                              'write it as a string literal, e.g. assert x >= 0, "x must be non-negative"')
         self.apply(node, lambda: semantic.RULES["device_assert"](self.b, cond, str(msg)))  # debug mode only
@@ -267,7 +302,7 @@ class Lowering(ast.NodeVisitor):
             return
         value = self.eval(node.value)
         ann = self.eval(node.annotation)
-        if isinstance(ann, dtype) and (is_value(value) or semantic.is_python_scalar(value)):
+        if isinstance(ann, dtype) and (isinstance(value, Value) or semantic.is_python_scalar(value)):
             value = self.apply(node, lambda: self.b.to_value(value, ann))
         self.assign(node.target, value)
 
@@ -298,13 +333,13 @@ class Lowering(ast.NodeVisitor):
     def visit_If(self, node: ast.If) -> None:
         rest = self.rest
         cond = self.eval(node.test)
-        if is_value(cond):
+        if isinstance(cond, Value):
             if cond.type.is_tile:
                 raise self.error(node.test, "the condition of an 'if' must be a scalar, not a tile",
                                  "use tl.where(cond, x, y) to select between tiles elementwise")
             folded = self.fold(cond)
             if folded is None:
-                if any(isinstance(n, ast.Return) for b in (node.body, node.orelse) for s in b for n in ast.walk(s)):
+                if any(isinstance(n, ast.Return) for b in (node.body, node.orelse) for s in b for n in _statements(s)):
                     self.returning_if(node, cond, rest)
                 else:
                     self.runtime_if(node, cond, node.body, node.orelse)
@@ -348,7 +383,7 @@ class Lowering(ast.NodeVisitor):
             raise self.error(node, "returning a tuple from inside a runtime 'if' is not supported",
                              "assign the tuple's values in both branches and return it after the 'if'")
         else:
-            if not is_value(a) and not is_value(b) and a == b and type(a) is type(b):
+            if not isinstance(a, Value) and not isinstance(b, Value) and a == b and type(a) is type(b):
                 raise _Return(a, node)  # the same constexpr on both paths
             a, b = self.unify(node, "the returned value", a, b, then_block, else_block)
             yields = ([a], [b])
@@ -389,7 +424,7 @@ class Lowering(ast.NodeVisitor):
                 yields_then.extend(x for x, _ in pairs)
                 yields_else.extend(y for _, y in pairs)
                 continue
-            if not is_value(a) and not is_value(b):
+            if not isinstance(a, Value) and not isinstance(b, Value):
                 if a == b and type(a) is type(b):
                     self.scope[n] = a
                     continue
@@ -430,20 +465,20 @@ class Lowering(ast.NodeVisitor):
     def unify(self, node: ast.AST, name: str, a: Any, b: Any, block_a: ir.Block, block_b: ir.Block):
         """Make the values a name has at the end of two branches the same type (scalars follow tiles' dtypes)."""
         def materialize(x: Any, like: Any, block: ir.Block) -> ir.Value:
-            if is_value(x):
+            if isinstance(x, Value):
                 return x
             # a Python scalar becomes a value of its own type (as in Triton), then must match the other branch
             ty = semantic.element_type(x)
             self.b.fn.push_block(block)
             try:
                 v = self.apply(node, lambda: self.b.to_value(x, ty))
-                if is_value(like) and like.type.is_tile:
+                if isinstance(like, Value) and like.type.is_tile:
                     v = self.b.splat(v, like.type.shape)
             finally:
                 self.b.fn.pop_block()
             return v
 
-        if not is_value(a) and not is_value(b):
+        if not isinstance(a, Value) and not isinstance(b, Value):
             a, b = materialize(a, b, block_a), materialize(b, a, block_b)
         a = materialize(a, b, block_a)
         b = materialize(b, a, block_b)
@@ -461,7 +496,7 @@ class Lowering(ast.NodeVisitor):
             raise self.error(node, "for/else is not supported in kernels",
                              "move the else block after the loop, guarded by a flag set in the loop")
         if isinstance(it, static_range):
-            if any(is_value(a) for a in it.args):
+            if any(isinstance(a, Value) for a in it.args):
                 raise self.error(node.iter, "tl.static_range needs constexpr bounds",
                                  "use range(...) for loops with runtime bounds")
             values = list(iter(it))
@@ -478,21 +513,21 @@ class Lowering(ast.NodeVisitor):
         a1, a2, a3 = it.args
         lb, ub, step = (0, a1, 1) if a2 is None else (a1, a2, 1 if a3 is None else a3)
         for x in (lb, ub, step):
-            if not is_value(x) and (isinstance(x, bool) or not isinstance(x, int)):
+            if not isinstance(x, Value) and (isinstance(x, bool) or not isinstance(x, int)):
                 raise self.error(node.iter, f"loop bounds must be integers, got {x!r}",
                                  "pass integers (or integer scalars) to range(); cast a float with int(...) outside the kernel")
-            if is_value(x) and (x.type.is_tile or not x.type.element.is_int()):
+            if isinstance(x, Value) and (x.type.is_tile or not x.type.element.is_int()):
                 raise self.error(node.iter, f"loop bounds must be integer scalars, got {x.type}",
                                  "use integer scalar bounds; reduce a tile to a scalar first (e.g. tl.max(t, 0)) or cast with .to(tl.int32)")
-        if not is_value(step) and step == 0:
+        if not isinstance(step, Value) and step == 0:
             raise self.error(node.iter, "the step of range() must not be zero", "use a positive or negative step")
         iv_ty = ir.Type(semantic.D.int64) if any(
-            (is_value(x) and x.type.element.primitive_bitwidth == 64) or
-            (not is_value(x) and not -(2**31) <= x < 2**31) for x in (lb, ub, step)) else ir.Type(semantic.D.int32)
+            (isinstance(x, Value) and x.type.element.primitive_bitwidth == 64) or
+            (not isinstance(x, Value) and not -(2**31) <= x < 2**31) for x in (lb, ub, step)) else ir.Type(semantic.D.int32)
         self._set_loc(node)
         bounds = [self.apply(node.iter, lambda x=x: self.b.to_value(x, iv_ty.element)) for x in (lb, ub, step)]
         self.runtime_loop(node, "for", node.body, bounds, iv_name=node.target.id, iv_type=iv_ty,
-                          step_const=None if is_value(step) else step)
+                          step_const=None if isinstance(step, Value) else step)
 
     def visit_While(self, node: ast.While) -> None:
         if node.orelse:
@@ -527,7 +562,7 @@ class Lowering(ast.NodeVisitor):
                 cond = self.eval(cond_node)
                 if isinstance(cond, tl_condition):
                     cond = cond.condition
-                if not is_value(cond):
+                if not isinstance(cond, Value):
                     if cond:
                         raise self.error(cond_node, "this while loop never ends (its condition is constant true)",
                                          "loop with a runtime condition; break is not supported in kernels")
@@ -595,10 +630,8 @@ class Lowering(ast.NodeVisitor):
         """The IR values a loop carries for ``v`` and how to rebuild it (None: ``v`` is a single value).
 
         ``like`` gives the types the parts must take (Python scalars become constants of those types)."""
-        from .aggregates import Aggregate
-
         def part(x: Any, i: int) -> ir.Value:
-            if is_value(x):
+            if isinstance(x, Value):
                 return x
             if semantic.is_python_scalar(x):
                 ty = like[i].type.element if like is not None and i < len(like) else semantic.D.literal_dtype(x)
@@ -642,10 +675,10 @@ class Lowering(ast.NodeVisitor):
 
     # --- expressions --------------------------------------------------------------------------------
     def eval(self, node: ast.expr) -> Any:
-        method = getattr(self, "eval_" + type(node).__name__, None)
+        method = _EVAL.get(node.__class__)  # eval_<node class name>, found once per class (see below the class)
         if method is None:
             return self.generic_visit(node)
-        return method(node)
+        return method(self, node)
 
     def eval_Constant(self, node: ast.Constant) -> Any:
         return node.value
@@ -677,7 +710,7 @@ class Lowering(ast.NodeVisitor):
     def eval_Attribute(self, node: ast.Attribute) -> Any:
         base = self.eval(node.value)
         attr = node.attr
-        if is_value(base):
+        if isinstance(base, Value):
             if attr in _VALUE_PROPERTIES:
                 return _VALUE_PROPERTIES[attr](base)
             if attr == "T":
@@ -693,8 +726,6 @@ class Lowering(ast.NodeVisitor):
             return base.element_ty
         if attr == "dtype" and semantic.is_python_scalar(base):
             return semantic.D.literal_dtype(base)  # the type a literal takes when it stands alone
-        from .aggregates import Aggregate
-
         if isinstance(base, Aggregate):
             method = getattr(base, attr, None)
             if attr in ("load", "store", "gather", "scatter") and method is not None:
@@ -757,7 +788,7 @@ class Lowering(ast.NodeVisitor):
         # Triton accepts list literals for shapes and offsets: lists of constexprs or scalars (lists, as in Python:
         # tl.static_assert(desc.block_shape == [M, N]) compares two lists)
         values = [self.eval(e) for e in node.elts]
-        if any(is_value(v) and v.type.is_tile for v in values):
+        if any(isinstance(v, Value) and v.type.is_tile for v in values):
             raise self.error(node, "lists are not supported in kernels", _UNSUPPORTED_EXPR_FIX[ast.List])
         return values
 
@@ -773,7 +804,7 @@ class Lowering(ast.NodeVisitor):
         return value
 
     def binop(self, node: ast.AST, op: str, lhs: Any, rhs: Any) -> Any:
-        if not is_value(lhs) and not is_value(rhs):
+        if not isinstance(lhs, Value) and not isinstance(rhs, Value):
             try:
                 return _PY_BINOPS[op](lhs, rhs) if op in _PY_BINOPS else self._bad_op(node, op)
             except (TypeError, ZeroDivisionError, ValueError) as e:
@@ -793,7 +824,7 @@ class Lowering(ast.NodeVisitor):
     def eval_UnaryOp(self, node: ast.UnaryOp) -> Any:
         op = _UNARYOPS[type(node.op)]
         x = self.eval(node.operand)
-        if not is_value(x):
+        if not isinstance(x, Value):
             return {"-": operator.neg, "+": operator.pos, "~": operator.invert, "not": operator.not_}[op](x)
         return self.apply(node, lambda: semantic.unary(self.b, op, x))
 
@@ -804,16 +835,16 @@ class Lowering(ast.NodeVisitor):
         lhs, rhs = self.eval(node.left), self.eval(node.comparators[0])
         op = node.ops[0]
         if isinstance(op, (ast.Is, ast.IsNot)):
-            if is_value(lhs) or is_value(rhs):
+            if isinstance(lhs, Value) or isinstance(rhs, Value):
                 return isinstance(op, ast.IsNot)  # a value is never None
             return (lhs is rhs) if isinstance(op, ast.Is) else (lhs is not rhs)
         if isinstance(op, (ast.In, ast.NotIn)):
-            if is_value(lhs) or is_value(rhs):
+            if isinstance(lhs, Value) or isinstance(rhs, Value):
                 raise self.error(node, "'in' is not defined on tiles",
                                  "compare elements explicitly (e.g. tl.where(x == a, ...)) or test constexpr values outside the kernel")
             return (lhs in rhs) if isinstance(op, ast.In) else (lhs not in rhs)
         sym = _CMPOPS[type(op)]
-        if not is_value(lhs) and not is_value(rhs):
+        if not isinstance(lhs, Value) and not isinstance(rhs, Value):
             return _PY_CMPOPS[sym](lhs, rhs)
         return self.apply(node, lambda: semantic.compare(self.b, sym, lhs, rhs))
 
@@ -826,7 +857,7 @@ class Lowering(ast.NodeVisitor):
         v: Any = None
         for e in node.values:
             v = self.eval(e)
-            if is_value(v):
+            if isinstance(v, Value):
                 if not v.type.element.is_bool():
                     raise self.error(e, f"'{word}' needs boolean operands, got {v.type}",
                                      f"compare it first, e.g. (x != 0) {word} ...; or use {sym} for bitwise {word}")
@@ -842,7 +873,7 @@ class Lowering(ast.NodeVisitor):
 
     def eval_IfExp(self, node: ast.IfExp) -> Any:
         cond = self.eval(node.test)
-        if is_value(cond):
+        if isinstance(cond, Value):
             folded = self.fold(cond)
             if folded is None:
                 if cond.type.is_tile:
@@ -856,7 +887,7 @@ class Lowering(ast.NodeVisitor):
     def eval_Subscript(self, node: ast.Subscript) -> Any:
         base = self.eval(node.value)
         idx_nodes = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if not is_value(base):
+        if not isinstance(base, Value):
             idx = self.eval(node.slice)
             try:
                 return base[idx]
@@ -932,7 +963,7 @@ class Lowering(ast.NodeVisitor):
             if name == "static_assert":
                 return self.static_assert(node, *args, **kwargs)
             if name == "static_print":
-                print(*[self.describe(a) if is_value(a) else a for a in args])
+                print(*[self.describe(a) if isinstance(a, Value) else a for a in args])
                 return None
             if name in ("reduce", "associative_scan"):
                 return self.reduce_with(node, name, *args, **kwargs)
@@ -954,7 +985,7 @@ class Lowering(ast.NodeVisitor):
         if is_jit_function(fn):
             return self.inline(node, fn, args, kwargs)
         if fn is constexpr:  # tl.constexpr(32): the value itself
-            if len(args) != 1 or kwargs or is_value(args[0]):
+            if len(args) != 1 or kwargs or isinstance(args[0], Value):
                 raise self.error(node, "tl.constexpr(...) takes one compile-time value",
                                  "pass a Python value or a constexpr (e.g. tl.constexpr(32)); runtime values cannot "
                                  "become constexprs")
@@ -975,9 +1006,9 @@ class Lowering(ast.NodeVisitor):
                 return fn(*args, **kwargs)
             except TypeError as e:
                 raise self.error(node, f"{fn.__name__}(...): {e}", f"pass the fields of {fn.__name__}") from None
-        if fn is hasattr and len(args) == 2 and not kwargs and is_value(args[0]) and isinstance(args[1], str):
+        if fn is hasattr and len(args) == 2 and not kwargs and isinstance(args[0], Value) and isinstance(args[1], str):
             return self.value_has_attribute(args[0], args[1])
-        if fn is isinstance and len(args) == 2 and not kwargs and is_value(args[0]):
+        if fn is isinstance and len(args) == 2 and not kwargs and isinstance(args[0], Value):
             classes = args[1] if isinstance(args[1], tuple) else (args[1],)
             return any(isinstance(c, type) and isinstance(args[0], c) for c in classes)  # tl.tensor registers Value
         if fn is str_to_ty:
@@ -986,7 +1017,7 @@ class Lowering(ast.NodeVisitor):
             return self.apply(node, lambda: _pointer_type_of(*args, **kwargs))
         if fn in (static_range, tl_range):
             return fn(*args, **kwargs)
-        if fn in (min, max) and args and not kwargs and any(is_value(a) for a in args):
+        if fn in (min, max) and args and not kwargs and any(isinstance(a, Value) for a in args):
             # Python's min/max on runtime values are elementwise minimum/maximum, as in Triton
             rule_fn = semantic.RULES["minimum" if fn is min else "maximum"]
             vals = list(args[0]) if len(args) == 1 and isinstance(args[0], tuple) else list(args)
@@ -994,7 +1025,7 @@ class Lowering(ast.NodeVisitor):
             for v in vals[1:]:
                 out = self.apply(node, lambda o=out, v=v: rule_fn(self.b, o, v))
             return out
-        if any(is_value(a) for a in list(args) + list(kwargs.values())):
+        if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
             fname = getattr(fn, "__name__", repr(fn))
             raise self.error(node, f"cannot call '{fname}' on tiles inside a kernel",
                              "only tl.* builtins and @enceladus.jit functions can take tiles")
@@ -1035,7 +1066,7 @@ class Lowering(ast.NodeVisitor):
             self.b, args, lambda b, xs: self.inline(node, scalar_fn, list(xs), {}), pack))
 
     def static_assert(self, node: ast.AST, cond: Any, msg: Any = "") -> None:
-        if is_value(cond):
+        if isinstance(cond, Value):
             raise self.error(node, "tl.static_assert needs a constexpr condition", "use a condition on constexprs")
         if not cond:
             raise self.error(node, f"static_assert failed: {msg}" if msg else "static_assert failed",
@@ -1105,9 +1136,16 @@ class Lowering(ast.NodeVisitor):
 
     @staticmethod
     def describe(x: Any) -> str:
-        if is_value(x):
+        if isinstance(x, Value):
             return str(x.type)
         return repr(x)
+
+
+# ast node class -> Lowering's method for it (what ast.NodeVisitor.visit finds by name on every call)
+_EVAL = {getattr(ast, name[5:]): fn for name, fn in vars(Lowering).items()
+         if name.startswith("eval_") and isinstance(getattr(ast, name[5:], None), type)}
+_VISIT = {getattr(ast, name[6:]): fn for name, fn in vars(Lowering).items()
+          if name.startswith("visit_") and isinstance(getattr(ast, name[6:], None), type)}
 
 
 def lower_kernel(source: KernelSource, name: str,
@@ -1162,7 +1200,6 @@ class StructParam:
 
     def build(self, fn: ir.Function, builder: Builder) -> Any:
         from ..language.structs import rebuild
-        from .aggregates import TensorDescriptor
 
         def leaf(name: str) -> Any:
             spec = self.leaves[name]
@@ -1173,7 +1210,7 @@ class StructParam:
             return spec
 
         def descriptor(base: Any, shape: tuple, strides: tuple, block: tuple) -> Any:
-            if not is_value(base) or not base.type.is_ptr:
+            if not isinstance(base, Value) or not base.type.is_ptr:
                 raise CompilationError(f"argument '{self.name}': a TensorDescriptor needs an array as its base",
                                        fix="build it as TensorDescriptor(array, shape, strides, block_shape) with a NumPy array or enceladus.Tensor")
             return TensorDescriptor(base, shape, strides, block)

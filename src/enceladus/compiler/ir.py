@@ -7,7 +7,7 @@ decisions travel in their plan objects (``passes.layouts.LayoutPlan``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..language.core import tensor as tl_tensor
@@ -23,14 +23,13 @@ class Type:
 
     element: ElementType
     shape: tuple[int, ...] = ()
+    # derived once (every pass asks them of every value): not part of equality, hashing or the repr
+    is_tile: bool = field(init=False, repr=False, compare=False)
+    is_ptr: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def is_tile(self) -> bool:
-        return bool(self.shape)
-
-    @property
-    def is_ptr(self) -> bool:
-        return self.element.is_ptr()
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_tile", bool(self.shape))
+        object.__setattr__(self, "is_ptr", self.element.is_ptr())
 
     @property
     def numel(self) -> int:
@@ -85,20 +84,21 @@ class Op:
     ``regions``: blocks whose last op is ``yield``.
     """
 
-    __slots__ = ("attrs", "loc", "name", "operands", "regions", "results")
+    __slots__ = ("attrs", "loc", "name", "operands", "regions", "result", "results")
 
     def __init__(self, name: str, operands: list[Value], attrs: dict[str, Any] | None = None,
                  loc: Loc | None = None):
         self.name = name
         self.operands = list(operands)
-        self.results: list[Value] = []
+        self.results: list[Value] = []  # set with set_results, which keeps ``result`` in step
+        self.result: Value | None = None  # the first result, or None (read on every op by every pass)
         self.attrs = dict(attrs or {})
         self.loc = loc
         self.regions: list[Block] = []
 
-    @property
-    def result(self) -> Value | None:
-        return self.results[0] if self.results else None
+    def set_results(self, values: list[Value]) -> None:
+        self.results = values
+        self.result = values[0] if values else None
 
 
 class Block:
@@ -113,12 +113,19 @@ class Block:
         return self.ops[-1] if self.ops and self.ops[-1].name == "yield" else None
 
 
-def walk(ops: list[Op]):
-    """Every op in ``ops`` and, depth first, in their regions."""
+def walk(ops: list[Op]) -> list[Op]:
+    """Every op in ``ops`` and, depth first, in their regions (a new list: the IR may change afterwards)."""
+    out: list[Op] = []
+    _walk_into(ops, out)
+    return out
+
+
+def _walk_into(ops: list[Op], out: list[Op]) -> None:
     for op in ops:
-        yield op
-        for region in op.regions:
-            yield from walk(region.ops)
+        out.append(op)
+        if op.regions:
+            for region in op.regions:
+                _walk_into(region.ops, out)
 
 
 # Ops by family, derived from the one table of op traits (op_traits.OPS): each op there names its MSL emit rule.
@@ -182,7 +189,7 @@ class Function:
     def append_op(self, name: str, operands: list[Value], result_types: list[Type],
                   attrs: dict[str, Any] | None = None, loc: Loc | None = None) -> Op:
         op = Op(name, operands, attrs, loc)
-        op.results = [self.new_value(t, op) for t in result_types]
+        op.set_results([self.new_value(t, op) for t in result_types])
         self.block.ops.append(op)
         return op
 

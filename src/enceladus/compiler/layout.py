@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from .metal_limits import SIMD_WIDTH
 
@@ -29,24 +30,43 @@ class BlockedLayout:
     warps_per_cta: tuple[int, ...]
     order: tuple[int, ...]  # dimensions from fastest- to slowest-varying
 
-    @property
+    # Layouts are immutable values used as dictionary keys on every register reference of the code generator:
+    # the hash and the derived sizes below are computed once per layout (cached_property writes the instance's
+    # __dict__, which a frozen dataclass allows; the dataclass fields, equality and repr are unchanged).
+    def __hash__(self) -> int:
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            h = self.__dict__["_hash"] = hash((self.shape, self.size_per_thread, self.threads_per_warp,
+                                               self.warps_per_cta, self.order))
+            return h
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.shape, self.size_per_thread, self.threads_per_warp, self.warps_per_cta, self.order) == \
+            (other.shape, other.size_per_thread, other.threads_per_warp, other.warps_per_cta, other.order)
+
+    @cached_property
     def cta_tile(self) -> tuple[int, ...]:
         return tuple(s * t * w for s, t, w in zip(self.size_per_thread, self.threads_per_warp, self.warps_per_cta))
 
-    @property
+    @cached_property
     def reps(self) -> tuple[int, ...]:
         return tuple(max(1, n // c) for n, c in zip(self.shape, self.cta_tile))
 
-    @property
+    @cached_property
     def per_thread(self) -> tuple[int, ...]:
         """Elements a thread holds along each dimension."""
         return tuple(s * r for s, r in zip(self.size_per_thread, self.reps))
 
-    @property
+    @cached_property
     def elems_per_thread(self) -> int:
         return math.prod(self.per_thread)
 
-    @property
+    @cached_property
     def replicated(self) -> tuple[bool, ...]:
         """Dimensions where the layout covers more than the tile (several threads hold the same element)."""
         return tuple(c > n for n, c in zip(self.shape, self.cta_tile))
@@ -80,11 +100,25 @@ class MmaLayout:
     shape: tuple[int, int]
     warps: tuple[int, int]
 
-    @property
+    def __hash__(self) -> int:  # computed once (see BlockedLayout)
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            h = self.__dict__["_hash"] = hash((self.shape, self.warps))
+            return h
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.shape, self.warps) == (other.shape, other.warps)
+
+    @cached_property
     def frags(self) -> tuple[int, int]:
         return self.shape[0] // (8 * self.warps[0]), self.shape[1] // (8 * self.warps[1])
 
-    @property
+    @cached_property
     def elems_per_thread(self) -> int:
         fm, fn = self.frags
         return fm * fn * 2
@@ -94,7 +128,7 @@ class MmaLayout:
     size_per_thread = (1, 2)
     replicated = (False, False)
 
-    @property
+    @cached_property
     def per_thread(self) -> tuple[int, int]:
         fm, fn = self.frags
         return fm, 2 * fn
@@ -130,6 +164,20 @@ class TileLayout:
 
     parent: BlockedLayout | MmaLayout
     dims: tuple[int, ...]
+
+    def __hash__(self) -> int:  # computed once (see BlockedLayout)
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            h = self.__dict__["_hash"] = hash((self.parent, self.dims))
+            return h
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.dims == other.dims and self.parent == other.parent
 
     def __str__(self) -> str:
         if self.dims == tuple(range(len(self.parent.shape))):

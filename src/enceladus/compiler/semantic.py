@@ -104,6 +104,8 @@ class Builder:
         return self.emit("broadcast", [x], x.type.with_shape(shape))
 
     def broadcast_shapes(self, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+        if len(shapes) == 2 and shapes[0] == shapes[1]:
+            return tuple(shapes[0])  # the common case: what the general rule below gives for equal shapes
         rank = max(len(s) for s in shapes)
         out = []
         for i in range(rank):
@@ -155,7 +157,7 @@ class Builder:
 
     def to_value(self, x: Any, ty: dtype) -> Value:
         """A Python scalar as a constant of ``ty`` (range-checked), or an IR value converted to ``ty``."""
-        if is_value(x):
+        if isinstance(x, Value):
             return self.cast(x, ty)
         if isinstance(x, int) and not isinstance(x, bool) and x < 0 and ty.is_int_unsigned() and not ty.is_bool():
             raise SemanticError(
@@ -168,7 +170,7 @@ class Builder:
 
 
 def element_type(x: Any) -> dtype | pointer_type:
-    if is_value(x):
+    if isinstance(x, Value):
         return x.type.element
     if isinstance(x, (bool, int, float)):
         try:
@@ -181,7 +183,7 @@ def element_type(x: Any) -> dtype | pointer_type:
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
-    return x.type.shape if is_value(x) else ()
+    return x.type.shape if isinstance(x, Value) else ()
 
 
 # --- operators ------------------------------------------------------------------------------------
@@ -195,7 +197,7 @@ def _common(b: Builder, x: Any, y: Any, div_or_mod: bool = False) -> tuple[Value
     """Convert both operands to their computation type and a common shape."""
     xt, yt = element_type(x), element_type(y)
     try:
-        ty = D.computation_type(xt, not is_value(x), yt, not is_value(y), div_or_mod)
+        ty = D.computation_type(xt, not isinstance(x, Value), yt, not isinstance(y, Value), div_or_mod)
     except D.NoFloat64Error as e:
         raise SemanticError(str(e), e.fix) from None
     except TypeError as e:
@@ -231,7 +233,7 @@ def binary(b: Builder, op: str, x: Any, y: Any) -> Value:
                                 "cast to an integer type first, or use .to(tl.int32, bitcast=True) for the bits")
         # Triton picks an arithmetic or a logical >> from the signedness of the left tile (of the right one when
         # the left is a Python literal) before both are converted to the common type
-        arithmetic = (xt if is_value(x) else yt).is_int_signed()
+        arithmetic = (xt if isinstance(x, Value) else yt).is_int_signed()
         x, y = _common(b, x, y)
         if op == ">>" and arithmetic != x.type.element.is_int_signed():
             return b.emit("shr", [x, y], x.type, arithmetic=arithmetic)
@@ -250,7 +252,7 @@ def _pointer_arith(b: Builder, op: str, x: Any, y: Any) -> Value:
     if yt.is_floating():
         raise SemanticError(f"cannot offset a pointer by a floating-point value ({yt})",
                             "offsets must be integers: use offs.to(tl.int32)")
-    if not is_value(y):
+    if not isinstance(y, Value):
         y = b.const(y, D.literal_dtype(y))
     if op == "-":
         y = b.emit("neg", [y], y.type)
@@ -403,7 +405,7 @@ def zeros(b: Builder, shape: Any, dtype: Any) -> Value:
 
 @rule("zeros_like")
 def zeros_like(b: Builder, input: Any) -> Value:
-    if not is_value(input):
+    if not isinstance(input, Value):
         raise SemanticError("tl.zeros_like expects a tile",
                             "pass a tile, or use tl.zeros(shape, dtype)")
     return full(b, input.type.shape, 0, input.type.element)
@@ -414,8 +416,8 @@ def _mask(b: Builder, mask: Any, shape: tuple[int, ...], what: str) -> Value | N
         return None
     if isinstance(mask, bool):
         mask = b.const(mask, D.int1)
-    if not is_value(mask) or not mask.type.element.is_bool():
-        got = mask.type.element if is_value(mask) else repr(mask)
+    if not isinstance(mask, Value) or not mask.type.element.is_bool():
+        got = mask.type.element if isinstance(mask, Value) else repr(mask)
         raise SemanticError(f"the mask of {what} must be a boolean tile, got {got}",
                             "build it from a comparison such as offs < n")
     return b.broadcast_to(mask, shape)
@@ -434,7 +436,7 @@ def load(b: Builder, pointer: Any, mask: Any = None, other: Any = None, *, cache
         check = tuple(boundary_check or ())
         ptr, m = pointer.tiles(b, check)
         return load(b, ptr, m, padding_value(padding_option, pointer.element_ty) if m is not None else None)
-    if not is_value(pointer) or not pointer.type.is_ptr:
+    if not isinstance(pointer, Value) or not pointer.type.is_ptr:
         raise SemanticError("tl.load expects a pointer or a tile of pointers",
                             "pass a pointer argument plus offsets, e.g. tl.load(x_ptr + offs)")
     if boundary_check is not None or padding_option is not None:
@@ -475,7 +477,7 @@ def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modif
                                 "use boundary_check=(0, 1) instead of mask")
         ptr, m = pointer.tiles(b, tuple(boundary_check or ()))
         return store(b, ptr, value, m)
-    if not is_value(pointer) or not pointer.type.is_ptr:
+    if not isinstance(pointer, Value) or not pointer.type.is_ptr:
         raise SemanticError("tl.store expects a pointer or a tile of pointers as its first argument",
                             "pass a pointer argument plus offsets, e.g. tl.store(out_ptr + offs, y)")
     if boundary_check is not None:
@@ -494,7 +496,7 @@ def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modif
             "store a value whose shape broadcasts to the pointer tile's shape",
         )
     elem = pointer.type.element.element_ty
-    if is_value(value) and value.type.element.is_ptr() and not (elem.is_int() and elem.primitive_bitwidth == 64):
+    if isinstance(value, Value) and value.type.element.is_ptr() and not (elem.is_int() and elem.primitive_bitwidth == 64):
         raise SemanticError(f"storing pointers needs a pointer to int64 or uint64 (their addresses), got a pointer "
                             f"to {elem}", "store the addresses through an int64 pointer, or store integer offsets")
     if elem.is_fp64():  # storage only: the value's float64 bits, through the same memory seen as uint64
@@ -518,7 +520,7 @@ def float64_bits(b: Builder, value: Any) -> Value:
     """The bits (uint64) of float64(value) for a float of 32 bits or fewer or an integer (rounded to nearest even
     beyond 53 bits, as Triton's conversion), built in integer arithmetic: Apple GPUs have no float64 type, but a float64 array
     can still receive such values exactly (Triton's store converts them to the element type)."""
-    if not is_value(value):
+    if not isinstance(value, Value):
         value = b.const(value, D.literal_dtype(value))  # a float literal is float32, as Triton types it
     src = value.type.element
     if src.is_fp64():  # a float literal beyond float32's range (Triton types it float64)
@@ -589,7 +591,7 @@ def _int_float64_bits(b: Builder, value: Value) -> Value:
 
 @rule("where")
 def where(b: Builder, condition: Any, x: Any, y: Any) -> Any:
-    if not is_value(condition):
+    if not isinstance(condition, Value):
         return x if condition else y
     if not condition.type.element.is_bool():
         condition = b.emit("ne", [condition, b.const(0, condition.type.element)],
@@ -619,7 +621,7 @@ def _where_pointers(b: Builder, condition: Value, x: Any, y: Any) -> Value:
 @rule("cast")
 def cast(b: Builder, input: Any, dtype: Any, fp_downcast_rounding: Any = None, bitcast: Any = False) -> Value:
     ty = _dtype_arg(dtype) if not isinstance(dtype, pointer_type) else dtype
-    if not is_value(input):
+    if not isinstance(input, Value):
         input = b.const(input, D.literal_dtype(input))
     if fp_downcast_rounding == "rtz" and isinstance(ty, D.dtype) and ty.name in ("fp8e5", "fp8e4b15"):
         if not input.type.element.is_floating():
@@ -638,7 +640,7 @@ def cast(b: Builder, input: Any, dtype: Any, fp_downcast_rounding: Any = None, b
 
 def _float_unary(name: str):
     def rule_fn(b: Builder, x: Any) -> Value:
-        if not is_value(x):
+        if not isinstance(x, Value):
             x = b.const(x, D.float32)
         ty = x.type.element
         if name in D.FP32_ONLY_MATH and not (ty.is_fp32() or ty.is_fp64()):
@@ -667,8 +669,8 @@ for _name in FLOAT_UNARY:
 
 def _float_binary(name: str):
     def rule_fn(b: Builder, x: Any, y: Any) -> Value:
-        xv, yv = _common(b, x if is_value(x) or not isinstance(x, int) else float(x),
-                         y if is_value(y) or not isinstance(y, int) else float(y))
+        xv, yv = _common(b, x if isinstance(x, Value) or not isinstance(x, int) else float(x),
+                         y if isinstance(y, Value) or not isinstance(y, int) else float(y))
         ty = xv.type.element
         if not ty.is_floating():
             raise SemanticError(f"{name} expects floating-point inputs, got {ty}", "convert with .to(tl.float32)")
@@ -686,7 +688,7 @@ for _name in ("pow", "atan2", "copysign", "hypot", "fmin", "fmax"):
 
 def _float_predicate(name: str):
     def rule_fn(b: Builder, x: Any) -> Value:
-        if not is_value(x):
+        if not isinstance(x, Value):
             x = b.const(x, D.float32)
         ty = x.type.element
         if not ty.is_floating():
@@ -721,7 +723,7 @@ def sqrt_rn(b: Builder, x: Any) -> Value:
 
 @rule("abs")
 def abs_(b: Builder, x: Any) -> Any:
-    if not is_value(x):
+    if not isinstance(x, Value):
         return abs(x)
     if x.type.element.is_ptr():
         raise SemanticError("tl.abs of a pointer is not defined",
@@ -794,14 +796,14 @@ def umulhi(b: Builder, x: Any, y: Any) -> Value:
 
 @rule("cdiv")
 def cdiv(b: Builder, x: Any, div: Any) -> Any:
-    if not is_value(x) and not is_value(div):
+    if not isinstance(x, Value) and not isinstance(div, Value):
         return -(-x // div)
     return binary(b, "//", binary(b, "-", binary(b, "+", x, div), 1), div)
 
 
 def _hint(name: str):
     def rule_fn(b: Builder, input: Any, values: Any) -> Value:
-        if not is_value(input):
+        if not isinstance(input, Value):
             raise SemanticError(f"tl.{name} expects a tile",
                                 "pass a tile (e.g. made with tl.arange, tl.load or tl.full)")
         vals = values if isinstance(values, (tuple, list)) else (values,)
@@ -836,8 +838,8 @@ def _axis_arg(axis: Any, rank: int, what: str) -> int:
 def _tiles(input: Any, what: str) -> list[Value]:
     xs = list(input) if isinstance(input, tuple) else [input]
     for x in xs:
-        if not is_value(x) or not x.type.is_tile:
-            raise SemanticError(f"{what} expects a tile, got {x if not is_value(x) else x.type}",
+        if not isinstance(x, Value) or not x.type.is_tile:
+            raise SemanticError(f"{what} expects a tile, got {x if not isinstance(x, Value) else x.type}",
                                 "pass a tile (e.g. made with tl.arange, tl.load or tl.full)")
         if x.type.element.is_ptr():
             raise SemanticError(f"{what} of a tile of pointers is not supported",
@@ -862,7 +864,7 @@ def _combine_region(b: Builder, xs: list[Value], combine: Combine, what: str) ->
                                 "return one value per input tile from the combine function")
         ys = []
         for o, t in zip(outs, types):
-            v = b.to_value(o, t.element) if not is_value(o) else o
+            v = b.to_value(o, t.element) if not isinstance(o, Value) else o
             if v.type != t:
                 raise SemanticError(f"the combine function of {what} returns {v.type} for an input of {t}",
                                     "return values of the same dtype as the inputs (cast with .to(...))")
@@ -950,7 +952,7 @@ RULES["add"], RULES["sub"], RULES["mul"] = _arith("+"), _arith("-"), _arith("*")
 
 @rule("to_tensor")
 def to_tensor(b: Builder, x: Any) -> Value:
-    if is_value(x):
+    if isinstance(x, Value):
         return x
     if not is_python_scalar(x):
         raise SemanticError(f"tl.to_tensor needs a number, got {x!r}", "pass an int, float or bool")
@@ -963,8 +965,8 @@ def to_tensor(b: Builder, x: Any) -> Value:
 
 @rule("expect_zero")
 def expect_zero(b: Builder, x: Any, mask: Any) -> Any:
-    m = _mask(b, mask, x.type.shape if is_value(x) else (), "tl.expect_zero")  # checked in every mode
-    if b.debug and is_value(x):  # as Triton: x == 0 where mask holds is asserted only in debug mode
+    m = _mask(b, mask, x.type.shape if isinstance(x, Value) else (), "tl.expect_zero")  # checked in every mode
+    if b.debug and isinstance(x, Value):  # as Triton: x == 0 where mask holds is asserted only in debug mode
         ok = binary(b, "|", compare(b, "==", x, 0), compare(b, "==", m, 0))
         device_assert(b, ok, "expect_zero expected x == 0 where mask is true")
     return x
@@ -972,7 +974,7 @@ def expect_zero(b: Builder, x: Any, mask: Any) -> Any:
 
 @rule("item")
 def item(b: Builder, input: Any) -> Value:
-    if not is_value(input) or not input.type.is_tile:
+    if not isinstance(input, Value) or not input.type.is_tile:
         return input  # a scalar is its own item (Triton's _unsplat)
     if input.type.numel != 1:
         raise SemanticError(f"x.item() needs a single-element tile, got shape {list(input.type.shape)}",
@@ -992,7 +994,7 @@ def build_map_elementwise(b: Builder, inputs: tuple, body: Callable[[Builder, li
                             "pass pack=1 (one element per call) or a small power of two")
     if not inputs:
         raise SemanticError("tl.map_elementwise needs at least one tile to map over", "pass the tiles after the function")
-    xs = [x if is_value(x) else b.const(x, D.literal_dtype(x)) for x in inputs]
+    xs = [x if isinstance(x, Value) else b.const(x, D.literal_dtype(x)) for x in inputs]
     for x in xs:
         if x.type.element.is_ptr():
             raise SemanticError("tl.map_elementwise cannot map over pointers", "load the values first")
@@ -1016,7 +1018,7 @@ def build_map_elementwise(b: Builder, inputs: tuple, body: Callable[[Builder, li
         if len(outs) % pack:
             raise SemanticError(f"tl.map_elementwise with pack={pack}: the function returns {len(outs)} values, "
                                 f"not a multiple of {pack}", f"return {pack} values per output (one per element)")
-        ys = [o if is_value(o) else b.const(o, D.literal_dtype(o)) for o in outs]
+        ys = [o if isinstance(o, Value) else b.const(o, D.literal_dtype(o)) for o in outs]
         if any(y.type.is_tile for y in ys):
             raise SemanticError("the function of tl.map_elementwise must return scalars", "return one value per element")
         types = [ys[k * pack].type for k in range(len(ys) // pack)]
@@ -1150,8 +1152,8 @@ def cumprod(b: Builder, input: Any, axis: Any = 0, reverse: Any = False, dtype: 
 # --- shape ops -----------------------------------------------------------------------------------------
 
 def _tile(x: Any, what: str) -> Value:
-    if not is_value(x) or not x.type.is_tile:
-        raise SemanticError(f"{what} expects a tile, got {x.type if is_value(x) else repr(x)}",
+    if not isinstance(x, Value) or not x.type.is_tile:
+        raise SemanticError(f"{what} expects a tile, got {x.type if isinstance(x, Value) else repr(x)}",
                             "pass a tile (e.g. made with tl.arange, tl.load or tl.full)")
     return x
 
@@ -1231,7 +1233,7 @@ def ravel(b: Builder, x: Any, can_reorder: Any = False) -> Value:
 @rule("broadcast_to")
 def broadcast_to(b: Builder, input: Any, *shape: Any) -> Value:
     new = _shape_varargs(shape, "tl.broadcast_to") if shape else ()
-    if not is_value(input):
+    if not isinstance(input, Value):
         input = b.const(input, D.literal_dtype(input))
     return b.broadcast_to(input, new)
 
@@ -1244,7 +1246,7 @@ def broadcast(b: Builder, input: Any, other: Any) -> tuple[Value, Value]:
 
 @rule("expand_dims")
 def expand_dims(b: Builder, input: Any, axis: Any) -> Value:
-    x = input if is_value(input) else b.const(input, D.literal_dtype(input))
+    x = input if isinstance(input, Value) else b.const(input, D.literal_dtype(input))
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     rank = len(x.type.shape) + len(axes)
     axes = sorted(_axis_arg(a, rank, "tl.expand_dims") for a in axes)
@@ -1305,7 +1307,7 @@ def interleave(b: Builder, a: Any, other: Any) -> Value:
 @rule("cat")
 def cat(b: Builder, input: Any, other: Any, can_reorder: Any = False, dim: Any = 0) -> Value:
     if element_type(input).is_ptr() or element_type(other).is_ptr():  # pointers take no part in promotion
-        if not (is_value(input) and is_value(other) and input.type == other.type):
+        if not (isinstance(input, Value) and isinstance(other, Value) and input.type == other.type):
             raise SemanticError(f"tl.cat of pointers needs two tiles of one pointer type, got "
                                 f"{element_type(input)} and {element_type(other)}",
                                 "make both operands tiles of pointers to the same element type")
@@ -1380,7 +1382,7 @@ def dot(b: Builder, input: Any, other: Any, acc: Any = None, input_precision: An
     default_out = D.int32 if ta.name == "int8" else D.float32
     shape = a.type.shape[:-1] + (bt.type.shape[-1],)
     if acc is not None:
-        acc_v = acc if is_value(acc) else b.const(acc, default_out)
+        acc_v = acc if isinstance(acc, Value) else b.const(acc, default_out)
         out_ty = acc_v.type.element if out_dtype is None else _dtype_arg(out_dtype)
         if acc_v.type.element != out_ty:
             raise SemanticError(f"tl.dot: acc is {acc_v.type.element} but out_dtype is {out_ty}",
@@ -1532,7 +1534,7 @@ def _atomic(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem: Any, 
             cmp: Any = None, what: str | None = None) -> Value:
     store = what == "tl.atomic_store"  # an exchange whose old value is dropped
     what = what or f"tl.atomic_{kind}"
-    if not is_value(pointer) or not pointer.type.is_ptr:
+    if not isinstance(pointer, Value) or not pointer.type.is_ptr:
         raise SemanticError(f"{what} expects a pointer or a tile of pointers",
                             "pass a pointer argument plus offsets, e.g. counts_ptr + idx")
     if sem not in ATOMIC_SEMS:
@@ -1601,7 +1603,7 @@ def _atomic_access(b: Builder, kind: str, pointer: Any, val: Any, mask: Any, sem
     if sem not in (None, "relaxed", default_sem):
         raise SemanticError(f"{what} only supports {default_sem} and relaxed semantics, got sem={sem!r}",
                             f"use sem='{default_sem}' (the default) or sem='relaxed'")
-    if not is_value(pointer) or not pointer.type.is_ptr:
+    if not isinstance(pointer, Value) or not pointer.type.is_ptr:
         raise SemanticError(f"{what} expects a pointer or a tile of pointers",
                             "pass a pointer argument plus offsets, e.g. flags_ptr + idx")
     elem = pointer.type.element.element_ty
@@ -1700,7 +1702,7 @@ def inline_asm_elementwise(b: Builder, asm: Any, constraints: Any, args: Any, dt
         raise SemanticError(f"{what}: pack={pack!r}; an MSL expression computes one element at a time",
                             "pass pack=1")
     ty = _dtype_arg(dtype)
-    operands = [a if is_value(a) else b.const(a, D.literal_dtype(a)) for a in (list(args) if isinstance(
+    operands = [a if isinstance(a, Value) else b.const(a, D.literal_dtype(a)) for a in (list(args) if isinstance(
         args, (tuple, list)) else [args])]
     outputs = sum(1 for c in constraints.split(",") if c.strip().startswith("="))
     if outputs != 1:
@@ -1840,7 +1842,7 @@ def device_print(b: Builder, prefix: Any, *args: Any, hex: Any = False) -> None:
         raise SemanticError("tl.device_print needs a string prefix first", 'e.g. tl.device_print("x = ", x)')
     values = []
     for a in args:
-        v = a if is_value(a) else b.const(a, D.literal_dtype(a))
+        v = a if isinstance(a, Value) else b.const(a, D.literal_dtype(a))
         if v.type.element.is_ptr():
             raise SemanticError("tl.device_print cannot print pointers", "print the offsets instead")
         values.append(v)
@@ -1851,7 +1853,7 @@ def device_print(b: Builder, prefix: Any, *args: Any, hex: Any = False) -> None:
 
 @rule("device_assert")
 def device_assert(b: Builder, cond: Any, msg: Any = "", mask: Any = None) -> None:
-    if not is_value(cond):
+    if not isinstance(cond, Value):
         if cond or not b.debug:
             return None
         cond = b.const(False, D.int1)  # a constant false one fails every launch in debug mode, as in Triton's

@@ -6,6 +6,7 @@ These rules are part of the language definition, so the compiler and the interpr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -23,17 +24,17 @@ class dtype:
     FP_TYPES = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
     STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
 
-    # --- classification -------------------------------------------------------------------------
-    @property
+    # --- classification (computed once per dtype object: the compiler asks them of every value) -----------------
+    @cached_property
     def kind(self) -> str:
         """'bool', 'uint', 'int' or 'float' (the order Triton promotes Python scalars in)."""
         return _INFO[self.name][0]
 
-    @property
+    @cached_property
     def primitive_bitwidth(self) -> int:
         return _INFO[self.name][1]
 
-    @property
+    @cached_property
     def itemsize(self) -> int:
         return max(1, self.primitive_bitwidth // 8)
 

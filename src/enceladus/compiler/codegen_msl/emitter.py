@@ -11,6 +11,7 @@ structured C (``for``, ``if``, ``while``) whose conditions are uniform across th
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +24,7 @@ from ..msl_types import MSL_TYPE, const_literal, msl_type, safe_name
 from ..op_traits import OPS, VIEW, ops_where
 from ..passes.axis_info import AxisInfo
 from ..passes.device_order import DeviceOrderPlan, pointer_roots, written_roots
-from ..passes.layouts import LayoutPlan
+from ..passes.layouts import LayoutPlan, operand_layout
 from ..passes.offset_arith import offset_arithmetic
 from . import fp8
 from .barriers import MARKER_PREFIX, BarrierPlanner
@@ -68,6 +69,31 @@ class MSLModule:
     tile_checks: list = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class FunctionFacts:
+    """What the code generator derives from the laid-out IR alone: computed once per compile and shared by the
+    emitters of its attempts (separate arrays, reuse, one pool; see driver.py)."""
+
+    ops: list[ir.Op]  # every op, depth first (ir.walk)
+    roots: dict[int, str]  # pointer value id -> the pointer argument it derives from (device_order.pointer_roots)
+    written: frozenset[str]  # pointer arguments stored to or changed atomically
+    used_values: frozenset[int]  # ids of values some op reads
+    word_roots: tuple[str, ...]  # buffers reached by 8/16-bit atomics (MSLModule.word_atomics), sorted
+    offset_values: frozenset[int]  # int32 results that feed pointer offsets (passes/offset_arith.py)
+
+
+def function_facts(fn: ir.Function, roots: dict[int, str] | None = None) -> FunctionFacts:
+    ops = ir.walk(fn.ops)
+    roots = pointer_roots(fn) if roots is None else roots
+    word_roots = {roots.get(op.operands[0].id) for op in ops
+                  if op.name == "atomic" and op.operands[0].type.element.element_ty.itemsize < 4}
+    if None in word_roots:  # a pointer of unknown origin: every 8- and 16-bit buffer is bound padded
+        word_roots = {a.name for a in fn.args if a.type.is_ptr and a.type.element.element_ty.itemsize < 4}
+    return FunctionFacts(ops, roots, frozenset(written_roots(fn, roots, ops)),
+                         frozenset(o.id for op in ops for o in op.operands), tuple(sorted(word_roots)),
+                         offset_arithmetic(fn, ops))
+
+
 # integer types whose wrapping arithmetic is computed in these unsigned types (uint32/uint64 wrap by themselves)
 _WRAP_UNSIGNED = {"int8": "uint", "int16": "uint", "uint8": "uint", "uint16": "uint", "int32": "uint", "int64": "ulong"}
 _SCALAR_SIZE = {"int1": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4,
@@ -76,8 +102,10 @@ _SCALAR_SIZE = {"int1": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8
 
 class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def __init__(self, fn: ir.Function, num_warps: int, axis: dict[int, AxisInfo], plan: LayoutPlan, header: str,
-                 pooled: bool = False, reuse: bool = False, order: DeviceOrderPlan | None = None):
+                 pooled: bool = False, reuse: bool = False, order: DeviceOrderPlan | None = None,
+                 facts: FunctionFacts | None = None):
         self.fn = fn
+        self.facts = facts if facts is not None else function_facts(fn)
         self.num_warps = num_warps
         self.axis = axis
         self.plan = plan
@@ -124,7 +152,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.device_fences = False  # a non-relaxed gpu-scope atomic: written buffers are coherent(device)
         self.bounds_checks = False  # msl_bounds_checks: every device access checked in the MSL (debug.py in_bounds)
         self.uses_extents = False  # an access was checked: the kernel takes the extents buffer
-        self.offset_values = offset_arithmetic(fn)  # int32 results that feed pointer offsets
+        self.offset_values = self.facts.offset_values  # int32 results that feed pointer offsets
         self.offset_exprs: dict[str, tuple[str, str, str]] = {}  # their MSL expressions -> (op, left, right)
         # tile accesses of proven extent (memory.py tile_extent): (the emitted line, its entry); the line is kept as
         # the object itself, which passes that rewrite the body (place_barriers) keep
@@ -428,8 +456,6 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 a, b = (self.ref(o, sub, "{e}") for o in op.operands)
                 self.refs[key] = f"({c} == 0 ? {a} : {b})"
             else:
-                from ..passes.layouts import operand_layout
-
                 self.refs[key] = self.ref(op.operands[0], operand_layout(op, 0, layout), "{e}")
         elif name == "arange":
             c = self.value_coord(layout, r.type.shape, 0, "{e}")
@@ -734,20 +760,37 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         for r, ref in zip(op.results, refs):
             self.bind(r, ref)
 
+    def offset_check_lines(self, first: int) -> list[list]:
+        """``[msl_line, expression, op, left, right]`` for every body line (from MSL line ``first``) that holds the
+        expression of an int32 offset computation, in line order and, within a line, in the order the expressions
+        were made (metadata["offset_checks"]). Each expression is searched for once in the whole body text."""
+        if not self.offset_exprs:
+            return []
+        text = "\n".join(self.body)
+        starts = [0]
+        for line in text.split("\n"):
+            starts.append(starts[-1] + len(line) + 1)
+        exprs = list(self.offset_exprs.items())
+        hits = set()
+        for j, (expr, _) in enumerate(exprs):
+            if "\n" in expr:
+                continue  # no single line can hold it
+            pos = text.find(expr)
+            while pos != -1:
+                k = bisect_right(starts, pos) - 1
+                hits.add((k, j))
+                pos = text.find(expr, starts[k + 1])  # one entry per line: go on from the next line
+        return [[first + k, exprs[j][0], *exprs[j][1]] for k, j in sorted(hits)]
+
     # --- the kernel -------------------------------------------------------------------------------------------
     def generate(self) -> MSLModule:
         fn = self.fn
         params: list[Param] = []
         struct_fields: list[tuple[str, str, int, str]] = []
         slot = 0
-        self.roots = pointer_roots(fn)
-        self.fn_written = written_roots(fn, self.roots)
-        self._used_values = {o.id for op in ir.walk(fn.ops) for o in op.operands}
-        word_ptrs = [op.operands[0] for op in ir.walk(fn.ops)
-                     if op.name == "atomic" and op.operands[0].type.element.element_ty.itemsize < 4]
-        word_roots = {self.roots.get(p.id) for p in word_ptrs}
-        if None in word_roots:  # a pointer of unknown origin: every 8- and 16-bit buffer is bound padded
-            word_roots = {a.name for a in fn.args if a.type.is_ptr and a.type.element.element_ty.itemsize < 4}
+        self.roots = self.facts.roots
+        self.fn_written = set(self.facts.written)
+        self._used_values = self.facts.used_values
         for a in fn.args:
             cname = safe_name(a.name)
             if a.type.is_ptr:
@@ -843,8 +886,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         out += self.body
         out.append("}")
         lines, files = [], set()
-        offset_checks, tile_checks = [], []
-        offset_exprs = self.offset_exprs.items()
+        tile_checks = []
         tiles = {id(text): entry for text, entry in self.tile_checks}
         at = first
         for text, loc in zip(self.body, self.body_locs):
@@ -852,16 +894,13 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             if loc is not None:
                 files.add(loc.filename)
                 lines += [[at + k, loc.lineno] for k in range(n)]
-            hits = [(expr, what) for expr, what in offset_exprs if expr in text]  # then the lines holding them
-            if hits:
-                for k, line in enumerate(text.split("\n") if n > 1 else (text,)):
-                    offset_checks += [[at + k, expr, *what] for expr, what in hits if expr in line]
             if id(text) in tiles and n == 1:
                 tile_checks.append([at, *tiles[id(text)]])
             at += n
+        offset_checks = self.offset_check_lines(first)
         line_table = {"file": files.pop(), "lines": lines} if len(files) == 1 else {}
         return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
                          WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
                          list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops,
-                         list(dict.fromkeys(self.matmul2d_tiles)), line_table, sorted(word_roots), offset_checks,
+                         list(dict.fromkeys(self.matmul2d_tiles)), line_table, list(self.facts.word_roots), offset_checks,
                          tile_checks)

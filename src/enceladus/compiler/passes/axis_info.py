@@ -9,8 +9,8 @@ these facts, which come from ``tl.arange``, constants, specialization of argumen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import gcd
+from typing import NamedTuple
 
 from .. import ir
 from ..op_traits import ops_where
@@ -19,8 +19,9 @@ MAX_DIV = 1 << 30
 _WITH_RULE = ops_where(axis_rule=True)  # ops whose result facts _rule derives (op_traits)
 
 
-@dataclass(frozen=True)
-class AxisInfo:
+class AxisInfo(NamedTuple):
+    """An immutable record (a named tuple: made for every value, and cheaper to make than a frozen dataclass)."""
+
     contiguity: tuple[int, ...]
     divisibility: tuple[int, ...]
     constancy: tuple[int, ...]

@@ -87,9 +87,9 @@ def pointer_roots(fn: ir.Function) -> dict[int, str]:
     return roots
 
 
-def written_roots(fn: ir.Function, roots: dict[int, str]) -> set[str]:
-    """The pointer arguments the kernel stores to or changes atomically."""
-    return {roots.get(op.operands[0].id) for op in ir.walk(fn.ops)
+def written_roots(fn: ir.Function, roots: dict[int, str], ops: list[ir.Op] | None = None) -> set[str]:
+    """The pointer arguments the kernel stores to or changes atomically (``ops``: ``ir.walk(fn.ops)`` if known)."""
+    return {roots.get(op.operands[0].id) for op in (ir.walk(fn.ops) if ops is None else ops)
             if op.name == "store" or (op.name == "atomic" and op.attrs["kind"] not in READ_ONLY_ATOMICS)} - {None}
 
 
@@ -371,12 +371,13 @@ class _Context:
 
 
 class _Analysis:
-    def __init__(self, fn: ir.Function, plan: LayoutPlan, num_warps: int):
+    def __init__(self, fn: ir.Function, plan: LayoutPlan, num_warps: int, roots: dict[int, str],
+                 written: set[str] | frozenset[str]):
         self.fn, self.plan, self.num_warps = fn, plan, num_warps
         self.order = DeviceOrderPlan()
         self.scope: dict[int, ir.Op | None] = {}  # value id -> the innermost loop defining it
-        self.roots = pointer_roots(fn)
-        self.written = written_roots(fn, self.roots)
+        self.roots = roots
+        self.written = written
         self.records: dict[tuple[int, str], _Access] = {}
         self.conflicts: dict[tuple[int, int], str | None] = {}  # (earlier, later access) -> why they conflict
         self._scopes(fn.body, None)
@@ -428,7 +429,9 @@ class _Analysis:
             return {(f"{name}{sorted(op.attrs.items())}{[_key(q) for q in ops]}",): 1}
         if p is None:
             return self._atom(v, ctx)
-        return _rename(p, lambda i: None if shape[i] == 1 else i) if shape else p
+        if 1 not in shape:
+            return p  # no index variable of a size-1 dimension to drop (monomials are kept sorted, without zeros)
+        return _rename(p, lambda i: None if shape[i] == 1 else i)
 
     def _combine(self, op: ir.Op, ops: list[Poly], shape: tuple[int, ...]) -> Poly | None:
         name = op.name
@@ -637,9 +640,16 @@ def _describe(a: _Access, b: _Access, why: str) -> str:
     return f"{what(a)} and {what(b)} may touch one address from two threads ({why})"
 
 
-def plan_device_order(fn: ir.Function, plan: LayoutPlan, num_warps: int) -> DeviceOrderPlan:
-    """Where ``fn`` needs device-memory barriers so that its global accesses take effect in program order."""
-    if not any(op.name == "store" or (op.name == "atomic" and op.attrs["kind"] not in READ_ONLY_ATOMICS)
-               for op in ir.walk(fn.ops)):
+def plan_device_order(fn: ir.Function, plan: LayoutPlan, num_warps: int, roots: dict[int, str] | None = None,
+                      written: set[str] | frozenset[str] | None = None,
+                      ops: list[ir.Op] | None = None) -> DeviceOrderPlan:
+    """Where ``fn`` needs device-memory barriers so that its global accesses take effect in program order.
+    ``roots``, ``written`` and ``ops``: ``pointer_roots(fn)``, ``written_roots(fn, roots)`` and ``ir.walk(fn.ops)``
+    when the caller has them."""
+    for op in ir.walk(fn.ops) if ops is None else ops:
+        if op.name == "store" or (op.name == "atomic" and op.attrs["kind"] not in READ_ONLY_ATOMICS):
+            break
+    else:
         return DeviceOrderPlan()  # nothing is written: no pair of accesses can conflict (``conflict``)
-    return _Analysis(fn, plan, num_warps).run()
+    roots = pointer_roots(fn) if roots is None else roots
+    return _Analysis(fn, plan, num_warps, roots, written_roots(fn, roots, ops) if written is None else written).run()

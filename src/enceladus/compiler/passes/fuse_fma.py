@@ -64,7 +64,7 @@ def _fuse_block(fn: ir.Function, block: ir.Block, uses: Counter) -> int:
                 elif op.name == "sub":                  # z - x*y
                     x = _neg(fn, x, op, out)
                 fma = ir.Op("fma", [x, y, other], {}, op.loc)
-                fma.results = [res]
+                fma.set_results([res])
                 res.op = fma
                 dead.add(id(product.op))
                 out.append(fma)
@@ -77,6 +77,6 @@ def _fuse_block(fn: ir.Function, block: ir.Block, uses: Counter) -> int:
 
 def _neg(fn: ir.Function, v: ir.Value, at: ir.Op, out: list[ir.Op]) -> ir.Value:
     neg = ir.Op("neg", [v], {}, at.loc)
-    neg.results = [fn.new_value(v.type, neg)]
+    neg.set_results([fn.new_value(v.type, neg)])
     out.append(neg)
     return neg.result

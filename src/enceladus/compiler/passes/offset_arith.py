@@ -26,10 +26,10 @@ def _widening_int_cast(op: ir.Op) -> bool:
             and dst.primitive_bitwidth >= src.primitive_bitwidth)
 
 
-def _flows_into(fn: ir.Function) -> dict[int, list[ir.Value]]:
+def _flows_into(ops: list[ir.Op]) -> dict[int, list[ir.Value]]:
     """For each loop-carried block argument and each result of a ``for``/``if``: the values that flow into it."""
     into: dict[int, list[ir.Value]] = {}
-    for op in ir.walk(fn.body.ops):
+    for op in ops:
         if op.name == "for":
             region = op.regions[0]
             yields = region.terminator.operands if region.terminator is not None else []
@@ -47,10 +47,12 @@ def _flows_into(fn: ir.Function) -> dict[int, list[ir.Value]]:
     return into
 
 
-def offset_arithmetic(fn: ir.Function) -> frozenset[int]:
-    """The ids of the int32 add/sub/mul/shl results that feed a pointer offset (see the module docstring)."""
-    into = _flows_into(fn)
-    work = [op.operands[1] for op in ir.walk(fn.body.ops) if op.name == "addptr" and len(op.operands) > 1]
+def offset_arithmetic(fn: ir.Function, ops: list[ir.Op] | None = None) -> frozenset[int]:
+    """The ids of the int32 add/sub/mul/shl results that feed a pointer offset (see the module docstring).
+    ``ops``: ``ir.walk(fn.body.ops)`` when the caller has it."""
+    ops = ir.walk(fn.body.ops) if ops is None else ops
+    into = _flows_into(ops)
+    work = [op.operands[1] for op in ops if op.name == "addptr" and len(op.operands) > 1]
     seen: set[int] = set()
     found: set[int] = set()
     while work:
