@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..language.core import tensor as tl_tensor
 from ..language.dtypes import dtype, pointer_type
@@ -50,9 +50,8 @@ class Type:
         return f"tile<{'x'.join(map(str, self.shape))}x{self.element}>"
 
 
-@dataclass(frozen=True)
-class Loc:
-    """Where an op came from in the user's source."""
+class Loc(NamedTuple):
+    """Where an op came from in the user's source (a named tuple: one is made for every typed op)."""
 
     filename: str
     lineno: int

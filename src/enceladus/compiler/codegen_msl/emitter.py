@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from ...language import dtypes as D
@@ -36,6 +37,7 @@ from .memory import Access, MemoryMixin
 from .movement import MovementMixin
 from .tables import BINARY_INFIX, FLOAT_CALL, FLOAT_CALL2, HELPERS, NEEDS
 
+_EMIT_RULES: dict[str, Any] = {}  # op name -> MSLEmitter's method for it (OPS[name].emit), filled on first use
 LOG_PARAM = "__enc_log"  # the hidden device-log buffer of kernels that print or assert
 _WRAPPING = {"add", "sub", "mul", "shl"}  # arithmetic that leaves {0, 1} on int1 operands
 VIEW_OPS = ops_where(layout=VIEW)  # free: expressions over the operand's registers or coordinates
@@ -181,16 +183,25 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         """Turn the candidate barriers before data movements into barriers where a region they write may still
         be in use (barriers.py), and drop the others."""
         needed = self.sync.resolve()
-        body, locs = [], []
-        for line, loc in zip(self.body, self.body_locs):
-            text = line.strip()
-            if text.startswith(MARKER_PREFIX):
-                if int(text[len(MARKER_PREFIX):-2]) not in needed:
-                    continue
-                line = line[: len(line) - len(line.lstrip())] + "threadgroup_barrier(mem_flags::mem_threadgroup);"
-            body.append(line)
-            locs.append(loc)
-        self.body, self.body_locs = body, locs
+        marks = [i for i, line in enumerate(self.body) if MARKER_PREFIX in line]  # the lines that may change
+        if marks:
+            body, locs = [], []
+            start = 0
+            for i in marks:  # the lines between marks are kept as they are (tile_checks holds them by identity)
+                body += self.body[start:i]
+                locs += self.body_locs[start:i]
+                start = i + 1
+                line = self.body[i]
+                text = line.strip()
+                if text.startswith(MARKER_PREFIX):
+                    if int(text[len(MARKER_PREFIX):-2]) not in needed:
+                        continue
+                    line = line[: len(line) - len(line.lstrip())] + "threadgroup_barrier(mem_flags::mem_threadgroup);"
+                body.append(line)
+                locs.append(self.body_locs[i])
+            body += self.body[start:]
+            locs += self.body_locs[start:]
+            self.body, self.body_locs = body, locs
         self.barriers += len(needed)
 
     # --- layouts and coordinates -------------------------------------------------------------------------
@@ -329,10 +340,10 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         """An expression for register ``e`` of ``v`` in ``layout`` (or the scalar ``v``)."""
         if not v.type.is_tile:
             return self.refs[(v.id, None)]
-        key = (v.id, layout)
-        if key not in self.refs:
+        ref = self.refs.get((v.id, layout))
+        if ref is None:
             raise KeyError(f"internal error: {v!r} is not available in layout {layout}")
-        return self.refs[key].replace("{e}", e)
+        return ref.replace("{e}", e)
 
     def declare_tile(self, v: ir.Value, layout: TileLayout, name: str | None = None) -> str:
         name = name or (f"v{v.id}" if (v.id, layout) not in self.refs and len(self.plan.needs.get(v.id, ())) <= 1
@@ -360,7 +371,10 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             self.barriers += 1
             self.notes.append(f"device-memory barrier before line {op.loc.lineno if op.loc else '?'}: {why}")
             self.emit("threadgroup_barrier(mem_flags::mem_device);  // program order of device memory")
-        getattr(self, OPS[op.name].emit)(op)
+        rule = _EMIT_RULES.get(op.name)
+        if rule is None:  # the op-trait table names each op's emit method; looked up once per op name
+            rule = _EMIT_RULES[op.name] = getattr(type(self), OPS[op.name].emit)
+        rule(self, op)
         self.convert_to_needs(op.results)
 
     def emit_value(self, op: ir.Op) -> None:
@@ -388,13 +402,16 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
 
     def convert_to_needs(self, values: list[ir.Value]) -> None:
         """Make values with a home available in the other layouts demanded of them."""
+        needs, refs = self.plan.needs, self.refs
         for v in values:
             if not v.type.is_tile or v.id in self.coop_hidden:
                 continue
-            home = self.plan.homes.get(v.id)
-            for layout in self.plan.needs.get(v.id, []):
-                if (v.id, layout) not in self.refs:
-                    self.emit_conversion(v, home, layout)
+            lst = needs.get(v.id)
+            if lst:
+                home = self.plan.homes.get(v.id)
+                for layout in lst:
+                    if (v.id, layout) not in refs:
+                        self.emit_conversion(v, home, layout)
 
     def emit_scalar_op(self, op: ir.Op) -> None:
         r = op.result
@@ -767,9 +784,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         if not self.offset_exprs:
             return []
         text = "\n".join(self.body)
-        starts = [0]
-        for line in text.split("\n"):
-            starts.append(starts[-1] + len(line) + 1)
+        # where each MSL line starts in text (each line is followed by one newline)
+        starts = [n + k for k, n in enumerate(accumulate(map(len, text.split("\n")), initial=0))]
         exprs = list(self.offset_exprs.items())
         hits = set()
         for j, (expr, _) in enumerate(exprs):

@@ -130,7 +130,7 @@ def _analyze_loop(op: ir.Op, info: dict[int, AxisInfo]) -> None:
 
 def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
     name = op.name
-    shape = _dims(r)
+    shape = r.type.shape or (1,)
     n = len(shape)
     if name == "const":
         v = op.attrs["value"]
@@ -162,7 +162,7 @@ def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
         if name == "multiple_of":
             return AxisInfo(a.contiguity, tuple(_pow2_div(v) for v in vals), a.constancy)
         return AxisInfo(tuple(min(v, s) for v, s in zip(vals, shape)), a.divisibility, a.constancy)
-    const = tuple(_gcd_all(x.constancy[i] for x in ins) if ins else 1 for i in range(n))
+    const = _common_constancy(ins, n)
     if name in ("add", "sub", "addptr"):
         a, b = ins
         scale = r.type.element.element_ty.itemsize if name == "addptr" else 1
@@ -225,8 +225,14 @@ def _constant_value(v: ir.Value):
     return None
 
 
-def _gcd_all(xs) -> int:
-    out = 0
-    for x in xs:
-        out = gcd(out, x)
-    return out or 1
+def _common_constancy(ins: list[AxisInfo], n: int) -> tuple[int, ...]:
+    """Per dimension, the runs of equal values that every input has (the gcd of their constancies; 1 if none)."""
+    if not ins:
+        return (1,) * n
+    out = []
+    for i in range(n):
+        g = 0
+        for x in ins:
+            g = gcd(g, x.constancy[i])
+        out.append(g or 1)
+    return tuple(out)

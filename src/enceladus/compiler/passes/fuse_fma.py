@@ -14,37 +14,39 @@ Apple's tables); bf16 is left unfused. The interpreter, like Triton's, never fus
 
 from __future__ import annotations
 
-from collections import Counter
-
 from .. import ir
 
 FUSED_TYPES = ("fp32", "fp16")
 
 
-def _uses(fn: ir.Function) -> Counter:
-    count: Counter = Counter()
-    for op in ir.walk(fn.ops):
+def _uses(ops: list[ir.Op]) -> dict[int, int]:
+    count: dict[int, int] = {}
+    get = count.get
+    for op in ops:
         for v in op.operands:
-            count[v.id] += 1
+            count[v.id] = get(v.id, 0) + 1
     return count
 
 
-def _single_use_mul(v: ir.Value, block_ops: set[int], uses: Counter) -> bool:
+def _single_use_mul(v: ir.Value, block_ops: set[int], uses: dict[int, int]) -> bool:
     op = v.op
-    return op is not None and op.name == "mul" and id(op) in block_ops and uses[v.id] == 1
+    return op is not None and op.name == "mul" and id(op) in block_ops and uses.get(v.id, 0) == 1
 
 
 def fuse_multiply_add(fn: ir.Function) -> int:
     """Rewrite ``fn`` in place; returns how many multiplies were fused."""
-    uses = _uses(fn)
+    ops = ir.walk(fn.ops)
+    uses = _uses(ops)
     fused = 0
-    blocks = [fn.body] + [region for op in ir.walk(fn.ops) for region in op.regions]
+    blocks = [fn.body] + [region for op in ops if op.regions for region in op.regions]
     for block in blocks:
         fused += _fuse_block(fn, block, uses)
     return fused
 
 
-def _fuse_block(fn: ir.Function, block: ir.Block, uses: Counter) -> int:
+def _fuse_block(fn: ir.Function, block: ir.Block, uses: dict[int, int]) -> int:
+    if not any(op.name == "add" or op.name == "sub" for op in block.ops):
+        return 0  # nothing to fuse: the block stays as it is
     in_block = {id(op) for op in block.ops}
     out: list[ir.Op] = []
     dead: set[int] = set()

@@ -216,7 +216,12 @@ class _Assigner:
                     pure[a.id] = False
                 self.mark_pure(region.ops)
             # scalars are uniform: a splat of any scalar is available in every layout
-            ok = op.name in _TRANSPARENT and all(pure.get(o.id, True) or not o.type.is_tile for o in op.operands)
+            ok = op.name in _TRANSPARENT
+            if ok:
+                for o in op.operands:
+                    if not pure.get(o.id, True) and o.type.is_tile:
+                        ok = False
+                        break
             for r in op.results:
                 pure[r.id] = ok or not r.type.is_tile
 
@@ -595,9 +600,14 @@ def store_layout(plan: LayoutPlan, op: ir.Op) -> TileLayout:
 
 def fits(layout: TileLayout, shape: tuple[int, ...]) -> bool:
     """Whether a tile of ``shape`` can live in ``layout`` (each dimension is 1 or its parent dimension's size)."""
-    if len(layout.dims) != len(shape):
+    dims = layout.dims
+    if len(dims) != len(shape):
         return False
-    return all(s == 1 or (d >= 0 and layout.parent.shape[d] == s) for s, d in zip(shape, layout.dims))
+    parent_shape = layout.parent.shape
+    for s, d in zip(shape, dims):  # noqa: SIM110 - a loop, not all(...): it runs for every demand of every value
+        if s != 1 and (d < 0 or parent_shape[d] != s):
+            return False
+    return True
 
 
 def operand_layout(op: ir.Op, i: int, layout: TileLayout) -> TileLayout:
