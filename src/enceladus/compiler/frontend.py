@@ -245,8 +245,8 @@ class Lowering(ast.NodeVisitor):
                                 fix=fix, kernel=self.kernel_name)
 
     def _set_loc(self, node: ast.AST) -> None:
-        lineno, col, _ = self.src.locate(node)
-        self.b.loc = ir.Loc(self.src.filename, lineno, col)
+        _, _, start, indent, filename = self.src._parsed  # as KernelSource.locate computes them
+        self.b.loc = ir.Loc(filename, start + getattr(node, "lineno", 1) - 1, getattr(node, "col_offset", 0) + indent)
 
     # --- statements --------------------------------------------------------------------------------
     def run_body(self, stmts: list[ast.stmt], after: list[ast.stmt] | None = None) -> None:

@@ -188,8 +188,13 @@ class Function:
     def append_op(self, name: str, operands: list[Value], result_types: list[Type],
                   attrs: dict[str, Any] | None = None, loc: Loc | None = None) -> Op:
         op = Op(name, operands, attrs, loc)
-        op.set_results([self.new_value(t, op) for t in result_types])
-        self.block.ops.append(op)
+        if result_types:
+            results = []
+            for t in result_types:  # new_value, inline: every op of every kernel comes through here
+                results.append(Value(self._next_id, t, op))
+                self._next_id += 1
+            op.set_results(results)
+        self._insertion[-1].ops.append(op)
         return op
 
     # --- printing ----------------------------------------------------------------------------

@@ -53,7 +53,7 @@ class Builder:
         if name not in FP8_MOVES:
             for v in operands:
                 elem = getattr(v.type, "element", None)
-                if isinstance(elem, dtype) and elem.is_fp8():
+                if isinstance(elem, dtype) and elem.name in D.FP8_NAMES:  # elem.is_fp8()
                     refuse_fp8_compute(elem, name)
         return self.fn.append(name, operands, type, attrs, self.loc)
 
@@ -104,8 +104,12 @@ class Builder:
         return self.emit("broadcast", [x], x.type.with_shape(shape))
 
     def broadcast_shapes(self, *shapes: tuple[int, ...]) -> tuple[int, ...]:
-        if len(shapes) == 2 and shapes[0] == shapes[1]:
-            return tuple(shapes[0])  # the common case: what the general rule below gives for equal shapes
+        if len(shapes) == 2:  # the common cases, as the general rule below gives them
+            a, b = shapes
+            if a == b or not b:
+                return tuple(a)  # equal shapes, or a tile and a scalar
+            if not a:
+                return tuple(b)
         rank = max(len(s) for s in shapes)
         out = []
         for i in range(rank):
@@ -120,7 +124,7 @@ class Builder:
 
     def cast(self, x: Value, ty: dtype | pointer_type, bitcast: bool = False, rounding: str | None = None) -> Value:
         src = x.type.element
-        if src == ty:
+        if src is ty or src == ty:
             return x
         if bitcast:
             if src.is_ptr() or ty.is_ptr():

@@ -110,11 +110,27 @@ def _accumulate(out: Poly, terms) -> Poly:
 
 
 def _add(a: Poly, b: Poly, sign: int = 1) -> Poly:
-    return _accumulate(dict(a), ((m, sign * c) for m, c in b.items()))
+    out = dict(a)  # _accumulate(dict(a), b's terms times sign), written out: it runs for every offset value
+    for m, c in b.items():
+        v = out.get(m, 0) + sign * c
+        if v:
+            out[m] = v
+        else:
+            out.pop(m, None)
+    return out
 
 
 def _mul(a: Poly, b: Poly) -> Poly:
-    return _accumulate({}, ((tuple(sorted(ma + mb)), ca * cb) for ma, ca in a.items() for mb, cb in b.items()))
+    out: Poly = {}
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            m = tuple(sorted(ma + mb)) if ma and mb else ma or mb  # a monomial is a sorted tuple already
+            v = out.get(m, 0) + ca * cb
+            if v:
+                out[m] = v
+            else:
+                out.pop(m, None)
+    return out
 
 
 def _rename(p: Poly, f) -> Poly:
@@ -141,8 +157,16 @@ def _key(p: Poly) -> tuple:
 
 def _split(p: Poly) -> tuple[Poly, Poly]:
     """(the part without index variables, the part with them)."""
-    inner = {m: c for m, c in p.items() if any(s.startswith("#") for s in m)}
-    return {m: c for m, c in p.items() if m not in inner}, inner
+    outer: Poly = {}
+    inner: Poly = {}
+    for m, c in p.items():
+        # a monomial holds an index variable if its first symbol is one: monomials are sorted tuples, and "#"
+        # sorts before the first character of every other symbol (a letter)
+        if m and m[0][0] == "#":
+            inner[m] = c
+        else:
+            outer[m] = c
+    return outer, inner
 
 
 # --- which thread touches which element -------------------------------------------------------------------------
@@ -422,7 +446,7 @@ class _Analysis:
             return _add(_const(start), {("#0",): 1}) if end - start > 1 else _const(start)
         ops = [self.poly(o, ctx) for o in op.operands]
         shape = v.type.shape
-        known = all(p is not None for p in ops)
+        known = None not in ops
         p = self._combine(op, ops, shape) if known else None
         if p is None and not v.type.is_tile and known and all(not o.type.is_tile for o in op.operands):
             # the same pure function of the same scalars is the same scalar (e.g. pid // 4 computed twice)
