@@ -317,9 +317,15 @@ def _evaluate(p: Poly, shape: tuple[int, ...], atoms: dict[str, int] | None) -> 
 
 
 def _generic_atoms(*polys: Poly) -> dict[str, int]:
-    names = sorted({s for p in polys for m in p for s in m if not s.startswith("#")})
-    rng = np.random.default_rng(20261203)  # fixed: compiling twice gives the same MSL
-    return {n: int(v) for n, v in zip(names, rng.integers(1 << 20, _PRIME, len(names)))}
+    return dict(_generic_values(tuple(sorted({s for p in polys for m in p for s in m if not s.startswith("#")}))))
+
+
+@functools.lru_cache(maxsize=256)
+def _generic_values(names: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """A fixed pseudo-random value for each symbol (a pure function of the sorted names: a fixed seed, so that
+    compiling twice gives the same MSL)."""
+    rng = np.random.default_rng(20261203)
+    return tuple((n, int(v)) for n, v in zip(names, rng.integers(1 << 20, _PRIME, len(names))))
 
 
 def _form(g: Poly) -> tuple:
@@ -360,9 +366,20 @@ def conflict(a: _Access, b: _Access) -> str | None:
                                a.threads, b.threads)
     # runtime strides: taken as generic values (distinct elements of a tile never share an address unless the
     # offsets say so for every value of the strides)
-    addr = _evaluate(ga, a.shape, _generic_atoms(ga))
+    return _symbolic_conflict(_key(ga), d, tuple(a.shape), a.threads, b.threads)
+
+
+@functools.lru_cache(maxsize=1024)
+def _symbolic_conflict(ga: tuple, d: int, shape_a: tuple, threads_a: tuple, threads_b: tuple) -> str | None:
+    """``conflict`` for offsets with runtime symbols (strides): ``ga + d`` evaluated with generic values of the
+    symbols over the elements of ``threads_a`` against ``ga`` over those of ``threads_b`` (``ga`` as a ``_key``
+    tuple). Pure in its hashable arguments, memoised as ``_exact_conflict`` is."""
+    tids_a, elems_a = _thread_map(threads_a)
+    tids_b, elems_b = _thread_map(threads_b)
+    g = dict(ga)
+    addr = _evaluate(g, shape_a, _generic_atoms(g))
     return "another thread touches the same element" if _cross_thread(
-        (addr[a.elems] + d) % _PRIME, a.tids, addr[b.elems], b.tids) else None
+        (addr[elems_a] + d) % _PRIME, tids_a, addr[elems_b], tids_b) else None
 
 
 @functools.lru_cache(maxsize=1024)
