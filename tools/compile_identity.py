@@ -121,6 +121,8 @@ def read_corpus(folder: Path) -> list[bytes]:
         i = 0
         while i < len(data):
             n = int.from_bytes(data[i:i + 8], "little")
+            if i + 8 + n > len(data):
+                break  # a record still being written by a harvest in progress
             entries[data[i + 8:i + 8 + n]] = None
             i += 8 + n
     return list(entries)
@@ -158,7 +160,7 @@ def _latency_entries() -> list[tuple[str, Any]]:
 
 
 def replay(corpus: Path, dump: Path | None = None) -> dict[str, str]:
-    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "examples")]
     import enceladus
     from enceladus.compiler import driver
     from enceladus.compiler.source import KernelSource

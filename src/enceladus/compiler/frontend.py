@@ -749,9 +749,11 @@ class Lowering(ast.NodeVisitor):
                              "see the language reference for the supported tl.* builtins") from None
         if is_aggregate(base) and is_jit_function(value):
             return _BoundJit(value, base)
-        path = self._global_path(node)
-        if path is not None:  # cfg.BLOCK, mod.helper, Config.ATTR: checked again at launch
-            self._record_read(node, path, value)
+        # tl.X (a name bound to an Enceladus module): never recorded (_record_read), so not looked for
+        if node.value.__class__ is not ast.Name or not _is_enceladus_module(base):
+            path = self._global_path(node)
+            if path is not None:  # cfg.BLOCK, mod.helper, Config.ATTR: checked again at launch
+                self._record_read(node, path, value)
         return value.value if isinstance(value, constexpr) else value
 
     @staticmethod

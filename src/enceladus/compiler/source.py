@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import re
 import textwrap
 from dataclasses import dataclass
 from functools import cached_property
@@ -65,11 +66,17 @@ class KernelSource:
         return start + idx, col, lines[idx] if 0 <= idx < len(lines) else ""
 
 
+_WHITESPACE_ONLY_LINE = re.compile(r"^[ \t]+$", re.MULTILINE)  # the lines textwrap.dedent empties
+
+
 def _parse(lines: list[str], start: int, filename: str) -> tuple[ast.FunctionDef, list[str], int, int, str] | None:
     """The function definition in ``lines`` (its decorators first), or None if they do not parse to one."""
     text = "".join(lines)
-    dedented = textwrap.dedent(text)
-    indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
+    if lines and lines[0][:1] not in ("", " ", "\t") and not _WHITESPACE_ONLY_LINE.search(text):
+        dedented, indent = text, 0  # what textwrap.dedent gives back unchanged (no margin, no blank-ish lines)
+    else:
+        dedented = textwrap.dedent(text)
+        indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
     try:
         tree = ast.parse(dedented)
     except SyntaxError:
