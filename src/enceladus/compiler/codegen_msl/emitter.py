@@ -909,7 +909,10 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             n = text.count("\n") + 1
             if loc is not None:
                 files.add(loc.filename)
-                lines += [[at + k, loc.lineno] for k in range(n)]
+                if n == 1:
+                    lines.append([at, loc.lineno])
+                else:
+                    lines += [[at + k, loc.lineno] for k in range(n)]
             if id(text) in tiles and n == 1:
                 tile_checks.append([at, *tiles[id(text)]])
             at += n
