@@ -186,6 +186,26 @@ def test_thread_maps_are_memoised_and_read_only(monkeypatch):
             tids[0] = 1
 
 
+def test_symbolic_pair_decisions_are_memoised():
+    """Pairs of accesses whose offsets hold runtime strides (an epilogue reading the whole output it stores,
+    through stride arguments) are decided once per (offsets, shift, thread maps): compiling again makes no new
+    decision and gives the same MSL."""
+    from enceladus.compiler.passes import device_order
+
+    def compile_once():
+        return enceladus.compile(ok.dot_epilogue_kernel, signature="*fp32, *fp32, *fp32, i32, i32",
+                                 constexprs={"M": 32, "N": 64, "K": 32, "EPILOGUE": "matrix"})
+
+    device_order._symbolic_conflict.cache_clear()
+    first = compile_once()
+    decided = device_order._symbolic_conflict.cache_info()
+    assert decided.misses > 0  # the pair was decided by evaluating the offsets with generic stride values
+    second = compile_once()
+    again = device_order._symbolic_conflict.cache_info()
+    assert again.misses == decided.misses and again.hits > decided.hits
+    assert first.asm["msl"] == second.asm["msl"]
+
+
 # --- debug mode: device-memory races within a threadgroup (ENCELADUS_DEBUG_DEVICE_RACES=1) -------------------------
 def _race_cases():
     z = np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32)

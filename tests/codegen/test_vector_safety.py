@@ -75,13 +75,13 @@ from tests.codegen import vec_kernels as vk
 
 real = MemoryMixin.vector_width
 def ignore_alignment(self, op, layout, itemsize):  # the mutation: every pointer taken as 16-byte aligned
-    info = self.axis[op.operands[0].id]
-    saved = info.divisibility
-    object.__setattr__(info, "divisibility", tuple(max(d, 16) for d in saved))
+    key = op.operands[0].id
+    info = self.axis[key]  # an immutable AxisInfo: replaced for the call, then put back
+    self.axis[key] = info._replace(divisibility=tuple(max(d, 16) for d in info.divisibility))
     try:
         return real(self, op, layout, itemsize)
     finally:
-        object.__setattr__(info, "divisibility", saved)
+        self.axis[key] = info
 MemoryMixin.vector_width = ignore_alignment
 
 x = np.arange(4096, dtype=np.float32)
