@@ -49,3 +49,14 @@ def test_launch_worker_reports_the_calling_threads_cpu_time():
     for n in ("4 args", "16 args"):
         wall, own = out[f"{n} us"], out[f"{n} calling thread us"]
         assert 0 < own <= wall * 1.05, out  # (thread_time ticks coarser than perf_counter on some systems)
+
+
+def test_compile_worker_reports_wall_and_cpu_time_per_kernel():
+    """The compile figures (#26): each kernel's median wall-clock compile and the compiling thread's own CPU time
+    for it, which cannot exceed the wall-clock time by more than the clocks' granularity."""
+    out = _ab().worker_compile(2)
+    names = [k[: -len(" cpu ms")] for k in out if k.endswith(" cpu ms")]
+    assert {"vector add", "softmax", "matmul", "flash attention"} <= set(names), out
+    for name in names:
+        wall, cpu = out[f"{name} ms"], out[f"{name} cpu ms"]
+        assert 0 < cpu <= wall * 1.05 + 0.05, out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from operator import attrgetter
 
 from .metal_limits import SIMD_WIDTH
 
@@ -22,23 +23,19 @@ def order_stride(order: tuple[int, ...], sizes: tuple[int, ...], d: int) -> int:
     return math.prod(sizes[dd] for dd in order[: order.index(d)])
 
 
-@dataclass(frozen=True)
-class BlockedLayout:
-    shape: tuple[int, ...]
-    size_per_thread: tuple[int, ...]
-    threads_per_warp: tuple[int, ...]
-    warps_per_cta: tuple[int, ...]
-    order: tuple[int, ...]  # dimensions from fastest- to slowest-varying
+class _LayoutValue:
+    """Equality and hashing of a layout by its fields, as the dataclass would give them, with the hash computed
+    once per layout: layouts are immutable values used as dictionary keys on every register reference of the
+    code generator. (The derived sizes are cached_property: a frozen dataclass's __dict__ takes them; the
+    dataclass fields and repr are unchanged.) Subclasses name their fields in ``_fields``."""
 
-    # Layouts are immutable values used as dictionary keys on every register reference of the code generator:
-    # the hash and the derived sizes below are computed once per layout (cached_property writes the instance's
-    # __dict__, which a frozen dataclass allows; the dataclass fields, equality and repr are unchanged).
+    _fields: attrgetter
+
     def __hash__(self) -> int:
         try:
             return self.__dict__["_hash"]
         except KeyError:
-            h = self.__dict__["_hash"] = hash((self.shape, self.size_per_thread, self.threads_per_warp,
-                                               self.warps_per_cta, self.order))
+            h = self.__dict__["_hash"] = hash(self._fields(self))
             return h
 
     def __eq__(self, other: object) -> bool:
@@ -46,8 +43,18 @@ class BlockedLayout:
             return True
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return (self.shape, self.size_per_thread, self.threads_per_warp, self.warps_per_cta, self.order) == \
-            (other.shape, other.size_per_thread, other.threads_per_warp, other.warps_per_cta, other.order)
+        return self._fields(self) == self._fields(other)
+
+
+@dataclass(frozen=True, eq=False)  # equality and hashing: _LayoutValue
+class BlockedLayout(_LayoutValue):
+    shape: tuple[int, ...]
+    size_per_thread: tuple[int, ...]
+    threads_per_warp: tuple[int, ...]
+    warps_per_cta: tuple[int, ...]
+    order: tuple[int, ...]  # dimensions from fastest- to slowest-varying
+
+    _fields = attrgetter("shape", "size_per_thread", "threads_per_warp", "warps_per_cta", "order")
 
     @cached_property
     def cta_tile(self) -> tuple[int, ...]:
@@ -88,8 +95,8 @@ class BlockedLayout:
                 f"tpw={list(self.threads_per_warp)}, wpc={list(self.warps_per_cta)}, order={list(self.order)}>")
 
 
-@dataclass(frozen=True)
-class MmaLayout:
+@dataclass(frozen=True, eq=False)
+class MmaLayout(_LayoutValue):
     """The accumulator layout of ``tl.dot`` on ``simdgroup_matrix``: the [M, N] tile is cut into 8x8 fragments,
     ``warps`` = (wm, wn) SIMD groups each own a block of (M/wm) x (N/wn), and in every fragment lane l holds two
     adjacent elements of one row: row = 4*((l>>4)&1) + 2*((l>>2)&1) + ((l>>1)&1), col = 4*((l>>3)&1) + 2*(l&1) + j.
@@ -100,19 +107,7 @@ class MmaLayout:
     shape: tuple[int, int]
     warps: tuple[int, int]
 
-    def __hash__(self) -> int:  # computed once (see BlockedLayout)
-        try:
-            return self.__dict__["_hash"]
-        except KeyError:
-            h = self.__dict__["_hash"] = hash((self.shape, self.warps))
-            return h
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return (self.shape, self.warps) == (other.shape, other.warps)
+    _fields = attrgetter("shape", "warps")
 
     @cached_property
     def frags(self) -> tuple[int, int]:
@@ -158,26 +153,14 @@ def mma_layout(shape: tuple[int, ...], num_warps: int) -> MmaLayout | None:
     return MmaLayout((m, n), best[1]) if best else None
 
 
-@dataclass(frozen=True)
-class TileLayout:
+@dataclass(frozen=True, eq=False)
+class TileLayout(_LayoutValue):
     """A tile held in ``parent``'s registers; value dimension i is parent dimension ``dims[i]``."""
 
     parent: BlockedLayout | MmaLayout
     dims: tuple[int, ...]
 
-    def __hash__(self) -> int:  # computed once (see BlockedLayout)
-        try:
-            return self.__dict__["_hash"]
-        except KeyError:
-            h = self.__dict__["_hash"] = hash((self.parent, self.dims))
-            return h
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self.dims == other.dims and self.parent == other.parent
+    _fields = attrgetter("parent", "dims")
 
     def __str__(self) -> str:
         if self.dims == tuple(range(len(self.parent.shape))):

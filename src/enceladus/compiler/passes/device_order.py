@@ -34,7 +34,9 @@ memory itself. Barriers never order different programs (threadgroups); Triton gi
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 
@@ -110,27 +112,14 @@ def _accumulate(out: Poly, terms) -> Poly:
 
 
 def _add(a: Poly, b: Poly, sign: int = 1) -> Poly:
-    out = dict(a)  # _accumulate(dict(a), b's terms times sign), written out: it runs for every offset value
-    for m, c in b.items():
-        v = out.get(m, 0) + sign * c
-        if v:
-            out[m] = v
-        else:
-            out.pop(m, None)
-    return out
+    # b's terms times sign, made by C iterators (no Python frame per term: this runs for every offset value)
+    return _accumulate(dict(a), b.items() if sign == 1 else zip(b, map(operator.mul, b.values(), repeat(sign))))
 
 
 def _mul(a: Poly, b: Poly) -> Poly:
-    out: Poly = {}
-    for ma, ca in a.items():
-        for mb, cb in b.items():
-            m = tuple(sorted(ma + mb)) if ma and mb else ma or mb  # a monomial is a sorted tuple already
-            v = out.get(m, 0) + ca * cb
-            if v:
-                out[m] = v
-            else:
-                out.pop(m, None)
-    return out
+    # a monomial is a sorted tuple already: only a product of two non-constant monomials needs sorting
+    return _accumulate({}, [(tuple(sorted(ma + mb)) if ma and mb else ma or mb, ca * cb)
+                            for ma, ca in a.items() for mb, cb in b.items()])
 
 
 def _rename(p: Poly, f) -> Poly:
