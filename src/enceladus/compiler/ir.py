@@ -83,21 +83,20 @@ class Op:
     ``regions``: blocks whose last op is ``yield``.
     """
 
-    __slots__ = ("attrs", "loc", "name", "operands", "regions", "result", "results")
+    __slots__ = ("attrs", "loc", "name", "operands", "regions", "results")
 
     def __init__(self, name: str, operands: list[Value], attrs: dict[str, Any] | None = None,
                  loc: Loc | None = None):
         self.name = name
         self.operands = list(operands)
-        self.results: list[Value] = []  # set with set_results, which keeps ``result`` in step
-        self.result: Value | None = None  # the first result, or None (read on every op by every pass)
+        self.results: list[Value] = []
         self.attrs = dict(attrs or {})
         self.loc = loc
         self.regions: list[Block] = []
 
-    def set_results(self, values: list[Value]) -> None:
-        self.results = values
-        self.result = values[0] if values else None
+    @property
+    def result(self) -> Value | None:
+        return self.results[0] if self.results else None
 
 
 class Block:
@@ -193,7 +192,7 @@ class Function:
             for t in result_types:  # new_value, inline: every op of every kernel comes through here
                 results.append(Value(self._next_id, t, op))
                 self._next_id += 1
-            op.set_results(results)
+            op.results = results
         self._insertion[-1].ops.append(op)
         return op
 

@@ -37,7 +37,6 @@ from .memory import Access, MemoryMixin
 from .movement import MovementMixin
 from .tables import BINARY_INFIX, FLOAT_CALL, FLOAT_CALL2, HELPERS, NEEDS
 
-_EMIT_RULES: dict[str, Any] = {}  # op name -> MSLEmitter's method for it (OPS[name].emit), filled on first use
 LOG_PARAM = "__enc_log"  # the hidden device-log buffer of kernels that print or assert
 _WRAPPING = {"add", "sub", "mul", "shl"}  # arithmetic that leaves {0, 1} on int1 operands
 VIEW_OPS = ops_where(layout=VIEW)  # free: expressions over the operand's registers or coordinates
@@ -371,10 +370,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             self.barriers += 1
             self.notes.append(f"device-memory barrier before line {op.loc.lineno if op.loc else '?'}: {why}")
             self.emit("threadgroup_barrier(mem_flags::mem_device);  // program order of device memory")
-        rule = _EMIT_RULES.get(op.name)
-        if rule is None:  # the op-trait table names each op's emit method; looked up once per op name
-            rule = _EMIT_RULES[op.name] = getattr(type(self), OPS[op.name].emit)
-        rule(self, op)
+        getattr(self, OPS[op.name].emit)(op)
         self.convert_to_needs(op.results)
 
     def emit_value(self, op: ir.Op) -> None:

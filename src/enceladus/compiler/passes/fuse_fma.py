@@ -66,7 +66,7 @@ def _fuse_block(fn: ir.Function, block: ir.Block, uses: dict[int, int]) -> int:
                 elif op.name == "sub":                  # z - x*y
                     x = _neg(fn, x, op, out)
                 fma = ir.Op("fma", [x, y, other], {}, op.loc)
-                fma.set_results([res])
+                fma.results = [res]
                 res.op = fma
                 dead.add(id(product.op))
                 out.append(fma)
@@ -79,6 +79,6 @@ def _fuse_block(fn: ir.Function, block: ir.Block, uses: dict[int, int]) -> int:
 
 def _neg(fn: ir.Function, v: ir.Value, at: ir.Op, out: list[ir.Op]) -> ir.Value:
     neg = ir.Op("neg", [v], {}, at.loc)
-    neg.set_results([fn.new_value(v.type, neg)])
+    neg.results = [fn.new_value(v.type, neg)]
     out.append(neg)
     return neg.result
