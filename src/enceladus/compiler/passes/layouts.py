@@ -101,7 +101,9 @@ class LayoutPlan:
 class _Assigner:
     def __init__(self, fn: ir.Function, num_warps: int, dot_backend: str = "simdgroup",
                  matmul2d_rejects: dict | None = None, axis: dict[int, AxisInfo] | None = None,
-                 fragments_in_registers: bool = True):
+                 fragments_in_registers: bool = True, carried_hints: dict[int, TileLayout] | None = None):
+        # loop result id -> the home its loop-carried value takes when nothing else prefers one (carried_homes)
+        self.carried_hints = carried_hints or {}
         self.matmul2d_rejects = matmul2d_rejects or {}  # (M, N, K, A type, B type) -> why the device refused it
         self.axis = axis or {}
         # the device's thread_elements() lane mapping is the assumed one (a probe may say otherwise: MSL_AUDIT D4)
@@ -507,7 +509,8 @@ class _Assigner:
         homes = []
         for r in op.results:
             if r.type.is_tile:
-                homes.append(self.home(r, self.pref.get(r.id) or self.first_need(r) or self.anchor(r.type.shape)))
+                homes.append(self.home(r, self.pref.get(r.id) or self.carried_hints.get(r.id) or self.first_need(r)
+                                       or self.anchor(r.type.shape)))
             else:
                 homes.append(None)
         for region in op.regions:
@@ -630,10 +633,69 @@ def operand_layout(op: ir.Op, i: int, layout: TileLayout) -> TileLayout:
     return layout
 
 
+def carried_homes(fn: ir.Function, plan: LayoutPlan) -> dict[int, TileLayout]:
+    """Loop results whose carried value the body needs in another layout than its home: result id -> that layout.
+
+    The backward walk homes a loop-carried value before it walks the body: in the layout the code after the loop
+    needs it in, else the default blocked layout. A pointer tile advanced by the loop and used only inside it
+    (``b_ptrs += BLOCK_K * stride_bk``) whose load is done in another layout (a column-major B, loaded along
+    its columns) would then be converted through threadgroup memory on every iteration (a [64, 128] tile of
+    pointers: 66 KB, over Metal's 32 KB). Homing it where the body uses it removes the conversion."""
+    hints: dict[int, TileLayout] = {}
+    for op in ir.walk(fn.ops):
+        if op.name not in ("for", "while"):
+            continue
+        for region in op.regions:
+            carried = region.args[1:] if op.name == "for" else region.args
+            for a, r in zip(carried, op.results):
+                home = plan.homes.get(a.id)
+                other = [lay for lay in plan.needs.get(a.id, ()) if lay != home]
+                if home is not None and other and r.id not in hints:
+                    hints[r.id] = other[0]
+    return hints
+
+
+def conversion_cost(fn: ir.Function, plan: LayoutPlan) -> int:
+    """Bytes a plan moves through threadgroup memory for layout conversions (a value computed in its home and
+    needed in other layouts), a conversion inside a loop counting 16 times per level of nesting."""
+    cost = 0
+
+    def walk(block: ir.Block, weight: int) -> None:
+        nonlocal cost
+        for op in block.ops:
+            inner = weight * 16 if op.name in ("for", "while") else weight
+            for region in op.regions:
+                for v in region.args:
+                    cost += _extra(v) * inner
+                walk(region, inner)
+            for v in op.results:
+                cost += _extra(v) * weight
+
+    def _extra(v: ir.Value) -> int:
+        home = plan.homes.get(v.id)
+        if home is None or not v.type.is_tile:
+            return 0
+        n = sum(1 for lay in plan.needs.get(v.id, ()) if lay != home)
+        size = 8 if v.type.element.is_ptr() else max(v.type.element.itemsize, 1)  # pointers move as 64-bit offsets
+        return n * v.type.numel * size
+
+    walk(fn.body, 1)
+    return cost
+
+
 def assign_layouts(fn: ir.Function, num_warps: int, dot_backend: str = "simdgroup",
                    matmul2d_rejects: dict | None = None, axis: dict[int, AxisInfo] | None = None,
                    fragments_in_registers: bool = True) -> LayoutPlan:
     """Decide the layout(s) of every tile value of ``fn`` (``axis``: the axis analysis, which orients dot operands'
     loads along memory; ``fragments_in_registers``: False when the device's fragment lane mapping is not the
-    assumed one, so no dot takes its A fragments from registers)."""
-    return _Assigner(fn, num_warps, dot_backend, matmul2d_rejects, axis, fragments_in_registers).run()
+    assumed one, so no dot takes its A fragments from registers).
+
+    When the body of a loop needs a carried value in another layout than its home (``carried_homes``), the plan is
+    made again with those values homed where the body uses them, and the plan that converts fewer bytes (loops
+    weighted) is kept."""
+    plan = _Assigner(fn, num_warps, dot_backend, matmul2d_rejects, axis, fragments_in_registers).run()
+    hints = carried_homes(fn, plan)
+    if not hints:
+        return plan
+    again = _Assigner(fn, num_warps, dot_backend, matmul2d_rejects, axis, fragments_in_registers, hints).run()
+    return again if conversion_cost(fn, again) < conversion_cost(fn, plan) else plan
