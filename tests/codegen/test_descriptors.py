@@ -1,11 +1,13 @@
 """Tensor descriptors and block pointers on every path vs NumPy."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 import enceladus
 import enceladus.language as tl
-from paths import run_on_all_paths
+from paths import cpu_available, on_path, path_missing, run_on_all_paths
 
 from . import descriptor_kernels as dk
 
@@ -114,3 +116,63 @@ def test_tensor_descriptor_and_its_type_in_a_kernel():
     grid = (enceladus.cdiv(M, 16), enceladus.cdiv(N, 32))
     run_on_all_paths(dk.descriptor_type_kernel, grid, lambda: (x, np.zeros_like(x), M, N),
                      lambda x, o, M, N: {1: 3 * x}, constexprs={"BM": 16, "BN": 32})
+
+
+@enceladus.jit
+def desc_affine_kernel(src, dst, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """dst = 2 * src + 1 in [BM, BN] blocks, the block shape taken from the descriptors (they must agree); M and N
+    (the descriptors' shape) only key the autotuner and size the grid."""
+    m = tl.program_id(0) * BM
+    n = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), tl.float32)  # like a matmul's accumulator: compiles only when the blocks agree
+    dst.store([m, n], acc + src.load([m, n]) * 2 + 1)
+
+
+def _set_blocks(nargs):
+    """A config pre_hook as tutorial 09 writes them: the descriptors' blocks follow the config."""
+    for name in ("src", "dst"):
+        nargs[name].block_shape = [nargs["BM"], nargs["BN"]]
+
+
+def test_assigning_block_shape_is_checked_and_launches_read_it():
+    x = RNG.standard_normal((40, 70)).astype(np.float32)
+    d = enceladus.TensorDescriptor.from_tensor(x, [1, 1])
+    d.block_shape = [16, 32]  # Triton's descriptors are plain dataclasses: tutorial 09 assigns block_shape
+    assert d.block_shape == (16, 32)
+    with pytest.raises(ValueError, match="powers of two"):
+        d.block_shape = [16, 24]
+    with pytest.raises(ValueError, match="same, nonzero length"):
+        d.block_shape = [16]
+    assert d.block_shape == (16, 32)  # a refused assignment leaves the descriptor as it was
+    for path in ("interpreter", "cpu"):
+        out = np.zeros_like(x)
+        src, dst = enceladus.TensorDescriptor.from_tensor(x, [1, 1]), enceladus.TensorDescriptor.from_tensor(out, [1, 1])
+        for bm, bn in ((16, 32), (8, 64)):  # the same descriptor objects, re-blocked between launches
+            out[:] = 0
+            src.block_shape = dst.block_shape = (bm, bn)
+            if path == "cpu" and not cpu_available():
+                path_missing("cpu", "no C++ compiler")
+            on_path(desc_affine_kernel, path)[(enceladus.cdiv(40, bm), enceladus.cdiv(70, bn))](src, dst, 40, 70, BM=bm, BN=bn)
+            np.testing.assert_allclose(out, 2 * x + 1, rtol=1e-6, err_msg=f"{path} {bm}x{bn}")
+
+
+@pytest.mark.parametrize("path", ["interpreter", "cpu"])
+def test_autotune_pre_hook_sets_descriptor_blocks_before_compiling(path):
+    # every config compiled for the dummy [1, 1] blocks (before its pre_hook ran) failed: "no config compiled"
+    if path == "cpu" and not cpu_available():
+        path_missing("cpu", "no C++ compiler")
+    configs = [enceladus.Config({"BM": bm, "BN": bn}, num_warps=w, pre_hook=_set_blocks)
+               for bm, bn, w in ((16, 32, 1), (32, 16, 2), (32, 32, 4))]
+    tuned = enceladus.autotune(configs=configs, key=["M", "N"], warmup=1, rep=3)(on_path(desc_affine_kernel, path))
+    for m, n in ((64, 64), (50, 70)):
+        x = RNG.standard_normal((m, n)).astype(np.float32)
+        out = np.zeros_like(x)
+        src, dst = enceladus.TensorDescriptor.from_tensor(x, [1, 1]), enceladus.TensorDescriptor.from_tensor(out, [1, 1])
+        grid = lambda meta: (enceladus.cdiv(meta["M"], meta["BM"]), enceladus.cdiv(meta["N"], meta["BN"]))  # noqa: E731
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no config may be skipped
+            tuned[grid](src, dst, m, n)
+        np.testing.assert_allclose(out, 2 * x + 1, rtol=1e-6, err_msg=f"{path} {m}x{n}")
+        assert tuned.best_config in configs
+        best = tuned.best_config.kwargs
+        assert src.block_shape == (best["BM"], best["BN"])  # the chosen config's hook ran last

@@ -16,20 +16,43 @@ from typing import Any
 
 import numpy as np
 
+_UNSET = object()
 
-@dataclass(frozen=True)
+@dataclass
 class TensorDescriptor:
     """A strided tensor a kernel reads and writes in ``block_shape`` blocks, as Triton's host ``TensorDescriptor``.
 
     ``base`` is the array (NumPy, ``enceladus.Tensor``, torch), ``shape`` and ``strides`` (in elements) describe
     the tensor, ``block_shape`` (powers of two) the blocks. In the kernel: ``desc.load([i, j])`` (zero outside the
     tensor) and ``desc.store([i, j], value)`` (only inside it).
+
+    As in Triton, the fields can be assigned after construction (an autotuner config's ``pre_hook`` sets
+    ``desc.block_shape = [BLOCK_M, BLOCK_K]`` on a descriptor made with a dummy block); every assignment is
+    checked as the constructor checks, and each launch reads the descriptor as it is then.
     """
 
     base: Any
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     block_shape: tuple[int, ...]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("shape", "strides", "block_shape"):
+            try:
+                value = tuple(value)
+            except TypeError:
+                raise ValueError(f"TensorDescriptor: {name} must be a sequence of ints, got {value!r}") from None
+        old = self.__dict__.get(name, _UNSET)
+        object.__setattr__(self, name, value)
+        if "block_shape" in self.__dict__ and name != "base":  # constructed: check the descriptor as it is now
+            try:
+                self.__post_init__()
+            except ValueError:
+                if old is _UNSET:
+                    self.__dict__.pop(name, None)
+                else:
+                    object.__setattr__(self, name, old)  # a refused assignment leaves the descriptor as it was
+                raise
 
     def __post_init__(self) -> None:
         rank = len(self.block_shape)

@@ -312,11 +312,18 @@ class Autotuner(KernelInterface):
 
     def _compile_all(self, args: tuple, grid: Any, kwargs: dict[str, Any],
                      configs: list[Config]) -> tuple[list[Config], dict[Config, BaseException]]:
-        """Compile (and, on the cpu backend, build) every config in parallel. Returns (ok, failures)."""
+        """Compile (and, on the cpu backend, build) every config in parallel. Returns (ok, failures).
+
+        A config with a ``pre_hook`` is compiled when it is first timed, after its hook ran: the hook may change
+        the arguments the kernel is specialized on (tutorial 09 sets its tensor descriptors' ``block_shape``
+        to the config's blocks), so compiling it before, or alongside the other configs' hooks, would compile
+        it for other arguments."""
         base = self.base_fn
         self._same_as: dict[Config, Config] = {}
         if getattr(base, "interpret", False):
             return list(configs), {}
+        hooked = [c for c in configs if c.pre_hook is not None]
+        configs = [c for c in configs if c.pre_hook is None]
 
         def build(config: Config) -> None:
             kernel = self.fn.warmup(*args, grid=grid, **kwargs, **config.all_kwargs())
@@ -339,7 +346,7 @@ class Autotuner(KernelInterface):
                 failures[c] = exc
         ok = [c for c in configs if c not in failures]
         self._same_as = self._identical_configs(args, grid, kwargs, ok)
-        return ok, failures
+        return ok + hooked, failures
 
     def _identical_configs(self, args: tuple, grid: Any, kwargs: dict[str, Any],
                            configs: list[Config]) -> dict[Config, Config]:
