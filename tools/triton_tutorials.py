@@ -47,16 +47,37 @@ EDITS: list[tuple[str, str, str, str]] = [
      "", "torch.cuda stream calls (torch.cpu has no set_stream)"),
     ("08-grouped-gemm", r"if is_cuda\(\):\n        return torch\.cuda\.get_device_properties\(\"cuda\"\)\.multi_processor_count",
      "if False:\n        pass", "torch.cuda call"),
-    ("09-persistent-matmul", r"import triton\.profiler as proton\n", "",
-     "proton profiler import (profiler calls are no-ops below)"),
+    ("09-persistent-matmul", r"import triton\.profiler as proton\n",
+     "import contextlib, types\nproton = types.SimpleNamespace(scope=lambda *a, **k: contextlib.nullcontext(), "
+     "activate=lambda *a: None, deactivate=lambda *a: None, start=lambda *a, **k: None, finalize=lambda: None)\n",
+     "proton profiler: its import replaced by a stand-in whose calls do nothing"),
+    ("09-persistent-matmul", r"\n        show_profile\(args\.prec, \"matmul\"\)\n", "\n",
+     "proton profiler: show_profile (it reads the profile proton writes) not called"),
+    ("09-persistent-matmul", r"device=\"cuda\"", "device=triton.runtime.driver.active.get_active_torch_device()",
+     "tensors on the active torch device instead of device=\"cuda\""),
+    ("09-persistent-matmul", r"torch\.cuda\.get_device_properties\(\"cuda\"\)\.multi_processor_count",
+     "triton.runtime.driver.active.utils.get_device_properties(0)[\"multiprocessor_count\"]",
+     "torch.cuda.get_device_properties: the program count from triton's driver instead"),
+    ("09-persistent-matmul", r"def is_hopper\(\):\n    return torch\.cuda\.get_device_capability\(\)\[0\] == 9",
+     "def is_hopper():\n    return False", "torch.cuda.get_device_capability in is_hopper (not a Hopper GPU)"),
+    ("09-persistent-matmul", r"def supports_tma\(\):\n    return is_cuda\(\) and torch\.cuda\.get_device_capability\(\)\[0\] >= 9",
+     "def supports_tma():\n    return True",
+     "branch on the backend and torch.cuda capability in supports_tma: Enceladus has tensor descriptors, so the "
+     "TMA and descriptor kernels run too"),
+    ("09-persistent-matmul", r"def supports_ws\(\):\n    return is_cuda\(\) and torch\.cuda\.get_device_capability\(\)\[0\] >= 9",
+     "def supports_ws():\n    return True",
+     "the same in supports_ws: warp_specialize= is accepted (no effect), so those variants run too"),
+    ("09-persistent-matmul", r"def bench\(K, dtype, reps=10000, warmup_reps=10000\):\n    M = 8192\n    N = 8192\n",
+     "def bench(K, dtype, reps=10, warmup_reps=2):\n    M = 512\n    N = 512\n",
+     "benchmark size: 512x512 (not 8192x8192), 10 repetitions after 2 warm-ups (not 10,000 each)"),
+    ("09-persistent-matmul", r"validate\(8192, 8192, args\.K_range\[0\], dtype\)",
+     "validate(512, 512, args.K_range[0], dtype)",
+     "size: its second validation at 512x512 (not 8192x8192; the kernels and the check unchanged)"),
 ]
 
-# Run inside the tutorial's process: the alias, then fewer benchmark points.
+# Run inside the tutorial's process, which ``python -m enceladus.triton`` started with the alias installed:
+# fewer benchmark points.
 _PRELUDE = """
-import sys
-sys.path.insert(0, {src!r})
-import enceladus.triton as _et
-_et.install()
 import enceladus.testing as _t
 _Bench = _t.Benchmark
 def _fewer(*a, **k):
@@ -83,7 +104,7 @@ def prepare(src_path: str, name: str, workdir: str, points: int) -> tuple[str, l
             text = new
     path = os.path.join(workdir, name.replace("-", "_") + ".py")
     with open(path, "w") as f:
-        f.write(_PRELUDE.format(src=SRC, points=points) + text)
+        f.write(_PRELUDE.format(points=points) + text)
     return path, applied
 
 
@@ -91,11 +112,12 @@ def run_one(python: str, path: str, interpret: bool, timeout: float) -> tuple[st
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)
     env["MPLBACKEND"] = "Agg"
+    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
     if interpret:
         env["ENCELADUS_INTERPRET"] = "1"
     t0 = time.time()
     try:
-        p = subprocess.run([python, path], cwd=os.path.dirname(path), env=env, capture_output=True, text=True,
+        p = subprocess.run([python, "-m", "enceladus.triton", path], cwd=os.path.dirname(path), env=env, capture_output=True, text=True,
                            timeout=timeout)
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
