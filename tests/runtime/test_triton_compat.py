@@ -239,6 +239,39 @@ def test_autotuner_times_identical_configs_once():
     assert timings is not None and len({tuple(timings[c]) for c in configs[:4]}) == 1
 
 
+def test_autotuner_times_identical_configs_with_the_same_pre_hook_once():
+    # tutorial 06's and 09's configs all carry the same pre_hook and differ in num_stages: each distinct launch is
+    # timed once, after its hook ran; a config with another hook function is timed on its own
+    calls, hooked = [], []
+
+    def bench(fn, quantiles=None):
+        fn()
+        calls.append(1)
+        return [1.0 + len(calls), 1.0, 1.0]
+
+    def hook(nargs):
+        hooked.append(nargs["BLOCK"])
+
+    def other_hook(nargs):
+        hooked.append(-nargs["BLOCK"])
+
+    configs = [enceladus.Config({"BLOCK": 64}, num_stages=s, pre_hook=hook) for s in (2, 3, 4)]
+    configs += [enceladus.Config({"BLOCK": 32}, num_stages=s, pre_hook=hook) for s in (2, 3)]
+    configs.append(enceladus.Config({"BLOCK": 64}, num_stages=5, pre_hook=other_hook))
+    tuned = enceladus.autotune(configs, key=["n"], do_bench=bench)(enceladus.jit(_double.fn))
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros_like(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tuned[lambda m: (enceladus.cdiv(m["n"], m["BLOCK"]),)](x, y, x.size)
+    np.testing.assert_array_equal(y, 2 * x)
+    assert len(calls) == 3  # BLOCK=64 with hook, BLOCK=32 with hook, BLOCK=64 with other_hook
+    timings = tuned.configs_timings
+    assert len({tuple(timings[c]) for c in configs[:3]}) == 1 and len({tuple(timings[c]) for c in configs[3:5]}) == 1
+    assert tuple(timings[configs[5]]) != tuple(timings[configs[0]])
+    assert {32, 64, -64} <= set(hooked)  # every hook ran before its config was compared or timed
+
+
 def test_reinterpret_unsigned_data(aliased):
     import triton
 

@@ -353,19 +353,14 @@ class Autotuner(KernelInterface):
         """Configs that would launch exactly what an earlier config launches (the same MSL, threads per
         threadgroup and grid, no pre-hook of their own), mapped to that earlier config: they are not timed.
         Configs differing only in knobs with no effect on Apple GPUs (``num_stages``, ``num_ctas``, ``maxnreg``)
-        are the usual case."""
-        from .jit import resolve_grid
-
+        are the usual case. Configs with a pre-hook are compared when they are timed (``_same_hooked``)."""
         seen: dict[tuple, Config] = {}
         same: dict[Config, Config] = {}
         for c in configs:
             if c.pre_hook is not None:
                 continue
             try:
-                kernel = self.fn.warmup(*args, grid=grid, **kwargs, **c.all_kwargs())  # cached: no recompilation
-                nargs = {**self.nargs, **kwargs, **c.all_kwargs()}
-                launch_grid = resolve_grid(grid, nargs)
-                ident = (kernel.asm["msl"], kernel.abi.threads_per_threadgroup, launch_grid)
+                ident = self._launch_identity(args, grid, kwargs, c)
             except Exception:  # noqa: BLE001 - no identity: time it
                 continue
             if ident in seen:
@@ -373,6 +368,28 @@ class Autotuner(KernelInterface):
             else:
                 seen[ident] = c
         return same
+
+    def _launch_identity(self, args: tuple, grid: Any, kwargs: dict[str, Any], c: Config) -> tuple:
+        """What a config launches: its generated MSL, threads per threadgroup and grid (compiles if needed)."""
+        from .jit import resolve_grid
+
+        kernel = self.fn.warmup(*args, grid=grid, **kwargs, **c.all_kwargs())  # cached: no recompilation
+        nargs = {**self.nargs, **kwargs, **c.all_kwargs()}
+        return kernel.asm["msl"], kernel.abi.threads_per_threadgroup, resolve_grid(grid, nargs)
+
+    def _same_hooked(self, args: tuple, grid: Any, kwargs: dict[str, Any], c: Config,
+                     seen: dict[tuple, Config]) -> Config | None:
+        """For a config with a ``pre_hook``: run the hook, compile, and return an earlier config with the same hook
+        function that launched exactly the same thing (its timing stands for this one), else None (and remember
+        this one). Compile errors propagate, as they would from timing it."""
+        if getattr(self.base_fn, "interpret", False):
+            return None
+        c.pre_hook({**self.nargs, **kwargs, **c.all_kwargs()})
+        ident = (c.pre_hook, *self._launch_identity(args, grid, kwargs, c))
+        first = seen.get(ident)
+        if first is None:
+            seen[ident] = c
+        return first
 
     def _bench(self, *args: Any, grid: Any, config: Config, **meta: Any) -> list[float]:
         self._check_conflicts(meta, config)
@@ -402,13 +419,18 @@ class Autotuner(KernelInterface):
             self._check_conflicts(kwargs, c)
         ok, failures = self._compile_all(args, grid, kwargs, configs)
         timings: dict[Config, list[float]] = {c: [float("inf")] * 3 for c in failures}
-        same_as = getattr(self, "_same_as", {})
+        same_as = dict(getattr(self, "_same_as", {}))
+        hooked_seen: dict[tuple, Config] = {}
         progress = _Progress(len(ok) - len(same_as), f"autotuning {self.__name__}")
         try:
             for c in ok:
                 if c in same_as:
                     continue
                 try:
+                    first = self._same_hooked(args, grid, kwargs, c, hooked_seen) if c.pre_hook else None
+                    if first is not None:
+                        same_as[c] = first
+                        continue
                     timings[c] = self._bench(*args, grid=grid, config=c, **kwargs)
                 except Exception as e:
                     if not _is_resource_or_compile_error(e):
