@@ -47,6 +47,9 @@ EDITS: list[tuple[str, str, str, str]] = [
      "", "torch.cuda stream calls (torch.cpu has no set_stream)"),
     ("08-grouped-gemm", r"if is_cuda\(\):\n        return torch\.cuda\.get_device_properties\(\"cuda\"\)\.multi_processor_count",
      "if False:\n        pass", "torch.cuda call"),
+    ("08-grouped-gemm", r"def benchmark_batches\(M, provider\):\n    N = 8192\n    K = 8192\n",
+     "def benchmark_batches(M, provider):\n    N = 1024\n    K = 1024\n",
+     "benchmark size: benchmark_batches multiplies by 1024x1024 matrices (N = K = 1024, not 8192)"),
     ("09-persistent-matmul", r"import triton\.profiler as proton\n",
      "import contextlib, types\nproton = types.SimpleNamespace(scope=lambda *a, **k: contextlib.nullcontext(), "
      "activate=lambda *a: None, deactivate=lambda *a: None, start=lambda *a, **k: None, finalize=lambda: None)\n",
