@@ -14,7 +14,7 @@ from .codegen_msl.emitter import function_facts
 from .frontend import KernelSource, StructParam, lower_kernel, specialized_constant
 from .kernel import VERSION, CompiledKernel, KernelABI, KernelAsm, dump_kernel
 from .metal_limits import MAX_BUFFER_SLOTS, MAX_THREADS_PER_THREADGROUP  # noqa: F401  (re-exported)
-from .passes import axis_info, device_order, fuse_fma, layouts
+from .passes import axis_info, device_order, fuse_fma, layouts, reciprocal_division
 
 
 def parse_signature_type(t: str, name: str) -> ir.Type | None:
@@ -101,6 +101,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
             fix="pass fewer pointer arguments (e.g. one buffer plus offsets)")
     if enable_fp_fusion:
         fuse_fma.fuse_multiply_add(fn)
+    reciprocal_division.divide_by_reciprocals(fn)  # fp32 x / shared divisor: one reciprocal per divisor value
     info = axis_info.analyze(fn, arg_div)
     if dot_backend not in ("simdgroup", "matmul2d"):
         raise CompilationError(f"dot_backend={dot_backend!r} is not supported", kernel=name,

@@ -52,6 +52,10 @@ _add("elementwise_unary", TRANSPARENT, True, "emit_value",
      "asinh acosh atanh log10 log1p expm1 exp10 cbrt erfc trunc round rint nearbyint fabs isnan isinf isfinite "
      "signbit")
 _add("elementwise_other", TRANSPARENT, True, "emit_value", "select fma cast bitcast addptr")
+# fp32 division by a shared divisor (passes/reciprocal_division.py): recip d = 1/d for |d| in [2^-126, 2^126]
+# (else +inf); fdiv_recip x, d, r = x * r, or IEEE x / d where that is not finite below 2^127
+_add("elementwise_unary", TRANSPARENT, False, "emit_value", "recip")
+_add("elementwise_other", TRANSPARENT, False, "emit_value", "fdiv_recip")
 _add("elementwise_other", TRANSPARENT, False, "emit_value", "libdevice")
 _add("elementwise_other", TRANSPARENT, False, "emit_value", "inline_msl")  # tl.inline_asm_elementwise  # attrs fn: codegen_msl/libdevice.py
 _add("memory", HOME, True, "emit_value", "load")

@@ -717,7 +717,7 @@ def fmod_(b: Builder, x: Any, y: Any) -> Value:
 
 @rule("div_rn")
 def div_rn(b: Builder, x: Any, y: Any) -> Value:
-    return fdiv(b, x, y)
+    return fdiv(b, x, y, ieee_rounding=True)
 
 
 @rule("sqrt_rn")
@@ -784,6 +784,11 @@ def fdiv(b: Builder, x: Any, y: Any, ieee_rounding: Any = False) -> Value:
     xv, yv = _common(b, x, y)
     if not xv.type.element.is_floating():
         raise SemanticError("tl.fdiv expects floating-point inputs", "use x / y, which converts integers to float32")
+    if is_value(ieee_rounding):
+        raise SemanticError("tl.fdiv: ieee_rounding must be a constant True or False, got a run-time value",
+                            "pass a Python bool or a tl.constexpr")
+    if ieee_rounding:  # always IEEE division, never a multiply by a reciprocal (passes/reciprocal_division.py)
+        return b.emit("fdiv", [xv, yv], xv.type, ieee_rounding=True)
     return b.emit("fdiv", [xv, yv], xv.type)
 
 

@@ -35,7 +35,7 @@ from .libdevice import EXTRA_HELPERS as LIBDEVICE_EXTRA_HELPERS
 from .matmul import DotMixin
 from .memory import Access, MemoryMixin
 from .movement import MovementMixin
-from .tables import BINARY_INFIX, FLOAT_CALL, FLOAT_CALL2, HELPERS, NEEDS
+from .tables import BINARY_INFIX, FLOAT_CALL, FLOAT_CALL2, FLOAT_CALL3, HELPERS, NEEDS
 
 LOG_PARAM = "__enc_log"  # the hidden device-log buffer of kernels that print or assert
 _WRAPPING = {"add", "sub", "mul", "shl"}  # arithmetic that leaves {0, 1} on int1 operands
@@ -489,7 +489,27 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 self.refs[key] = var + "[{e}]"
             else:
                 var = self.declare_tile(r, layout)
+            if name == "recip":  # one division per divisor value (passes/reciprocal_division.py)
+                self.loop_distinct(layout, r.type.shape, var, expr)
+            else:
+                self.loop(layout, f"{var}[e] = {expr};")
+
+    def loop_distinct(self, layout: TileLayout, shape: tuple[int, ...], var: str, expr: str) -> None:
+        """``var[e] = expr`` evaluated once per distinct value a thread holds: registers that differ only along a
+        dimension the value does not vary on (a slice's dropped dimension, or one of size 1) hold the same
+        element, so the first register of each such run computes it and the others copy it."""
+        p = layout.parent
+        firsts, offsets = [], []
+        for d in range(len(p.shape)):
+            if p.per_thread[d] > 1 and (d not in layout.dims or shape[layout.dims.index(d)] == 1):
+                digit = self.digit(p, d, "e")
+                firsts.append(f"{digit} == 0")
+                offsets.append(f"{digit} * {p.slot_stride(d)}")
+        if not firsts:
             self.loop(layout, f"{var}[e] = {expr};")
+            return
+        self.loop(layout, f"{{ if (!({' && '.join(firsts)})) continue; {var}[e] = {expr}; }}")
+        self.loop(layout, f"{{ const int b = e - {' - '.join(offsets)}; {var}[e] = {var}[b]; }}")
 
     def _writes_through(self, v: ir.Value | None) -> bool:
         root = self.roots.get(v.id) if v is not None else None
@@ -569,6 +589,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             return FLOAT_CALL[name].format(a[0])
         if name in FLOAT_CALL2:
             return FLOAT_CALL2[name].format(a[0], a[1])
+        if name in FLOAT_CALL3:
+            return FLOAT_CALL3[name].format(*a)
         raise NotImplementedError(f"no MSL rule for op '{name}'")
 
     def _wrapping(self, name: str, a: list[str], src: str, u: str) -> str:

@@ -18,12 +18,14 @@ FLOAT_CALL = {"exp": "precise::exp({0})", "exp2": "precise::exp2({0})", "log": "
               "log1p": "enc_log1p({0})", "expm1": "enc_expm1({0})", "cbrt": "enc_cbrt({0})", "erfc": "enc_erfc({0})",
               "trunc": "trunc({0})", "round": "round({0})", "rint": "rint({0})", "nearbyint": "rint({0})",
               "fabs": "fabs({0})", "isnan": "isnan({0})", "isinf": "isinf({0})", "isfinite": "isfinite({0})",
-              "signbit": "signbit({0})"}
+              "signbit": "signbit({0})", "recip": "enc_recip({0})"}
 FLOAT_CALL2 = {"pow": "precise::pow({0}, {1})", "atan2": "precise::atan2({0}, {1})", "copysign": "copysign({0}, {1})",
                "hypot": "enc_hypot({0}, {1})", "fmin": "fmin({0}, {1})", "fmax": "fmax({0}, {1})"}
+# fp32 division by a shared divisor (passes/reciprocal_division.py)
+FLOAT_CALL3 = {"fdiv_recip": "enc_div_recip({0}, {1}, {2})"}
 # helpers a table entry needs (emitted once into kernels that use them)
 NEEDS = {"rsqrt": "enc_rsqrt", "erf": "enc_erf", "erfc": "enc_erf", "log1p": "enc_extra", "expm1": "enc_extra", "cbrt": "enc_extra",
-         "hypot": "enc_extra"}
+         "hypot": "enc_extra", "recip": "enc_recip", "fdiv_recip": "enc_recip"}
 
 HELPERS = {
     "enc_libdevice": LIBDEVICE_MSL,
@@ -33,6 +35,19 @@ HELPERS = {
 // inputs and NaN take precise::rsqrt (correctly rounded, Table 8.1). docs/floating_point.md has every function.
 static inline float enc_rsqrt(float x) {
     return (x >= 1.17549435e-38f && x <= 3.40282347e38f) ? fast::rsqrt(x) : precise::rsqrt(x);
+}""",
+    "enc_recip": """// fp32 division by a divisor many elements share (compiler/passes/reciprocal_division.py): a thread takes
+// the reciprocal once per divisor value it holds, and each quotient is one multiply, within 1.5 ulp of the exact
+// quotient (Triton's div.full.f32: 2 ulp). Divisors outside [2^-126, 2^126], infinite or NaN operands and
+// quotients near overflow take IEEE division, so they get its exact answer. Proof: docs/floating_point.md.
+static inline float enc_recip(float d) {
+    const float a = fabs(d);  // 2^-126 <= |d| <= 2^126: 1/d is a normal float, rounded once
+    return (a >= 1.17549435e-38f && a <= 8.50705917e37f) ? 1.0f / d : INFINITY;
+}
+static inline float enc_div_recip(float x, float d, float r) {
+    const float q = x * r;
+    if (fabs(q) < 1.70141183e38f) return q;  // |q| < 2^127: x / d does not overflow
+    return x / d;  // r = inf (d out of range), x infinite or NaN, or |x / d| near 2^128
 }""",
     "enc_umulhi64": """// The high 64 bits of a 64x64-bit unsigned product, from 32-bit halves.
 static inline ulong enc_umulhi64(ulong a, ulong b) {
