@@ -18,7 +18,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 table = gpu_proxy("table")
 kernels = gpu_proxy("source").load_functions(str(ROOT / "benchmarks" / "gpu_proxy" / "kernels.py"),
                                              ["histogram_kernel", "atomic_accumulate", "transpose_kernel",
-                                              "transpose_strided_kernel", "transpose_config"], "enceladus")
+                                              "transpose_strided_kernel", "transpose_config", "cross_entropy_fwd",
+                                              "cross_entropy_config"], "enceladus")
 
 
 @pytest.mark.parametrize("relaxed", [False, True], ids=["acq_rel", "relaxed"])
@@ -54,6 +55,24 @@ def test_transpose_kernel_at_the_table_config():
     run_on_all_paths(kernels.transpose_kernel, (-(-M // bm), -(-N // bn)),
                      lambda: (a.copy(), np.zeros((N, M), np.float32), M, N, N, M), lambda *x: {1: a.T},
                      constexprs={"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, rtol=0, atol=0)
+
+
+def test_cross_entropy_kernel_at_the_table_config():
+    """exp2 of prescaled arguments: within the kernel's stated bound (about 2.3 * 2^-24 * ln V relative on the sum,
+    1.4e-6 at V = 32768) plus the fp32 summation of V terms, far inside 1e-5 of a loss near ln V."""
+    V = 3 * 4096 + 77  # a masked tail in the last step
+    M = 6
+    rng = np.random.default_rng(5)
+    logits = (rng.standard_normal((M, V)) * 4).astype(np.float32)
+    logits[1] += 80.0  # large logits: the prescaled argument x - m stays exact-sized
+    logits[2, ::7] = -30.0
+    labels = rng.integers(0, V, M).astype(np.int32)
+    x64 = logits.astype(np.float64)
+    mx = x64.max(1)
+    want = (np.log(np.exp(x64 - mx[:, None]).sum(1)) + mx - x64[np.arange(M), labels]).astype(np.float32)
+    blk, warps = kernels.cross_entropy_config(V)
+    run_on_all_paths(kernels.cross_entropy_fwd, (M,), lambda: (logits, labels, np.zeros(M, np.float32), V, V),
+                     lambda *a: {2: want}, constexprs={"BLOCK": blk}, num_warps=warps, rtol=1e-5, atol=1e-5)
 
 
 def _row(name, enc_ms, others, spread=0.001):
@@ -245,6 +264,6 @@ def test_every_enceladus_config_of_the_table_and_sweep_compiles_and_rewrites():
         assert ("spt=[4]" if blk == 1024 else "spt=[1]") in msls[-1], (blk, w)
     problems = gpu_proxy("check").syntax_check(msls, find_compiler().command)
     assert not problems, "\n".join(problems)[:4000]
-    assert all("precise::exp(" in m for m in diagnostic)
+    assert all("precise::exp" in m for m in diagnostic)  # exp or exp2: what the diagnostic rewrites
     problems = gpu_proxy("check").syntax_check(diagnostic, find_compiler().command, diagnostic_fast_math=True)
     assert not problems, "\n".join(problems)[:4000]

@@ -172,12 +172,16 @@ def clamp(x, min, max, propagate_nan=None):
 
 @builtin
 def fdiv(x, y, ieee_rounding=False):
-    """Floating-point division ``x / y``."""
+    """Floating-point division ``x / y``; ``ieee_rounding=True`` always divides correctly rounded (as ``tl.div_rn``).
+
+    Without it, an fp32 quotient whose divisor many elements share (a scalar, or a tile broadcast from a
+    lower-rank one) may be computed as ``x * (1 / d)``, within 1.5 ulp of the exact quotient, as ``x / y`` is
+    (docs/floating_point.md, "Division"); Triton's NVIDIA lowering is ``div.full.f32`` (2 ulp)."""
 
 
 @builtin
 def div_rn(x, y):
-    """Float division rounded to nearest (Metal's division in safe math mode is correctly rounded)."""
+    """Float division rounded to nearest, always (Metal's division in safe math mode is correctly rounded)."""
 
 
 @builtin

@@ -3,6 +3,20 @@
 #pragma METAL fp contract(off)
 using namespace metal;
 
+// fp32 division by a divisor many elements share (compiler/passes/reciprocal_division.py): a thread takes
+// the reciprocal once per divisor value it holds, and each quotient is one multiply, within 1.5 ulp of the exact
+// quotient (Triton's div.full.f32: 2 ulp). Divisors outside [2^-126, 2^126], infinite or NaN operands and
+// quotients near overflow take IEEE division, so they get its exact answer. Proof: docs/floating_point.md.
+static inline float enc_recip(float d) {
+    const float a = fabs(d);  // 2^-126 <= |d| <= 2^126: 1/d is a normal float, rounded once
+    return (a >= 1.17549435e-38f && a <= 8.50705917e37f) ? 1.0f / d : INFINITY;
+}
+static inline float enc_div_recip(float x, float d, float r) {
+    const float q = x * r;
+    if (fabs(q) < 1.70141183e38f) return q;  // |q| < 2^127: x / d does not overflow
+    return x / d;  // r = inf (d out of range), x infinite or NaN, or |x / d| near 2^128
+}
+
 static inline void enc_combine1(thread float& enc_a0, float enc_b0) {
     const float v18 = fmax(enc_a0, enc_b0);
     const auto enc_y0 = v18;
@@ -89,8 +103,9 @@ kernel void softmax_kernel(
     }
     for (int e = 0; e < 8; ++e) { const int b = e - (e) * 1; r5[e] = r5[b]; }
     const float v26 = r5[0];
+    const float v33 = enc_recip(v26);
     float v28[8];
-    for (int e = 0; e < 8; ++e) v28[e] = (v22[e] / v26);
+    for (int e = 0; e < 8; ++e) v28[e] = enc_div_recip(v22[e], v26, v33);
     const int v29 = as_type<int>(uint(v5) * uint(stride));
     const auto v30 = (out_ptr + v29);
     for (int e = 0; e < 8; ++e) if (v8[e]) *(v30 + (L0_b0 + ((e) % 4) + ((e) / 4) * 512)) = v28[e];
