@@ -114,3 +114,43 @@ def test_fast_path_keeps_argument_checks():
         lk.scale_kernel[(1,)](x[::-1], np.zeros(16, np.float32), 16, 1.0)
     with pytest.raises(TypeError, match="grid"):
         lk.scale_kernel[(1.0,)](x, np.zeros(16, np.float32), 16, 1.0)
+
+
+def test_a_thread_that_entered_no_stream_reads_an_empty_stack_without_an_exception():
+    """The launch fast path reads the thread's stream stack on every launch: a thread that never entered a
+    `with stream:` block finds the empty default (a plain threading.local raised, formatted and dropped an
+    AttributeError there on every launch, ~1 us), and streams entered in one thread stay invisible to another."""
+    import threading
+
+    from enceladus.runtime import stream as stream_module
+
+    seen = []
+    s = enceladus.Stream()
+    with s:
+        t = threading.Thread(target=lambda: seen.append(stream_module._local.stack))
+        t.start()
+        t.join()
+        assert stream_module._local.stack == (s,)
+        assert current_stream() is s
+    assert seen == [()]
+    assert stream_module._local.stack == ()
+    assert current_stream() is default_stream()
+
+
+def test_fast_path_with_scalars_and_buffers_by_keyword_and_default():
+    """Queued launches whose scalars and buffers come by keyword, by position or from a default (the plan reads
+    the arguments after the positional ones only when one of them is a buffer or scalar), on every repeat."""
+    n = 300
+    x = enceladus.tensor(np.arange(n, dtype=np.float32))
+    out = enceladus.tensor(np.zeros(n, np.float32))
+    grid = (enceladus.cdiv(n, 128),)
+    for alpha in (1.0, 2.0, 3.0, 4.0):
+        lk.scale_kernel[grid](x, out, n, alpha=alpha)  # a scalar by keyword, BLOCK from its default
+        enceladus.synchronize()
+        np.testing.assert_array_equal(out.numpy(), alpha * np.arange(n, dtype=np.float32))
+        lk.scale_kernel[grid](x, out_ptr=out, n=n, alpha=alpha + 10, BLOCK=128)  # a buffer by keyword
+        enceladus.synchronize()
+        np.testing.assert_array_equal(out.numpy(), (alpha + 10) * np.arange(n, dtype=np.float32))
+        lk.scale_kernel[lambda meta: (enceladus.cdiv(meta["n"], meta["BLOCK"]),)](x, out, n, alpha, BLOCK=64)
+        enceladus.synchronize()  # a callable grid sees every bound argument, the keyword constexpr included
+        np.testing.assert_array_equal(out.numpy(), alpha * np.arange(n, dtype=np.float32))

@@ -15,16 +15,22 @@ from __future__ import annotations
 
 import itertools
 import operator
+import struct
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from ..compiler.metal_limits import MAX_GRID
-from . import arguments
+from . import arguments, stream
 from .arguments import extent
 from .launch import KernelLauncher
+from .stream import _local
 from .tensor import Tensor
+
+_ADDRESS = attrgetter("_address")  # of a Tensor (map(_ADDRESS, arrays) runs in C)
+_EXTENT = attrgetter("_extent")
 
 
 class SlowPath(Exception):
@@ -170,8 +176,8 @@ class LaunchPlan:
     """How to launch one kernel from positional/keyword arguments of one fast key."""
 
     __slots__ = ("spec_key", "kernel", "launcher", "nargs", "tail", "buffer_index", "scalar_index",
-                 "numpy_writes", "asynchronous", "names", "guard", "cache", "version", "grid", "grid3",
-                 "take_buffers", "take_scalars")
+                 "numpy_writes", "asynchronous", "names", "guard", "cache", "version", "grid", "grid3", "gsize",
+                 "take_buffers", "take_scalars", "tail_used")
 
     def __init__(self, spec_key: Any, launcher: KernelLauncher, names: Sequence[str], defaults: Sequence[Any],
                  nargs: int, values: Sequence[Any], guard: Any = None) -> None:
@@ -180,6 +186,7 @@ class LaunchPlan:
         self.version = 0
         self.grid: Any = _NO_GRID  # the last grid tuple seen valid, and its 3-D form (tuples of ints are immutable)
         self.grid3: Any = None
+        self.gsize: Any = None  # grid3 in threads along x (the packet's grid size)
         self.guard = guard  # runtime/guards.KernelGuard: the globals the kernel was compiled with, or None
         self.launcher = launcher
         self.kernel = launcher.kernel
@@ -194,6 +201,9 @@ class LaunchPlan:
         self.asynchronous = all(type(values[i]) is Tensor for i in self.buffer_index)
         self.take_buffers = _taker(self.buffer_index)  # the launch's buffers / scalars from its arguments, in C
         self.take_scalars = _taker(self.scalar_index)
+        # whether a buffer or scalar comes from the parameters after the positional ones (keyword arguments or
+        # defaults); when none does (constexprs passed by keyword), a launch reads them from ``args`` as they are
+        self.tail_used = any(i >= nargs for i in self.buffer_index + self.scalar_index)
 
     def current(self, cache: Any) -> bool:
         """Whether ``cache`` still maps this plan's specialization key to its kernel."""
@@ -208,22 +218,28 @@ class LaunchPlan:
 
     def run(self, args: tuple, kwargs: dict[str, Any], grid: Any) -> None:
         """Launch (queued when every array is a Tensor, else synchronously)."""
-        if self.tail:
+        if self.tail_used:
             vals = list(args)
             for name, default in self.tail:
                 vals.append(kwargs.get(name, default))
         else:
             vals = args
         if grid is self.grid:
-            grid3 = self.grid3
+            grid3, gsize = self.grid3, self.gsize
         elif type(grid) is tuple and 1 <= len(grid) <= 3 and \
                 all(type(g) is int and 0 <= g <= MAX_GRID for g in grid):
             grid3 = grid if len(grid) == 3 else (grid + (1, 1))[:3]
-            self.grid, self.grid3 = grid, grid3
+            gsize = (grid3[0] * self.launcher.tptg, grid3[1], grid3[2])
+            self.grid, self.grid3, self.gsize = grid, grid3, gsize
         else:
             from .jit import resolve_grid
 
+            if self.tail and not self.tail_used:  # a callable grid receives every bound argument
+                vals = list(args)
+                for name, default in self.tail:
+                    vals.append(kwargs.get(name, default))
             grid3 = resolve_grid(grid, dict(zip(self.names, vals)))
+            gsize = (grid3[0] * self.launcher.tptg, grid3[1], grid3[2])
         if 0 in grid3:
             return
         for i in self.numpy_writes:
@@ -231,8 +247,25 @@ class LaunchPlan:
                 raise ValueError(f"argument '{self.names[i]}' is a read-only array, but kernel '{self.kernel.name}' "
                                  "stores through it; pass a writeable array (e.g. arr.copy())")
         launcher = self.launcher
-        if self.asynchronous:
-            launcher.queue_tensors(grid3, self.take_buffers(vals), self.take_scalars(vals), (args, kwargs))
+        if self.asynchronous:  # every array a Tensor: queued on the current stream (packing errors take packet())
+            arrays = self.take_buffers(vals)
+            addresses = list(map(_ADDRESS, arrays))
+            scalars = self.take_scalars(vals)
+            packet = None
+            pack_parts = launcher._pack_parts
+            if pack_parts is not None:
+                try:
+                    packet = pack_parts(grid3, gsize, addresses, scalars, list(map(_EXTENT, arrays)))
+                except (struct.error, OverflowError):
+                    packet = None
+            if packet is None:
+                packet = launcher.packet(grid3, addresses, scalars,
+                                         list(map(_EXTENT, arrays)) if launcher.checked else None)
+            stack = _local.stack
+            queue = (stack[-1] if stack else (stream._default or stream.default_stream()))._queue
+            if queue.error is not None:
+                raise queue.take_error()  # type: ignore[misc]
+            queue.submit(launcher.fast.run, packet, (args, kwargs))
         else:
             arrays = [vals[i] for i in self.buffer_index]
             addresses = [a._address if type(a) is Tensor else int(a.__array_interface__["data"][0]) for a in arrays]

@@ -26,7 +26,8 @@ from .backend import get_backend
 from .fastpath import KernelCache, LaunchPlan, SlowPath, arg_key, positional_key
 from .guards import check as check_globals
 from .guards import guard_of
-from .launch import debug_enabled, launch, launcher_for
+from .launch import _DEBUG_KEY as _DEBUG_ENV
+from .launch import _ENV_DATA, _ENVIRON, DEBUG_OFF_RAW, debug_enabled, launch, launcher_for
 
 STRUCT_PREFIX = "__struct__"  # specialization entries that record the structure of tuple/descriptor arguments
 DOT_BACKEND_KEY = "__dot_backend__"  # the specialization entry of the dot lowering (a launch option)
@@ -317,14 +318,25 @@ class JITFunction:
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> CompiledKernel | None:
         fkey = None
         if not self.interpret and not self.debug:
-            try:
-                fkey = self._fast_key(args, kwargs)
+            try:  # (self._fast_key, inlined)
+                if len(args) > len(self._cflags):
+                    raise SlowPath
+                key = positional_key(args, self._cflags)
+                if kwargs:
+                    by_value = self._key_by_value
+                    for name, v in kwargs.items():
+                        key.append((name, (v.__class__, v) if name in by_value else arg_key(v)))
+                fkey = tuple(key)
                 plan = self._fast.get(fkey)
             except (SlowPath, TypeError):  # TypeError: an unhashable constexpr
                 fkey = plan = None
             cache = self.cache
+            fn = self.fn
             if plan is not None and (cache is plan.cache and cache.version == plan.version or plan.current(cache)) \
-                    and not debug_enabled() and (not plan.tail or self._defaults_current()):
+                    and (_ENV_DATA.get(_DEBUG_ENV) in DEBUG_OFF_RAW if _DEBUG_ENV is not None and os.environ is _ENVIRON
+                         else not debug_enabled()) \
+                    and (not plan.tail or fn.__defaults__ is self._fn_defaults[0] and
+                                                 fn.__kwdefaults__ is self._fn_defaults[1] or self._defaults_current()):
                 if plan.guard is not None:
                     plan.guard.check()  # the globals it was compiled with (runtime/guards.py)
                 plan.run(args, kwargs, grid)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -17,9 +16,9 @@ import numpy as np
 from ..compiler.kernel import CompiledKernel
 from ..compiler.metal_limits import MAX_GRID as U32
 from ..errors import LaunchError
-from . import arguments, devicelog, stream
+from . import arguments, devicelog
 from .backend import get_backend
-from .stream import _local, current_stream, existing_stream, wait_all_idle
+from .stream import current_stream, existing_stream, wait_all_idle
 from .tensor import Tensor
 
 _PACK = {"int1": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
@@ -44,12 +43,16 @@ _ENVIRON = os.environ
 # same dict os.environ[...] = / del / putenv-through-os.environ update, so nothing is cached.
 _ENV_DATA = getattr(_ENVIRON, "_data", None)
 _DEBUG_KEY: Any = None
+_DEBUG_OFF: tuple = ()
 if isinstance(_ENV_DATA, dict):
     try:
         _DEBUG_KEY = _ENVIRON.encodekey("ENCELADUS_DEBUG")  # type: ignore[attr-defined]
         _DEBUG_OFF = tuple(_ENVIRON.encodevalue(v) for v in ("", "0", "false", "False"))  # type: ignore[attr-defined]
     except (AttributeError, TypeError):
         _DEBUG_KEY = None
+# the raw values of ENCELADUS_DEBUG that leave debug mode off, unset (None) included: the launch fast path tests
+# ``_ENV_DATA.get(_DEBUG_KEY) in DEBUG_OFF_RAW`` inline (jit.py) while ``os.environ is _ENVIRON``
+DEBUG_OFF_RAW = (None, *_DEBUG_OFF)
 
 
 def debug_enabled() -> bool:
@@ -180,28 +183,6 @@ class KernelLauncher:
             if self.checked:
                 return fast.pack(grid, gsize, *addresses, *fixed, extents=extents)
             return fast.pack(grid, gsize, *addresses, *fixed)
-
-    def queue_tensors(self, grid: tuple[int, int, int], arrays: Sequence[Tensor], scalars: Sequence[Any],
-                      keepalive: Any) -> None:
-        """``submit(grid, addresses, scalars, keepalive, True, extents)`` for Tensor arguments: the launch fast
-        path's common case, in one call (packing errors take ``packet``, which names them)."""
-        fast = self.fast
-        pack_parts = self._pack_parts
-        addresses = [a._address for a in arrays]
-        packet = None
-        if pack_parts is not None:
-            try:
-                packet = pack_parts(grid, (grid[0] * self.tptg, grid[1], grid[2]), addresses, scalars,
-                                    [a._extent for a in arrays])
-            except (struct.error, OverflowError):
-                packet = None
-        if packet is None:
-            packet = self.packet(grid, addresses, scalars, [a._extent for a in arrays] if self.checked else None)
-        stack = getattr(_local, "stack", None)
-        queue = (stack[-1] if stack else (stream._default or stream.default_stream()))._queue
-        if queue.error is not None:
-            raise queue.take_error()  # type: ignore[misc]
-        queue.submit(fast.run, packet, keepalive)
 
     def submit(self, grid: tuple[int, int, int], addresses: list[int], scalars: list[Any], keepalive: Any,
                asynchronous: bool, extents: Any = None, timeout: float | None = None) -> None:
