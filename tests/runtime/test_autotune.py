@@ -155,7 +155,8 @@ def test_reset_to_zero_config_pre_hook_and_custom_hooks() -> None:
     assert ("pre", False) in events and ("post", None) in events and events[-1] == ("pre", True)
     cfg = Config({"BLOCK": 64})
     assert cfg.all_kwargs() == {"BLOCK": 64, "num_warps": 4, "num_ctas": 1, "num_stages": 3}
-    assert "BLOCK: 64" in str(cfg) and cfg == cfgs[0] and hash(cfg) == hash(cfgs[0])
+    assert "BLOCK: 64" in str(cfg) and cfg == Config({"BLOCK": 64}) and hash(cfg) == hash(Config({"BLOCK": 64}))
+    assert cfg != cfgs[0]  # the pre_hook counts, as in Triton's Config.__eq__
 
 
 def test_prune_configs_by() -> None:

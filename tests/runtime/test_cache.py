@@ -287,6 +287,40 @@ def test_loaded_metadata_decodes_layouts_on_first_use() -> None:
     assert "layouts" not in md4 and md4.get("layouts") is None and "layouts" not in repr(md4)
 
 
+def test_lazy_metadata_read_by_many_threads_at_once() -> None:
+    """Autotune configs that differ only in num_stages share one kernel, compiled and inspected on a thread pool:
+    every thread reading a lazy value at once gets it (one of them raised KeyError deleting the maker)."""
+    import threading
+    import time
+
+    from enceladus.compiler.kernel import LazyDict
+
+    for _ in range(3):
+        start = threading.Barrier(8)
+
+        def slow():
+            time.sleep(0.05)  # every thread finds the maker before the first one has stored the value
+            return ["decoded"]
+
+        md = LazyDict({"num_warps": 4}, lazy={"layouts": slow})
+        got, errors = [], []
+
+        def read():
+            start.wait()
+            try:
+                got.append(md["layouts"])
+            except Exception as e:  # noqa: BLE001 - collected and asserted below
+                errors.append(e)
+
+        threads = [threading.Thread(target=read) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == [] and got == [["decoded"]] * 8
+        assert dict.__contains__(md, "layouts") and md.names() == ["num_warps", "layouts"]
+
+
 def test_encoding_refuses_foreign_objects() -> None:
     with pytest.raises(serialize.SerializationError):
         serialize.encode(object())

@@ -272,6 +272,35 @@ def test_autotuner_times_identical_configs_with_the_same_pre_hook_once():
     assert {32, 64, -64} <= set(hooked)  # every hook ran before its config was compared or timed
 
 
+def test_interpreter_times_configs_differing_only_in_gpu_knobs_once():
+    # the interpreter runs a program as a whole: num_warps / num_stages / num_ctas / maxnreg change nothing it
+    # computes (tutorial 09 lists 24 configs, 4 distinct launches in the interpreter)
+    from enceladus.runtime.jit import JITFunction
+
+    calls, hooked = [], []
+
+    def bench(fn, quantiles=None):
+        fn()
+        calls.append(1)
+        return [1.0 + len(calls), 1.0, 1.0]
+
+    def hook(nargs):
+        hooked.append(nargs["BLOCK"])
+
+    configs = [enceladus.Config({"BLOCK": 64}, num_warps=w, num_stages=s) for w in (2, 4) for s in (2, 3)]
+    configs += [enceladus.Config({"BLOCK": 64}, num_warps=w, pre_hook=hook) for w in (4, 8)]
+    configs += [enceladus.Config({"BLOCK": 32}, num_warps=w, num_ctas=1, maxnreg=r) for w in (1, 2) for r in (None, 64)]
+    tuned = enceladus.autotune(configs, key=["n"], do_bench=bench)(JITFunction(_double.fn, interpret=True))
+    x = np.arange(100, dtype=np.float32)
+    y = np.zeros_like(x)
+    tuned[lambda m: (enceladus.cdiv(m["n"], m["BLOCK"]),)](x, y, x.size)
+    np.testing.assert_array_equal(y, 2 * x)
+    assert len(calls) == 3  # BLOCK=64, BLOCK=64 with the hook, BLOCK=32
+    timings = tuned.configs_timings
+    assert [len({tuple(timings[c]) for c in group}) for group in (configs[:4], configs[4:6], configs[6:])] == [1, 1, 1]
+    assert 64 in hooked
+
+
 def test_reinterpret_unsigned_data(aliased):
     import triton
 

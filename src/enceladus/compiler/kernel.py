@@ -79,9 +79,15 @@ class LazyDict(dict):
         return [*dict.keys(self), *self._lazy]
 
     def _make(self, key: str) -> Any:
-        value = self._lazy[key]()
+        # threads may read one kernel's metadata at once (the autotuner compiles configs on a thread pool, and
+        # configs that differ only in num_stages share a kernel): the value is stored before the maker is dropped,
+        # so a thread that finds the maker gone reads the value; two threads may both make it (the same value)
+        make = self._lazy.get(key)
+        if make is None:
+            return dict.__getitem__(self, key)
+        value = make()
         dict.__setitem__(self, key, value)
-        del self._lazy[key]
+        self._lazy.pop(key, None)
         return value
 
     def _make_all(self) -> None:

@@ -68,11 +68,11 @@ class Config:
         return (tuple(sorted((k, repr(v)) for k, v in self.kwargs.items())), self.num_warps, self.num_stages,
                 self.num_ctas, self.maxnreg, self.dot_backend, self.enable_fp_fusion)
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Config) and self._identity() == other._identity()
+    def __eq__(self, other: object) -> bool:  # the pre-hook counts, as in Triton (not in the disk key: _identity)
+        return isinstance(other, Config) and self._identity() == other._identity() and self.pre_hook == other.pre_hook
 
     def __hash__(self) -> int:
-        return hash(self._identity())
+        return hash((self._identity(), self.pre_hook))
 
     def __str__(self) -> str:
         parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
@@ -321,6 +321,7 @@ class Autotuner(KernelInterface):
         base = self.base_fn
         self._same_as: dict[Config, Config] = {}
         if getattr(base, "interpret", False):
+            self._same_as = self._identical_in_interpreter(grid, kwargs, configs)
             return list(configs), {}
         hooked = [c for c in configs if c.pre_hook is not None]
         configs = [c for c in configs if c.pre_hook is None]
@@ -361,6 +362,28 @@ class Autotuner(KernelInterface):
                 continue
             try:
                 ident = self._launch_identity(args, grid, kwargs, c)
+            except Exception:  # noqa: BLE001 - no identity: time it
+                continue
+            if ident in seen:
+                same[c] = seen[ident]
+            else:
+                seen[ident] = c
+        return same
+
+    def _identical_in_interpreter(self, grid: Any, kwargs: dict[str, Any],
+                                  configs: list[Config]) -> dict[Config, Config]:
+        """In the interpreter, which runs each program as a whole, ``num_warps``, ``num_stages``, ``num_ctas`` and
+        ``maxnreg`` change nothing a launch computes: configs equal in everything else (constexprs, pre-hook
+        function, ``dot_backend``, ``enable_fp_fusion``) and in their grid are timed once."""
+        from .jit import resolve_grid
+
+        seen: dict[tuple, Config] = {}
+        same: dict[Config, Config] = {}
+        for c in configs:
+            try:
+                launch_grid = resolve_grid(grid, {**self.nargs, **kwargs, **c.all_kwargs()})
+                ident = (c._identity()[0], c.pre_hook, c.dot_backend, c.enable_fp_fusion, tuple(launch_grid))
+                hash(ident)
             except Exception:  # noqa: BLE001 - no identity: time it
                 continue
             if ident in seen:
