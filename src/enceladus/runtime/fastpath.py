@@ -141,6 +141,39 @@ _NO_GRID = object()  # a plan's grid before its first fast launch (never `is` a 
 _INT32_KEYS = tuple((0, bool(i & 1), bool(i & 2)) for i in range(4))  # arg_key of a 32-bit int, by index
 
 
+_INT_PARTS: dict[int, Any] = {}  # arg_key of ints seen (looked up for exact ints only: 2.0 == 2 and True == 1)
+_INT_PARTS_MAX = 4096
+
+
+def _int_part(a: int) -> Any:
+    part = arg_key(a)
+    if len(_INT_PARTS) >= _INT_PARTS_MAX:
+        _INT_PARTS.clear()
+    _INT_PARTS[a] = part
+    return part
+
+
+def plain_positional_key(args: tuple) -> list:
+    """``positional_key`` when no positional argument is a constexpr (constexprs by keyword, the common form):
+    one pass without the flags, ints through a table of the values already seen."""
+    key = []
+    append = key.append
+    ints = _INT_PARTS
+    for a in args:
+        t = a.__class__
+        if t is Tensor:
+            k = a._key
+            if k is None:
+                raise SlowPath
+            append(k)
+        elif t is int:
+            k = ints.get(a)
+            append(k if k is not None else _int_part(a))
+        else:
+            append(arg_key(a))
+    return key
+
+
 def positional_key(args: tuple, cflags: tuple) -> list:
     """``arg_key`` of each positional argument (``(class, value)`` for constexprs), with the common kinds
     (Tensors, 32-bit ints) inlined: the same keys as ``arg_key``, without a call per argument."""

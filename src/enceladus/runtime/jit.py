@@ -23,7 +23,7 @@ from ..language.dtypes import dtype
 from . import arguments, knobs, structs
 from .arguments import ArgSpec
 from .backend import get_backend
-from .fastpath import KernelCache, LaunchPlan, SlowPath, arg_key, positional_key
+from .fastpath import KernelCache, LaunchPlan, SlowPath, arg_key, plain_positional_key, positional_key
 from .guards import check as check_globals
 from .guards import guard_of
 from .launch import _DEBUG_KEY as _DEBUG_ENV
@@ -134,6 +134,7 @@ class JITFunction:
         # Fast path (runtime/fastpath.py): fast key -> LaunchPlan; per-position "is constexpr" flags.
         self._fast: dict[Any, LaunchPlan] = {}
         self._cflags = tuple(p.is_constexpr for p in self.params)
+        self._first_constexpr = next((p.index for p in self.params if p.is_constexpr), len(self.params))
         self._key_by_value = {p.name for p in self.params if p.is_constexpr} | set(LAUNCH_OPTIONS)
         self._defaults = [p.default for p in self.params]
         self._fn_defaults = (fn.__defaults__, fn.__kwdefaults__)
@@ -321,7 +322,8 @@ class JITFunction:
             try:  # (self._fast_key, inlined)
                 if len(args) > len(self._cflags):
                     raise SlowPath
-                key = positional_key(args, self._cflags)
+                key = plain_positional_key(args) if len(args) <= self._first_constexpr else \
+                    positional_key(args, self._cflags)
                 if kwargs:
                     by_value = self._key_by_value
                     for name, v in kwargs.items():
