@@ -1,7 +1,10 @@
 """The cpu backend (clang and g++) next to the NumPy interpreter and NumPy, on every example and the tutorial matmul.
 
-Run: ``python benchmarks/cpu_backend.py [--repeat N] [--compilers clang++,g++]``. Prints one table and writes
-benchmarks/results/cpu_backend.json.
+Run: ``python benchmarks/cpu_backend.py [--repeat N] [--compilers clang++,g++] [--targets native,generic]``.
+Prints one table and writes benchmarks/results/cpu_backend.json.
+
+``--targets native,generic`` adds a worker per ``ENCELADUS_CPU_TARGET`` (this machine's instruction-set
+extensions, e.g. F16C half conversions, against the compiler's default target).
 
 Per case: the best wall-clock time of a launch (after a warm-up launch whose result is checked against NumPy)
 on the cpu backend with each compiler (default access checks on, default thread pool), in Enceladus's NumPy
@@ -253,10 +256,11 @@ KERNELS = {  # case -> kernel names whose cold builds it needs
 }
 
 
-def run_worker(cxx: str, repeat: int) -> tuple[dict[str, Any] | None, str]:
+def run_worker(cxx: str, repeat: int, target: str = "native") -> tuple[dict[str, Any] | None, str]:
     with tempfile.TemporaryDirectory(prefix="enc-cpu-bench-") as tmp:
         env = {k: v for k, v in os.environ.items() if k not in ("ENCELADUS_INTERPRET", "ENCELADUS_DEBUG")}
         env.update(ENCELADUS_CXX=cxx, ENCELADUS_BACKEND="cpu", ENCELADUS_CACHE_DIR=str(Path(tmp) / "cache"),
+                   ENCELADUS_CPU_TARGET=target,
                    ENCELADUS_DUMP=str(Path(tmp) / "dump"))
         res = subprocess.run([sys.executable, __file__, "--worker", str(repeat)], capture_output=True, text=True,
                              env=env, timeout=1800)
@@ -270,21 +274,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="launches timed per case (best is kept)")
     parser.add_argument("--compilers", default="clang++,g++", help="comma-separated C++ compilers to run")
+    parser.add_argument("--targets", default="native",
+                        help="comma-separated ENCELADUS_CPU_TARGET values, each a worker per compiler (e.g. "
+                             "native,generic: this machine's extensions such as F16C against the compiler's default)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "cpu_backend.json"))
     args = parser.parse_args()
 
     compilers = [c for c in args.compilers.split(",") if c]
     workers: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
+    targets = [t for t in args.targets.split(",") if t]
     for cxx in compilers:
-        if shutil.which(cxx) is None:
-            skipped[cxx] = "not installed"
-            continue
-        data, why = run_worker(cxx, args.repeat)
-        if data is None:
-            skipped[cxx] = why
-        else:
-            workers[cxx] = data
+        for target in targets:
+            label = cxx if target == "native" else f"{cxx} {target}"  # the rows and JSON keys of this worker
+            if shutil.which(cxx) is None:
+                skipped[label] = "not installed"
+                continue
+            data, why = run_worker(cxx, args.repeat, target)
+            if data is None:
+                skipped[label] = why
+            else:
+                workers[label] = data
     all_cases = cases()
     interp = measure(args.repeat, all_cases)
     numpy_s = {name: best_of(ref, args.repeat) for name, (_, ref, _, _) in all_cases.items()}
@@ -330,7 +340,7 @@ def main() -> None:
     result = {
         "machine": platform.machine(), "cpu_count": os.cpu_count(),
         "threads": int(os.environ.get("ENCELADUS_CPU_THREADS") or os.cpu_count() or 1),
-        "checks": "default (on)", "load_average": os.getloadavg(),
+        "checks": "default (on)", "load_average": os.getloadavg(), "targets": targets,
         "timing": "best wall-clock time (and best process CPU time) of the repeats, after a checked warm-up launch",
         "repeat": args.repeat, "numpy": np.__version__,
         "compilers": {cxx: data["raw"]["compiler"] for cxx, data in workers.items()}, "skipped": skipped,

@@ -9,7 +9,7 @@ import sys
 
 from ... import cachedir
 from ...cachedir import CacheSecurityError, sha256
-from .errors import CompilerNotFoundError, MSLCompileError
+from .errors import CompilerNotFoundError, CpuBackendError, MSLCompileError
 
 # plain strings and os.path throughout: importing pathlib would cost a fresh process ~3 ms
 _HERE = os.path.dirname(os.path.realpath(__file__))
@@ -223,6 +223,44 @@ def perturb_requested() -> bool:
     return os.environ.get(PERTURB_ENV, "").strip() not in ("", "0")
 
 
+# Instruction-set extensions for kernel libraries, chosen by a probe of the machine that builds them (the cpu
+# backend builds and runs kernels on the same machine). x86-64 with F16C: -mf16c, so half <-> float conversions
+# are one instruction (include/enceladus/half.h; results bit-identical to the software conversion, which the
+# generic build keeps). The flags are part of every cache key (library index and build key), so a cache
+# directory shared with a machine without them never hands it a library it cannot run.
+TARGET_ENV = "ENCELADUS_CPU_TARGET"
+TARGET_MODES = ("native", "generic")
+
+
+@functools.lru_cache(maxsize=1)
+def _host_cpu_features() -> frozenset[str]:
+    """The feature flags of this machine's first CPU (Linux /proc/cpuinfo; empty elsewhere or on error)."""
+    try:
+        with open("/proc/cpuinfo", "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return frozenset()
+    for line in head.split(b"\n"):
+        name, _, value = line.partition(b":")
+        if name.strip() == b"flags":
+            return frozenset(value.decode("ascii", "replace").split())
+    return frozenset()
+
+
+def target_flags() -> tuple[str, ...]:
+    """The instruction-set flags kernels are built with: ``ENCELADUS_CPU_TARGET=native`` (the default) probes this
+    machine, ``generic`` builds for the compiler's default target (the software half conversion)."""
+    mode = os.environ.get(TARGET_ENV, "").strip().lower() or "native"
+    if mode not in TARGET_MODES:
+        raise CpuBackendError(
+            f"{TARGET_ENV}={os.environ.get(TARGET_ENV)!r} is not a target: expected 'native' (use the instruction-set "
+            f"extensions this machine has, the default) or 'generic' (the compiler's default target); unset it or "
+            f"set one of those")
+    if mode == "generic" or os.uname().machine not in ("x86_64", "amd64", "AMD64"):
+        return ()
+    return ("-mf16c",) if {"f16c", "avx"} <= _host_cpu_features() else ()
+
+
 def ubsan_requested() -> bool:
     """Whether ENCELADUS_CPU_UBSAN asks for the UBSan build of kernels (any value but empty or 0)."""
     return os.environ.get(UBSAN_ENV, "").strip() not in ("", "0")
@@ -233,14 +271,15 @@ def kernel_flags(compiler: CompilerInfo, ubsan: bool = False) -> tuple[str, ...]
     the sanitizer checks (CompilerNotFoundError when the compiler is not clang: the mode fails, never skips);
     in the perturbation mode (ENCELADUS_CPU_PERTURB=1) also -DENCELADUS_PERTURB_MATH=1."""
     perturb = (f"-D{PERTURB_DEFINE}",) if perturb_requested() else ()
+    target = target_flags()
     if not ubsan:
-        return KERNEL_FLAGS + compiler.warning_flags + perturb
+        return KERNEL_FLAGS + target + compiler.warning_flags + perturb
     if compiler.kind not in ("clang", "zig"):
         raise CompilerNotFoundError(
             f"{UBSAN_ENV}=1 needs clang (its -fsanitize={UBSAN_CHECKS} checks), but the cpu backend's compiler is "
             f"{compiler.version or ' '.join(compiler.command)}: install clang (`apt-get install -y clang`) or set "
             f"ENCELADUS_CXX=clang++, or unset {UBSAN_ENV}")
-    return tuple(f for f in KERNEL_FLAGS if f != "-fwrapv") + UBSAN_FLAGS + compiler.warning_flags + perturb
+    return tuple(f for f in KERNEL_FLAGS if f != "-fwrapv") + target + UBSAN_FLAGS + compiler.warning_flags + perturb
 
 
 def cache_dir() -> str:
@@ -307,7 +346,7 @@ def library_index_path(msl: str, compiler: CompilerInfo, mode: str, ubsan: bool 
     library (its build key) and holds the parsed signatures, so a cached library is loaded without translating
     the MSL again. ``mode``: ``"checked"`` (access checks, the default), ``"plain"`` or ``"race"`` (debug)."""
     h = sha256()
-    flags = " ".join(KERNEL_FLAGS + compiler.warning_flags) + (" ubsan:" + " ".join(UBSAN_FLAGS) if ubsan else "") \
+    flags = " ".join(KERNEL_FLAGS + target_flags() + compiler.warning_flags) + (" ubsan:" + " ".join(UBSAN_FLAGS) if ubsan else "") \
         + "".join(f" -D{d}" for d in defines) + (f" -D{PERTURB_DEFINE}" if perturb_requested() else "")
     for part in (msl, headers_digest(), compiler.identity, flags, mode):
         h.update(part.encode())

@@ -7,7 +7,8 @@
 
 namespace metal {
 namespace __enc {
-__ENC_INLINE ushort f32_to_f16(float f) {
+// The conversions in software: every build has them (the generic target uses them; the tests compare).
+__ENC_INLINE ushort f32_to_f16_soft(float f) {
   uint x = __builtin_bit_cast(uint, f);
   uint sign = (x >> 16) & 0x8000u;
   uint ax = x & 0x7fffffffu;
@@ -22,7 +23,7 @@ __ENC_INLINE ushort f32_to_f16(float f) {
   ax += 0xc8000fffu + odd;  // rebias exponent 127 -> 15 and round to nearest even
   return ushort(sign | (ax >> 13));
 }
-__ENC_INLINE float f16_to_f32(ushort h) {
+__ENC_INLINE float f16_to_f32_soft(ushort h) {
   uint sign = uint(h & 0x8000u) << 16;
   uint e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 0x1fu) return __builtin_bit_cast(float, sign | 0x7f800000u | (m << 13));
@@ -32,6 +33,28 @@ __ENC_INLINE float f16_to_f32(ushort h) {
   }
   return __builtin_bit_cast(float, sign | ((e + 112u) << 23) | (m << 13));
 }
+#if defined(__F16C__)
+// x86 F16C (kernels built with -mf16c when the building machine has it: toolchain.target_flags): one
+// instruction each way, rounding to nearest even by its immediate (not MXCSR). Bit-identical to the software
+// rules above, NaNs included: the instructions keep a NaN's payload bits (and vcvtph2ps quiets a signalling
+// NaN), so NaNs take the software result (tests/backends/cpu/test_half_conversion.py: all 65,536 halfs, every
+// rounding midpoint and a float sample, on both builds).
+typedef float __enc_v4sf __attribute__((vector_size(16)));
+typedef short __enc_v8hi __attribute__((vector_size(16)));
+__ENC_INLINE ushort f32_to_f16(float f) {
+  uint x = __builtin_bit_cast(uint, f);
+  ushort h = ushort(__builtin_ia32_vcvtps2ph(__enc_v4sf{f, 0.0f, 0.0f, 0.0f}, 0)[0]);
+  return (x & 0x7fffffffu) > 0x7f800000u ? ushort(((x >> 16) & 0x8000u) | 0x7e00u) : h;
+}
+__ENC_INLINE float f16_to_f32(ushort h) {
+  float f = __builtin_ia32_vcvtph2ps(__enc_v8hi{short(h), 0, 0, 0, 0, 0, 0, 0})[0];
+  return (h & 0x7fffu) > 0x7c00u ? __builtin_bit_cast(float, (uint(h & 0x8000u) << 16) | 0x7f800000u | (uint(h & 0x3ffu) << 13))
+                                 : f;
+}
+#else
+__ENC_INLINE ushort f32_to_f16(float f) { return f32_to_f16_soft(f); }
+__ENC_INLINE float f16_to_f32(ushort h) { return f16_to_f32_soft(h); }
+#endif
 __ENC_INLINE ushort f32_to_bf16(float f) {
   uint x = __builtin_bit_cast(uint, f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return ushort((x >> 16) | 0x40u);  // quiet nan
