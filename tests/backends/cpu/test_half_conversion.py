@@ -57,7 +57,8 @@ def float_inputs() -> np.ndarray:
     """Every half as a float, every midpoint between two adjacent halfs (and past HALF_MAX) with its float
     neighbours, specials and NaN payloads, float subnormals, and a sample of random bit patterns."""
     halfs = np.arange(1 << 15, dtype=np.uint16)  # the non-negative ones; signs are added below
-    exact = half_to_float_bits(halfs).view(np.float32).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # signalling NaNs among them
+        exact = half_to_float_bits(halfs).view(np.float32).astype(np.float64)
     finite = exact[np.isfinite(exact)]
     upper = np.append(finite[1:], 65536.0)  # the next half above each (65536: where rounding to inf begins)
     mid = ((finite + upper) / 2).astype(np.float32).view(np.uint32)  # exact: a float holds every midpoint
@@ -79,9 +80,9 @@ def _convert(backend, x: np.ndarray, kernel: str, out_dtype) -> np.ndarray:
 
 
 @pytest.fixture(params=["native", "generic"])
-def target(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def target(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, backend) -> str:
     monkeypatch.setenv(toolchain.TARGET_ENV, request.param)
-    if request.param == "native" and "-mf16c" not in toolchain.target_flags():
+    if request.param == "native" and "-mf16c" not in toolchain.target_flags(backend.compiler):
         pytest.skip("this machine has no F16C: the native build is the software conversion (the generic case)")
     return request.param
 
@@ -130,3 +131,22 @@ def test_bad_target_is_refused(backend, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv(toolchain.TARGET_ENV, "skylake")
     with pytest.raises(CpuBackendError, match=r"ENCELADUS_CPU_TARGET='skylake'.*'native'.*'generic'"):
         backend.compile(MSL)
+
+
+def test_target_flags_follow_the_machine_and_the_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(toolchain.TARGET_ENV, "native")
+    monkeypatch.setattr(toolchain, "_host_cpu_features", lambda: frozenset({"sse2", "avx", "f16c"}))
+    clang = toolchain.CompilerInfo(command=("clang++",), kind="clang", version="clang (stand-in)")
+    zig = toolchain.CompilerInfo(command=("zig", "c++"), kind="zig", version="zig (stand-in)")
+    on_x86 = os.uname().machine in ("x86_64", "amd64")
+    assert ("-mf16c" in toolchain.target_flags(clang)) == on_x86
+    assert toolchain.target_flags(zig) == ()  # zig's driver parses target options itself: not tried
+    monkeypatch.setattr(toolchain, "_host_cpu_features", lambda: frozenset({"sse2", "avx"}))
+    assert toolchain.target_flags(clang) == ()  # no F16C: the software conversion
+    monkeypatch.setattr(toolchain, "_host_cpu_features", lambda: frozenset({"sse2", "avx", "f16c"}))
+    monkeypatch.setenv(toolchain.TARGET_ENV, "generic")
+    assert toolchain.target_flags(clang) == ()
+    if on_x86:  # the flags are part of the library index key
+        native = toolchain.library_index_path("kernel", clang, "checked")
+        monkeypatch.setenv(toolchain.TARGET_ENV, "native")
+        assert toolchain.library_index_path("kernel", clang, "checked") != native

@@ -248,16 +248,17 @@ def _host_cpu_features() -> frozenset[str]:
     return frozenset()
 
 
-def target_flags() -> tuple[str, ...]:
+def target_flags(compiler: CompilerInfo) -> tuple[str, ...]:
     """The instruction-set flags kernels are built with: ``ENCELADUS_CPU_TARGET=native`` (the default) probes this
-    machine, ``generic`` builds for the compiler's default target (the software half conversion)."""
+    machine, ``generic`` builds for the compiler's default target (the software half conversion). Only for clang and
+    g++ (zig's driver, which parses target options itself, is not tried: it keeps the generic build)."""
     mode = os.environ.get(TARGET_ENV, "").strip().lower() or "native"
     if mode not in TARGET_MODES:
         raise CpuBackendError(
             f"{TARGET_ENV}={os.environ.get(TARGET_ENV)!r} is not a target: expected 'native' (use the instruction-set "
             f"extensions this machine has, the default) or 'generic' (the compiler's default target); unset it or "
             f"set one of those")
-    if mode == "generic" or os.uname().machine not in ("x86_64", "amd64", "AMD64"):
+    if mode == "generic" or compiler.kind not in ("clang", "gcc") or os.uname().machine not in ("x86_64", "amd64"):
         return ()
     # -mf16c implies AVX; without -mprefer-vector-width=128 g++ 12 vectorises with 256-bit registers and ran the
     # fp16 dot kernels 10-14% slower than the generic build (clang: the same either way)
@@ -274,7 +275,7 @@ def kernel_flags(compiler: CompilerInfo, ubsan: bool = False) -> tuple[str, ...]
     the sanitizer checks (CompilerNotFoundError when the compiler is not clang: the mode fails, never skips);
     in the perturbation mode (ENCELADUS_CPU_PERTURB=1) also -DENCELADUS_PERTURB_MATH=1."""
     perturb = (f"-D{PERTURB_DEFINE}",) if perturb_requested() else ()
-    target = target_flags()
+    target = target_flags(compiler)
     if not ubsan:
         return KERNEL_FLAGS + target + compiler.warning_flags + perturb
     if compiler.kind not in ("clang", "zig"):
@@ -349,7 +350,7 @@ def library_index_path(msl: str, compiler: CompilerInfo, mode: str, ubsan: bool 
     library (its build key) and holds the parsed signatures, so a cached library is loaded without translating
     the MSL again. ``mode``: ``"checked"`` (access checks, the default), ``"plain"`` or ``"race"`` (debug)."""
     h = sha256()
-    flags = " ".join(KERNEL_FLAGS + target_flags() + compiler.warning_flags) + (" ubsan:" + " ".join(UBSAN_FLAGS) if ubsan else "") \
+    flags = " ".join(KERNEL_FLAGS + target_flags(compiler) + compiler.warning_flags) + (" ubsan:" + " ".join(UBSAN_FLAGS) if ubsan else "") \
         + "".join(f" -D{d}" for d in defines) + (f" -D{PERTURB_DEFINE}" if perturb_requested() else "")
     for part in (msl, headers_digest(), compiler.identity, flags, mode):
         h.update(part.encode())
