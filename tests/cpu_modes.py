@@ -76,7 +76,9 @@ def ir_features(ir: str) -> set[str]:
 
 
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;(){}]*>)?\s*\(")
-_NUMBERED = re.compile(r"(?<=^enc_combine)\d+$")  # one emitted combine function per reduction: enc_combine7
+# one emitted combine function per reduction (enc_combine7), one matmul2d tensor per dot (enc_a12: a tensor
+# constructed like a call)
+_NUMBERED = re.compile(r"^(enc_combine|enc_a|enc_b)\d+$")
 _KERNEL_NAME = re.compile(r"\bkernel\s+void\s+(\w+)")
 _NOT_A_FUNCTION = frozenset((
     "if", "for", "while", "switch", "return", "sizeof", "static_assert", "kernel", "void", "defined", "bool", "char",
@@ -94,7 +96,7 @@ def msl_features(msl: str) -> set[str]:
     names = _KERNEL_NAME.findall(text)
     start = text.find("kernel void")
     body = text[start:] if start >= 0 else ""
-    return {f"msl:{_NUMBERED.sub('', name)}" for name in _CALL.findall(body)
+    return {"msl:" + _NUMBERED.sub(r"\1", name) for name in _CALL.findall(body)
             if name not in _NOT_A_FUNCTION and name not in names and not _VECTOR_TYPE.match(name) and len(name) > 1}
 
 
