@@ -86,6 +86,30 @@ def _double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
 
 
+@enceladus.jit
+def _gather_rows(ptrs, out, n, BLOCK: tl.constexpr):
+    """Rows read through int64 addresses (as tutorial 08's tensor of data_ptr()s), in a loop, so the last op of
+    the kernel is the loop's yield and one op is a cast from an integer to a pointer."""
+    for g in range(n):
+        row = tl.load(ptrs + g).to(tl.pointer_type(tl.float32))
+        offs = tl.arange(0, BLOCK)
+        tl.store(out + g * BLOCK + offs, tl.load(row + offs) * 2)
+
+
+def test_compiled_kernel_keeps_its_name():
+    # the compiler named every kernel after its last op ('yield', 'store', ...): cache listings, error messages
+    # and the unknown-address warning ("kernel 'yield' at line ...") said so
+    x = np.arange(100, dtype=np.float32)
+    assert _double.warmup(x, np.zeros_like(x), x.size, BLOCK=64, grid=(1,)).name == "_double"
+    rows = [np.arange(16, dtype=np.float32) + 100 * i for i in range(3)]
+    ptrs = np.array([r.ctypes.data for r in rows], np.int64)
+    out = np.zeros(48, np.float32)
+    assert _gather_rows.warmup(ptrs, out, 3, BLOCK=16, grid=(1,)).name == "_gather_rows"
+    with pytest.warns(RuntimeWarning, match="kernel '_gather_rows' at line"):
+        _gather_rows[(1,)](ptrs, out, 3, BLOCK=16)
+    np.testing.assert_array_equal(out, 2 * np.concatenate(rows))
+
+
 def test_warmup_returns_a_launchable_kernel():
     x = np.arange(100, dtype=np.float32)
     y = np.zeros_like(x)

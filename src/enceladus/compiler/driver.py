@@ -128,11 +128,10 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
         except OutOfResources:  # still too much: share one pool (one more barrier per data movement)
             module = emitter(True).generate()
     sys_scope = int_pointers = False
-    for op in facts.ops:
-        name = op.name
-        if name == "atomic" and op.attrs.get("scope") == "sys":
+    for op in facts.ops:  # (op.name, not a local `name`: that is the kernel's name, used below)
+        if op.name == "atomic" and op.attrs.get("scope") == "sys":
             sys_scope = True
-        elif name == "cast" and op.result.type.element.is_ptr() and not op.operands[0].type.element.is_ptr():
+        elif op.name == "cast" and op.result.type.element.is_ptr() and not op.operands[0].type.element.is_ptr():
             int_pointers = True
     abi = KernelABI(module.kernel_name, tuple(module.params), module.args_slot, module.args_size,
                     tuple(module.args_format), module.threads_per_threadgroup, module.threadgroup_memory)
