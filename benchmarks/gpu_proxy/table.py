@@ -504,22 +504,27 @@ SWEEP_TRANSPOSE = ((32, 128, 4), (64, 64, 4), (32, 32, 4), (64, 64, 8), (128, 32
 # the same tiles with X's column stride not specialized (kernels.transpose_strided_kernel): no conversion, the
 # loads in the store's layout -- the A/B of the conversion on both compilers
 SWEEP_TRANSPOSE_UNCONVERTED = ((32, 128, 4), (64, 64, 4), (32, 32, 4))
-# atomic_accumulate onto 2^26 distinct addresses (BLOCK, num_warps, RELAXED): at 1024 over 4 SIMD groups each thread
-# holds 4 contiguous elements (the 16-byte load's layout), so one SIMD-group atomic instruction spans 512 bytes at a
-# 16-byte lane stride; at one element per thread (BLOCK = 32 x num_warps) its 32 lanes are contiguous (128 bytes).
-# Metal has only scalar atomics; Triton on NVIDIA may issue a vector red. The A/B of that layout, on both compilers.
+# atomic_accumulate onto 2^26 distinct addresses (BLOCK, num_warps, RELAXED): Metal has only scalar atomics, Triton on
+# NVIDIA issues a vector red (atom.add.v4.f32). Until issue 23's change Enceladus did them in the 16-byte load's
+# layout (4 contiguous elements per lane: one SIMD-group atomic instruction over 512 bytes at a 16-byte lane stride;
+# 0.53x Triton at 8 per thread, 1.00x at one per thread). Now an atomic onto contiguous addresses whose loaded values
+# are used nowhere else runs with consecutive lanes on consecutive elements (128 bytes per instruction) at any BLOCK,
+# its loads 4 bytes per lane (compiler/passes/layouts.py lane_contiguous_atomics): rows 8 per thread vs 1 per thread.
 SWEEP_ATOMIC = ((1024, 4, True), (512, 16, True), (256, 8, True), (128, 4, True), (1024, 4, False), (512, 16, False))
 
 
-def sweep(ctx: dict, reps: int) -> list[dict]:
+def sweep(ctx: dict, reps: int, only: list[str] | None = None) -> list[dict]:
     """Config variants (Enceladus and Triton on our source), for choosing the heuristics: each entry is one
-    variant's timing. Every variant is set up first (so the nvcc builds run in parallel), then timed."""
+    variant's timing. Every variant is set up first (so the nvcc builds run in parallel), then timed. ``only``:
+    the variants whose name contains one of these (as ``--only`` picks rows)."""
     P, dev, eps = ctx["proxy"], "cuda", 1e-5
     enc_ln, tri_ln = ctx["enc_examples"]["ln"], ctx["tri_examples"]["ln"]
     enc_k, tri_k = ctx["enc_kernels"], ctx["tri_kernels"]
     pending: list[tuple[str, str, Callable[[], Any]]] = []
 
     def record(name: str, provider: str, setup: Callable[[], Callable[[], Any]]) -> None:
+        if only and not any(o in name for o in only):
+            return
         try:
             pending.append((name, provider, setup()))
         except Exception as e:
@@ -738,7 +743,7 @@ def run(args: argparse.Namespace) -> dict:
     if args.sweep and not args.small:
         save(data, args.out)  # the table survives a sweep that runs out of time
         print_table(data)
-        data["sweep"] = sweep(ctx, args.reps)
+        data["sweep"] = sweep(ctx, args.reps, args.only)
     return data
 
 
@@ -889,7 +894,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tutorials", help="a file with Triton's tutorial kernels (not part of this repository)")
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "gpu_proxy_h200.json"))
     ap.add_argument("--reps", type=int, default=25)
-    ap.add_argument("--only", nargs="*", help="rows whose name contains one of these")
+    ap.add_argument("--only", nargs="*", help="rows (and sweep variants) whose name contains one of these")
     ap.add_argument("--small", action="store_true", help="small sizes, checks only (for compute-sanitizer)")
     ap.add_argument("--providers", nargs="*", help="only these providers (e.g. enceladus)")
     ap.add_argument("--sweep", action="store_true", help="also time config variants of the layer-norm kernels")

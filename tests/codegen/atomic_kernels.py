@@ -78,3 +78,43 @@ def sort_kernel(x_ptr, out_ptr, top_ptr, bottom_ptr, M: tl.constexpr, N: tl.cons
     tl.store(out_ptr + rm[:, None] * N + rn[None, :], tl.sort(x, DIM, DESC))
     tl.store(top_ptr + rm[:, None] * K + tl.arange(0, K)[None, :], tl.topk(x, K))
     tl.store(bottom_ptr + rm[:, None] * K + tl.arange(0, K)[None, :], tl.topk(x, K, descending=False))
+
+
+@enceladus.jit
+def accumulate_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, KIND: tl.constexpr):
+    # one atomic per element onto consecutive addresses, its old value unused: done lane-contiguous
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    if KIND == "add":
+        tl.atomic_add(out_ptr + offs, x * 2, mask=mask, sem="relaxed")
+    elif KIND == "add_acq_rel":
+        tl.atomic_add(out_ptr + offs, x, mask=mask)
+    elif KIND == "max":
+        tl.atomic_max(out_ptr + offs, x, mask=mask, sem="relaxed")
+    elif KIND == "or":
+        tl.atomic_or(out_ptr + offs, x, mask=mask, sem="relaxed")
+    else:
+        tl.atomic_xchg(out_ptr + offs, x, mask=mask, sem="relaxed")
+
+
+@enceladus.jit
+def accumulate_2d_kernel(x_ptr, out_ptr, M, N: tl.constexpr, BM: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs = rm[:, None] * N + tl.arange(0, N)[None, :]
+    mask = rm[:, None] < M
+    tl.atomic_add(out_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0), mask=mask, sem="relaxed")
+
+
+@enceladus.jit
+def accumulate_kept_kernel(x_ptr, out_ptr, aux_ptr, BLOCK: tl.constexpr, KIND: tl.constexpr):
+    # atomics whose layout stays the default blocked one
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    if KIND == "histogram":  # addresses from data: no contiguity to gain
+        tl.atomic_add(out_ptr + (x & 15), 1, sem="relaxed")
+    elif KIND == "stored_too":  # x is also stored 16 bytes at a time: another layout would cost a conversion
+        tl.store(aux_ptr + offs, x)
+        tl.atomic_add(out_ptr + offs, x, sem="relaxed")
+    else:  # the old values are used
+        tl.store(aux_ptr + offs, tl.atomic_add(out_ptr + offs, x, sem="relaxed"))

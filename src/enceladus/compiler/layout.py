@@ -168,15 +168,17 @@ class TileLayout(_LayoutValue):
         return f"{self.parent}[dims={list(self.dims)}]"
 
 
-def default_blocked(shape: tuple[int, ...], itemsize: int, num_warps: int, min_last: int = 1) -> BlockedLayout:
-    """Triton's default coalesced layout: 16 bytes per thread along the last dimension when the tile allows."""
+def default_blocked(shape: tuple[int, ...], itemsize: int, num_warps: int, min_last: int = 1,
+                    vector_bytes: int = 16) -> BlockedLayout:
+    """Triton's default coalesced layout: ``vector_bytes`` (16) per thread along the last dimension when the tile
+    allows."""
     rank = len(shape)
     order = tuple(reversed(range(rank)))
     nthreads = WARP_SIZE * num_warps
     numel = math.prod(shape)
     fast = order[0]
     spt = [1] * rank
-    spt[fast] = max(min_last, min(16 // itemsize, max(numel // nthreads, 1), shape[fast]))
+    spt[fast] = max(min_last, min(max(vector_bytes // itemsize, 1), max(numel // nthreads, 1), shape[fast]))
     tpw = [1] * rank
     remaining = WARP_SIZE
     for d in order:

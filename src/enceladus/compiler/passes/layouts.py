@@ -330,10 +330,19 @@ class _Assigner:
         decision.why_fma = why
         return mma
 
+    def use_counts(self) -> dict[int, int]:
+        """Value id -> how many operands (of every op, terminators included) it is."""
+        uses: dict[int, int] = {}
+        for op in ir.walk(self.fn.ops):
+            for o in op.operands:
+                uses[o.id] = uses.get(o.id, 0) + 1
+        return uses
+
     def run(self) -> LayoutPlan:
         self.mark_pure(self.fn.ops)
         self.pref: dict[int, TileLayout] = {}
         self.prefer_block(self.fn.body)
+        self.atomic_layouts = self.lane_contiguous_atomics()
         self.block(self.fn.body)
         self.carry_accumulators()
         return self.plan
@@ -343,10 +352,7 @@ class _Assigner:
         loop's carried value is yielded from ``tl.dot(a, b, acc)`` (or ``acc + tl.dot(a, b)`` with no accumulator
         of its own) at the top level of the body, with fp32 accumulation, and neither the carried value nor the
         dot's result has any other use. Everything else keeps the per-dot lowering."""
-        uses: dict[int, int] = {}
-        for op in ir.walk(self.fn.ops):
-            for o in op.operands:
-                uses[o.id] = uses.get(o.id, 0) + 1
+        uses = self.use_counts()
         for loop in ir.walk(self.fn.ops):
             if loop.name != "for":
                 continue
@@ -388,6 +394,70 @@ class _Assigner:
             return False
         c = self.defs.get(op.operands[0].id)
         return c is not None and c.name == "const" and c.attrs.get("value") == 0
+
+    # --- atomics onto consecutive addresses: consecutive lanes on consecutive elements ------------------------
+    def lane_contiguous_atomics(self) -> dict[int, TileLayout]:
+        """id(atomic op) -> the layout it is done in instead of the default blocked one, for atomics whose
+        pointers are contiguous along the tile's fastest dimension.
+
+        Metal has no vector atomics (its atomic objects are ``atomic_int``/``atomic_uint``/``atomic_bool``/
+        ``atomic_float`` and ``atomic_ulong`` for max/min, each ``atomic_*_explicit`` call one element: MSL
+        spec §6.15.4), so a tile atomic is one scalar atomic per element per lane, and a SIMD group issues the
+        e-th one of its 32 lanes together. In the default layout each lane holds 16 contiguous bytes, so those
+        32 atomics lie 16 bytes apart and spread over 512 bytes (fp32); with one element per lane (one 32-bit
+        word for 16-bit atomics, which loop on the containing word) they are 128 contiguous bytes, the fewest
+        cache lines a SIMD-group memory instruction can touch, the same coalescing rule loads and stores follow.
+
+        Taken only where it costs no conversion through threadgroup memory: the old values are unused, and every
+        value that is not index arithmetic feeding the atomic's operands comes, through elementwise ops of the
+        same shape, from loads, and is used nowhere else (so the loads are done in this layout too: 4-byte
+        accesses per lane, still 128 contiguous bytes per SIMD group, where they were 16-byte ones). Histograms
+        (pointers made from loaded data: contiguity 1) and atomics on one address keep their layout."""
+        users = self.use_counts()
+        out: dict[int, TileLayout] = {}
+        for op in ir.walk(self.fn.ops):
+            if op.name != "atomic" or not op.result.type.is_tile or users.get(op.result.id):
+                continue
+            ptr = op.operands[0]
+            shape = ptr.type.shape
+            info = self.axis.get(ptr.id)
+            anchor = self.anchor(shape)
+            fast = anchor.parent.order[0]
+            itemsize = ptr.type.element.element_ty.itemsize
+            per_lane = max(4 // itemsize, 1)  # elements of one 32-bit word: 16-bit atomics rewrite whole words
+            if (info is None or len(info.contiguity) != len(shape)
+                    or anchor.parent.size_per_thread[fast] <= per_lane or info.contiguity[fast] < 2 * per_lane):
+                continue
+            cone = self._private_inputs(op, users)
+            if cone is None:
+                continue
+            layout = TileLayout(default_blocked(shape, itemsize, self.num_warps, vector_bytes=per_lane * itemsize),
+                                tuple(range(len(shape))))
+            out[id(op)] = layout
+        return out
+
+    def _private_inputs(self, op: ir.Op, users: dict[int, int]) -> set[int] | None:
+        """The values, other than index arithmetic, that the operands of ``op`` are computed from, when each
+        comes from loads through elementwise ops of ``op``'s shape, has no layout preference and has ``op``'s
+        chain as its only user; else None."""
+        shape = op.result.type.shape
+        cone: set[int] = set()
+        todo = [o for o in op.operands if o.type.is_tile and not self.plan.pure.get(o.id, True)]
+        uses_inside: dict[int, int] = {}
+        while todo:
+            v = todo.pop()
+            uses_inside[v.id] = uses_inside.get(v.id, 0) + 1
+            if v.id in cone:
+                continue
+            d = self.defs.get(v.id)
+            if d is None or v.type.shape != shape or v.id in self.pref \
+                    or not (d.name == "load" or (d.name in ir.ELEMENTWISE and len(d.results) == 1)):
+                return None  # a loop-carried value, a reduction, a dot, a broadcast row, ...
+            cone.add(v.id)
+            todo += [o for o in d.operands if o.type.is_tile and not self.plan.pure.get(o.id, True)]
+        if any(users.get(v, 0) != uses_inside[v] for v in cone):
+            return None  # also used outside the chain: it would be needed in two layouts
+        return cone
 
     def block(self, block: ir.Block) -> None:
         for op in reversed(block.ops):
@@ -460,7 +530,7 @@ class _Assigner:
                     plan.demand(o, self.anchor(o.type.shape))
             return
         if not plan.pure[r.id]:
-            home = self.pref.get(r.id)
+            home = self.pref.get(r.id) or self.atomic_layouts.get(id(op))
             if home is None and name == "load":
                 home = self.coalesced_load(op, layouts[0])
             layouts = [self.home(r, home or layouts[0])]  # computed once; others are conversions
