@@ -210,10 +210,11 @@ class Recorder:
             self.skipped.setdefault(digest, f"{kl.name}: could not map buffer addresses to arrays")
             return None
         abi = kl.kernel.abi
-        args = pack_scalars(kl.kernel, dict(zip(kl.scalar_names, scalars))) if abi.args_slot is not None else None
+        pack = lambda: pack_scalars(kl.kernel, dict(zip(kl.scalar_names, scalars)))  # noqa: E731
         spans = [byte_span(a) for a in arrays]
-        # memory the kernel reaches through integer addresses only (issue #23): not an argument, so found here
-        memory = reachable_memory(arrays, spans, args) if kl.kernel.metadata.get("int_pointers", False) else []
+        memory: list[Span] = []
+        if kl.kernel.metadata.get("int_pointers", False):  # memory reached through integer addresses only
+            memory = reachable_memory(arrays, spans, pack() if abi.args_slot is not None else None)
         total = sum(hi - lo for lo, hi in spans) + sum(m.hi - m.lo for m in memory)
         if total > self.max_bytes or (digest in self.sizes and self.sizes[digest] <= total):
             if digest not in self.sizes:
@@ -248,7 +249,7 @@ class Recorder:
             "memory": [{"region": r, "offset": m.lo - regions[r][0], "nbytes": m.hi - m.lo, "dtype": m.dtype,
                         "origin": m.origin} for m, r in zip(memory, region_of[len(spans):])],
             "args_slot": abi.args_slot,
-            "args": args.hex() if args is not None else None,
+            "args": pack().hex() if abi.args_slot is not None else None,
         }
         return digest, msl, meta, regions, inputs, total
 
