@@ -355,20 +355,8 @@ class Autotuner(KernelInterface):
         threadgroup and grid, no pre-hook of their own), mapped to that earlier config: they are not timed.
         Configs differing only in knobs with no effect on Apple GPUs (``num_stages``, ``num_ctas``, ``maxnreg``)
         are the usual case. Configs with a pre-hook are compared when they are timed (``_same_hooked``)."""
-        seen: dict[tuple, Config] = {}
-        same: dict[Config, Config] = {}
-        for c in configs:
-            if c.pre_hook is not None:
-                continue
-            try:
-                ident = self._launch_identity(args, grid, kwargs, c)
-            except Exception:  # noqa: BLE001 - no identity: time it
-                continue
-            if ident in seen:
-                same[c] = seen[ident]
-            else:
-                seen[ident] = c
-        return same
+        return _same_as_earlier([c for c in configs if c.pre_hook is None],
+                                lambda c: self._launch_identity(args, grid, kwargs, c))
 
     def _identical_in_interpreter(self, grid: Any, kwargs: dict[str, Any],
                                   configs: list[Config]) -> dict[Config, Config]:
@@ -377,20 +365,11 @@ class Autotuner(KernelInterface):
         function, ``dot_backend``, ``enable_fp_fusion``) and in their grid are timed once."""
         from .jit import resolve_grid
 
-        seen: dict[tuple, Config] = {}
-        same: dict[Config, Config] = {}
-        for c in configs:
-            try:
-                launch_grid = resolve_grid(grid, {**self.nargs, **kwargs, **c.all_kwargs()})
-                ident = (c._identity()[0], c.pre_hook, c.dot_backend, c.enable_fp_fusion, tuple(launch_grid))
-                hash(ident)
-            except Exception:  # noqa: BLE001 - no identity: time it
-                continue
-            if ident in seen:
-                same[c] = seen[ident]
-            else:
-                seen[ident] = c
-        return same
+        def identity(c: Config) -> tuple:
+            launch_grid = resolve_grid(grid, {**self.nargs, **kwargs, **c.all_kwargs()})
+            return (c._identity()[0], c.pre_hook, c.dot_backend, c.enable_fp_fusion, tuple(launch_grid))
+
+        return _same_as_earlier(configs, identity)
 
     def _launch_identity(self, args: tuple, grid: Any, kwargs: dict[str, Any], c: Config) -> tuple:
         """What a config launches: its generated MSL, threads per threadgroup and grid (compiles if needed)."""
@@ -670,3 +649,21 @@ def heuristics(values: dict[str, Callable[[dict[str, Any]], Any]]) -> Callable[[
         return Heuristics(fn, _arg_names(fn), values)
 
     return decorator
+
+
+def _same_as_earlier(configs: list[Config], identity: Callable[[Config], tuple]) -> dict[Config, Config]:
+    """Each config whose ``identity`` equals an earlier config's, mapped to that earlier one (not timed again);
+    a config whose identity cannot be computed or hashed is left out, so it is timed."""
+    seen: dict[tuple, Config] = {}
+    same: dict[Config, Config] = {}
+    for c in configs:
+        try:
+            ident = identity(c)
+            hash(ident)
+        except Exception:  # noqa: BLE001 - no identity: time it
+            continue
+        if ident in seen:
+            same[c] = seen[ident]
+        else:
+            seen[ident] = c
+    return same
