@@ -146,8 +146,8 @@ def test_the_barriers_around_run_are_needed_and_checked(monkeypatch, tmp_path):
     the accumulator's move-out overwrites them), debug mode reports the race between a thread still reading A or B
     inside matmul2d::run and another thread writing them: the cpu backend's tensor ops report the threadgroup
     elements they read to the race detector."""
-    from enceladus.compiler.codegen_msl.barriers import BarrierPlanner
     from enceladus.backends.cpu import KernelLaunchError
+    from enceladus.compiler.codegen_msl.barriers import BarrierPlanner
 
     monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path))
 

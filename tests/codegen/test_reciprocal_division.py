@@ -14,7 +14,7 @@ import pytest
 
 import enceladus
 import enceladus.language as tl
-from paths import needs_cpu, on_path, run_on_all_paths
+from paths import needs_cpu, run_on_all_paths
 
 pytestmark = needs_cpu
 
