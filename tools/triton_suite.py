@@ -336,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="pytest processes run at once, each on a shard of the cases (e.g. the machine's cores)")
     ap.add_argument("--json", default=None, help="write every case's outcome here")
     ap.add_argument("--from-json", default=None, help="print the summary of an earlier run's --json output again")
+    ap.add_argument("--resume", default=None,
+                    help="an earlier run's --json output: its cases with an outcome are kept, only the rest run "
+                         "(to finish a run that ran out of --budget)")
     ap.add_argument("--log", default=os.path.join(tempfile.gettempdir(), "triton_suite.log"))
     args = ap.parse_args(argv)
 
@@ -374,11 +377,20 @@ def main(argv: list[str] | None = None) -> int:
         out["triton_passes"] = len(tb)
         out["baseline_seconds"] = round(time.time() - t0)
         counted = tb  # only these count; the rest need not run
+    earlier: dict[str, dict] = {}
+    if args.resume:
+        with open(args.resume) as f:
+            earlier = json.load(f)["results"]
     modes = ("compiled", "interpreted") if args.mode == "both" else (args.mode,)
     all_results = {}
     for mode in modes:
         t0 = time.time()
-        res = run_sharded(args.python, pydir, mode, counted, args.case_timeout, t0 + args.budget, args.log, args.jobs)
+        done = {i: r for i, r in earlier.get(mode, {}).items() if r["outcome"] != "not run"}
+        todo = [i for i in counted if i not in done]
+        if done:
+            print(f"{mode}: {len(counted) - len(todo)} cases kept from {args.resume}, {len(todo)} to run")
+        res = run_sharded(args.python, pydir, mode, todo, args.case_timeout, t0 + args.budget, args.log, args.jobs)
+        res.update({i: done[i] for i in counted if i in done})
         summary = summarize(mode, res, counted, baseline)
         summary["seconds"] = round(time.time() - t0)
         out["modes"][mode] = summary

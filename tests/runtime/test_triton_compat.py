@@ -430,3 +430,36 @@ def test_suite_script_shards_the_cases_over_jobs(monkeypatch):
     calls.clear()
     suite.run_sharded("py", "dir", "compiled", ids, 10, 0.0, "/tmp/log", jobs=1)
     assert calls == [(tuple(ids), "/tmp/log", calls[0][2])]  # one process, the plain log
+
+
+def test_suite_script_resume_runs_only_the_cases_without_an_outcome(monkeypatch, tmp_path):
+    import importlib.util
+    import json
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "tools" / "triton_suite.py"
+    spec = importlib.util.spec_from_file_location("triton_suite_under_test", path)
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    ids = [f"test/unit/language/test_core.py::case{i}" for i in range(6)]
+    ran = []
+
+    def fake_run_cases(python, pydir, mode, todo, case_timeout, deadline, log):
+        ran.extend(todo)
+        return {i: {"id": i, "outcome": "failed" if i.endswith("5") else "passed", "text": None} for i in todo}
+
+    monkeypatch.setattr(suite, "check_python", lambda python: None)
+    monkeypatch.setattr(suite, "collect", lambda python, pydir, mode: ids)
+    monkeypatch.setattr(suite, "run_cases", fake_run_cases)
+    earlier = {i: {"id": i, "outcome": "passed", "text": None} for i in ids[:3]}
+    earlier[ids[3]] = {"id": ids[3], "outcome": "not run", "text": "the run's time budget ran out"}
+    (tmp_path / "first.json").write_text(json.dumps({"summary": {}, "baseline": None,
+                                                      "results": {"compiled": earlier}}))
+    out = tmp_path / "second.json"
+    assert suite.main(["--triton-python", str(tmp_path), "--full", "--mode", "compiled", "--resume",
+                       str(tmp_path / "first.json"), "--json", str(out)]) == 0
+    assert ran == ids[3:]  # the three with an outcome are kept, the 'not run' one runs again
+    data = json.loads(out.read_text())
+    assert sorted(data["results"]["compiled"]) == sorted(ids)
+    assert data["summary"]["modes"]["compiled"]["passed"] == 5
+    assert data["summary"]["modes"]["compiled"]["failed"] == 1
