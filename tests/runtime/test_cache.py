@@ -305,14 +305,14 @@ def test_lazy_metadata_read_by_many_threads_at_once() -> None:
         md = LazyDict({"num_warps": 4}, lazy={"layouts": slow})
         got, errors = [], []
 
-        def read():
+        def read(start: threading.Barrier, md: LazyDict, got: list, errors: list) -> None:
             start.wait()
             try:
                 got.append(md["layouts"])
             except Exception as e:  # noqa: BLE001 - collected and asserted below
                 errors.append(e)
 
-        threads = [threading.Thread(target=read) for _ in range(8)]
+        threads = [threading.Thread(target=read, args=(start, md, got, errors)) for _ in range(8)]
         for t in threads:
             t.start()
         for t in threads:
