@@ -27,7 +27,10 @@ left of a gap against Triton is then not precision (issue 22).
 The wrapper ``extern "C" __global__ enc_proxy_NAME`` takes the kernel's buffers in parameter order:
 pointers as device pointers, ``constant T&`` argument structs by value (CUDA's parameter space), and
 computes Metal's builtins (``threadgroup_position_in_grid``, ``thread_index_in_threadgroup``, ...)
-from ``blockIdx``/``threadIdx``.
+from ``blockIdx``/``threadIdx``. The proxy launches 1-D blocks only (``cuda.launch`` takes one block size, as
+Enceladus launches (n, 1, 1) threadgroups on Metal), so ``thread_index_in_threadgroup`` is ``threadIdx.x``:
+one register read, as on Metal, where flattening a 3-D index cost three reads and two multiply-adds at the
+head of every kernel, a cost Apple's GPUs do not pay.
 """
 
 from __future__ import annotations
@@ -227,7 +230,7 @@ def translate(msl: str, header: str = "metal_cuda.cuh", inner_namespace: str = "
         call = ", ".join(p.name if p.attribute in ("buffer", "threadgroup") else _builtin_arg(p) for p in sig.params)
         wrappers.append(
             f'extern "C" __global__ void {f"__launch_bounds__({bound}) " if bound else ""}{symbol}({decl}) {{\n'
-            "  const uint enc_linear_tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n"
+            "  const uint enc_linear_tid = threadIdx.x;  // 1-D blocks only (cuda.launch), as Metal's threadgroups\n"
             "  (void)enc_linear_tid;\n"
             f"  {name}({call});\n}}\n")
         kernels[name] = CudaKernel(name, symbol, params, bound)

@@ -317,3 +317,17 @@ def test_broadcast_divisor_msl_one_division_per_distinct_value(kernel, distinct)
     calls = [line for line in body.splitlines() if "enc_recip(" in line]
     assert len(calls) == 1
     assert registers_computing(calls[0], layout.elems_per_thread) == distinct
+
+
+def test_quotients_tested_once_per_thread():
+    """The overflow test of x * (1/d) runs once per thread for the whole tile: the registers' multiplies are
+    straight-line code, and one branch sends the tile through enc_div_recip (IEEE x / d where needed) only when
+    some quotient needs it (test_every_special_value_is_ieee and the adversarial tests take that branch)."""
+    x = np.zeros((4, 1024), np.float32)
+    body = kernel_body(softmax_row.warmup(x, x.copy(), 1024, BLOCK=1024, num_warps=8).asm["msl"])
+    fast = re.findall(r"for \(int e = 0; e < 4; \+\+e\) \{ (v\d+)\[e\] = v\d+\[e\] \* (v\d+); (slow\d+) = \3 \| "
+                      r"!\(fabs\(\1\[e\]\) < 1\.70141183e38f\); \}", body)
+    assert len(fast) == 1, body
+    var, _, slow = fast[0]
+    assert re.search(rf"if \({slow}\) \{{\s*for \(int e = 0; e < 4; \+\+e\) {var}\[e\] = enc_div_recip\(", body)
+    assert body.count("enc_div_recip(") == 1

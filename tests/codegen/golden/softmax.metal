@@ -64,8 +64,12 @@ kernel void softmax_kernel(
     float r2[8];
     for (int e = 0; e < 8; ++e) {
         if (!((e) == 0)) continue;
-        r2[e] = v15[e];
-        for (int k = 1; k < 8; ++k) enc_combine1(r2[e], v15[e + k * 1]);
+        float r2_t[8];
+        for (int k = 0; k < 8; ++k) { r2_t[k] = v15[e + k * 1]; }
+        for (int k = 0; k < 8; k += 2) enc_combine1(r2_t[k], r2_t[k + 1]);
+        for (int k = 0; k < 8; k += 4) enc_combine1(r2_t[k], r2_t[k + 2]);
+        for (int k = 0; k < 8; k += 8) enc_combine1(r2_t[k], r2_t[k + 4]);
+        r2[e] = r2_t[0];
     }
     for (int e = 0; e < 8; ++e) { if (!((e) == 0)) continue; r2[e] = simd_max(r2[e]); }
     if (((int(enc_lane) / 1) % 32) == 0 && ((int(enc_warp) / 1) % 4) < 4) for (int e = 0; e < 8; ++e) if ((e) == 0) {
@@ -87,8 +91,12 @@ kernel void softmax_kernel(
     float r5[8];
     for (int e = 0; e < 8; ++e) {
         if (!((e) == 0)) continue;
-        r5[e] = v22[e];
-        for (int k = 1; k < 8; ++k) enc_combine4(r5[e], v22[e + k * 1]);
+        float r5_t[8];
+        for (int k = 0; k < 8; ++k) { r5_t[k] = v22[e + k * 1]; }
+        for (int k = 0; k < 8; k += 2) enc_combine4(r5_t[k], r5_t[k + 1]);
+        for (int k = 0; k < 8; k += 4) enc_combine4(r5_t[k], r5_t[k + 2]);
+        for (int k = 0; k < 8; k += 8) enc_combine4(r5_t[k], r5_t[k + 4]);
+        r5[e] = r5_t[0];
     }
     for (int e = 0; e < 8; ++e) { if (!((e) == 0)) continue; r5[e] = simd_sum(r5[e]); }
     if (((int(enc_lane) / 1) % 32) == 0 && ((int(enc_warp) / 1) % 4) < 4) for (int e = 0; e < 8; ++e) if ((e) == 0) {
@@ -105,7 +113,11 @@ kernel void softmax_kernel(
     const float v26 = r5[0];
     const float v33 = enc_recip(v26);
     float v28[8];
-    for (int e = 0; e < 8; ++e) v28[e] = enc_div_recip(v22[e], v26, v33);
+    bool slow7 = false;
+    for (int e = 0; e < 8; ++e) { v28[e] = v22[e] * v33; slow7 = slow7 | !(fabs(v28[e]) < 1.70141183e38f); }
+    if (slow7) {
+        for (int e = 0; e < 8; ++e) v28[e] = enc_div_recip(v22[e], v26, v33);
+    }
     const int v29 = as_type<int>(uint(v5) * uint(stride));
     const auto v30 = (out_ptr + v29);
     for (int e = 0; e < 8; ++e) if (v8[e]) *(v30 + (L0_b0 + ((e) % 4) + ((e) / 4) * 512)) = v28[e];

@@ -35,7 +35,7 @@ from .libdevice import EXTRA_HELPERS as LIBDEVICE_EXTRA_HELPERS
 from .matmul import DotMixin
 from .memory import Access, MemoryMixin
 from .movement import MovementMixin
-from .tables import BINARY_INFIX, FLOAT_CALL, FLOAT_CALL2, FLOAT_CALL3, HELPERS, NEEDS
+from .tables import BINARY_INFIX, DIV_RECIP_LIMIT, FLOAT_CALL, FLOAT_CALL2, FLOAT_CALL3, HELPERS, NEEDS
 
 LOG_PARAM = "__enc_log"  # the hidden device-log buffer of kernels that print or assert
 _WRAPPING = {"add", "sub", "mul", "shl"}  # arithmetic that leaves {0, 1} on int1 operands
@@ -491,8 +491,26 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 var = self.declare_tile(r, layout)
             if name == "recip":  # one division per divisor value (passes/reciprocal_division.py)
                 self.loop_distinct(layout, r.type.shape, var, expr)
+            elif name == "fdiv_recip":
+                self.emit_div_recip(layout, var, operands, expr)
             else:
                 self.loop(layout, f"{var}[e] = {expr};")
+
+    def emit_div_recip(self, layout: TileLayout, var: str, operands: list[str], expr: str) -> None:
+        """Quotients by a shared divisor (passes/reciprocal_division.py): every register takes x * r, and one
+        test per thread sends the whole tile through ``enc_div_recip`` (IEEE x / d where x * r is not below
+        2^127) only if some quotient needs it, so the common case runs straight-line, the multiplies free to
+        overlap, instead of one branch per register. The results are those of ``enc_div_recip`` for every
+        register: it returns the same x * r wherever that passed the test."""
+        x, _, rr = operands
+        slow = self.fresh("slow")
+        self.emit(f"bool {slow} = false;")
+        self.loop(layout, f"{{ {var}[e] = {x} * {rr}; {slow} = {slow} | !(fabs({var}[e]) < {DIV_RECIP_LIMIT}); }}")
+        self.emit(f"if ({slow}) {{")
+        self.indent += 1
+        self.loop(layout, f"{var}[e] = {expr};")
+        self.indent -= 1
+        self.emit("}")
 
     def loop_distinct(self, layout: TileLayout, shape: tuple[int, ...], var: str, expr: str) -> None:
         """``var[e] = expr`` evaluated once per distinct value a thread holds: registers that differ only along a

@@ -307,9 +307,12 @@ class MovementMixin:
         self.indent += 1
         if first:
             self.emit(f"if (!({first})) continue;")
-        for a, x in zip(accs, xs):
-            self.emit(f"{a}[e] = {self.ref(x, lx, 'e')};")
-        if pt > 1:
+        if pt <= 2:
+            for a, x in zip(accs, xs):
+                self.emit(f"{a}[e] = {self.ref(x, lx, 'e')};")
+        if pt > 2:
+            self.reduce_tree(xs, lx, types, accs, combine, stride, pt)
+        elif pt > 1:
             args = ", ".join(f"{a}[e]" for a in accs) + ", " + ", ".join(
                 self.ref(x, lx, f"e + k * {stride}") for x in xs)
             self.emit(f"for (int k = 1; k < {pt}; ++k) {combine}({args});")
@@ -386,6 +389,37 @@ class MovementMixin:
             else:
                 self.emit(f"const {msl_type(r.type.element)} v{r.id} = {a}[0];")
                 self.refs[(r.id, None)] = f"v{r.id}"
+
+    def reduce_tree(self, xs, lx, types: list[str], accs: list[str], combine: str, stride: int, pt: int) -> None:
+        """Step 1 of emit_reduce for ``pt`` > 2 registers per row: four independent chains over consecutive
+        runs of registers, then a pairwise tree over the runs. The chain of dependent combines is about pt/4 + 2
+        long instead of pt - 1, and four chains in flight hide the ALU latency, on Apple's GPUs as on NVIDIA's
+        (Triton reduces inside a thread as a tree), while a full tree's extra live temporaries would cost
+        registers (GPU proxy, cross-entropy at 32 registers per row: 45 registers linear, 48 with four chains,
+        64 with a full tree). Neighbours are combined in order (a run's head holds consecutive registers, left
+        of the next run's), so an associative combine function that is not commutative gets the same answer
+        as in a left-to-right chain; floating-point sums round in another order, as across lanes already."""
+        temps = [f"{a}_t" for a in accs]  # named after the accumulators: no fresh names, the rest of the MSL unchanged
+        for t, ty in zip(temps, types):
+            self.emit(f"{ty} {t}[{pt}];")
+        self.emit(f"for (int k = 0; k < {pt}; ++k) {{ "
+                  + " ".join(f"{t}[k] = {self.ref(x, lx, f'e + k * {stride}')};" for t, x in zip(temps, xs)) + " }")
+
+        def step(loop: str, right: str) -> None:
+            args = ", ".join(f"{t}[k]" for t in temps) + ", " + ", ".join(f"{t}[{right}]" for t in temps)
+            self.emit(f"{loop} {combine}({args});")
+
+        assert pt & (pt - 1) == 0, f"{pt} registers per row: tile dimensions are powers of 2"
+        run = max(pt // 4, 1)  # registers per chain
+        if run == 2:
+            step(f"for (int k = 0; k < {pt}; k += 2)", "k + 1")
+        elif run > 2:
+            step(f"for (int j = 1; j < {run}; ++j) for (int k = 0; k < {pt}; k += {run})", "k + j")
+        s = run
+        while s < pt:
+            step(f"for (int k = 0; k < {pt}; k += {2 * s})", f"k + {s}")
+            s *= 2
+        self.emit(" ".join(f"{a}[e] = {t}[0];" for a, t in zip(accs, temps)))
 
     def simd_reduction(self, op: ir.Op) -> str | None:
         """The simd_* function equal to a reduce whose combine function is one add/max/min/and/or/xor."""
