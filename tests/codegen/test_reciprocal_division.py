@@ -320,14 +320,52 @@ def test_broadcast_divisor_msl_one_division_per_distinct_value(kernel, distinct)
 
 
 def test_quotients_tested_once_per_thread():
-    """The overflow test of x * (1/d) runs once per thread for the whole tile: the registers' multiplies are
-    straight-line code, and one branch sends the tile through enc_div_recip (IEEE x / d where needed) only when
-    some quotient needs it (test_every_special_value_is_ieee and the adversarial tests take that branch)."""
+    """The overflow test runs once per thread for the whole tile, on the numerators (|x| <= 2^126 |d| proves
+    |x * (1/d)| < 2^127), before any quotient: then the registers' quotients are straight-line multiplies, and
+    only a tile with some numerator beyond the limit goes through enc_div_recip register by register
+    (test_every_special_value_is_ieee and the adversarial tests take that branch, the softmax tests the other)."""
     x = np.zeros((4, 1024), np.float32)
     body = kernel_body(softmax_row.warmup(x, x.copy(), 1024, BLOCK=1024, num_warps=8).asm["msl"])
-    fast = re.findall(r"for \(int e = 0; e < 4; \+\+e\) \{ (v\d+)\[e\] = v\d+\[e\] \* (v\d+); (slow\d+) = \3 \| "
-                      r"!\(fabs\(\1\[e\]\) < 1\.70141183e38f\); \}", body)
-    assert len(fast) == 1, body
-    var, _, slow = fast[0]
-    assert re.search(rf"if \({slow}\) \{{\s*for \(int e = 0; e < 4; \+\+e\) {var}\[e\] = enc_div_recip\(", body)
+    tests = re.findall(r"for \(int e = 0; e < 4; \+\+e\) (slow\d+) = \1 \| !\(fabs\((v\d+)\[e\]\) <= "
+                       r"enc_div_limit\((v\d+), (v\d+)\)\);", body)
+    assert len(tests) == 1, body
+    slow, x_, d, r = tests[0]
+    assert re.search(rf"if \({slow}\) {{\s*for \(int e = 0; e < 4; \+\+e\) (v\d+)\[e\] = enc_div_recip\({x_}\[e\], "
+                     rf"{d}, {r}\);\s*}} else {{\s*for \(int e = 0; e < 4; \+\+e\) \1\[e\] = {x_}\[e\] \* {r};\s*}}",
+                     body), body
     assert body.count("enc_div_recip(") == 1
+
+
+@pytest.mark.parametrize("d", [4.0, 0.25, 2.0**-126, 2.0**126, 3.0e-39, 2.0**127, np.inf, 0.0, np.nan])
+def test_the_tile_test_agrees_with_the_register_test(d):
+    """Numerators at the limit 2^126 |d| and one ulp on either side, infinities and NaN, in one tile with
+    ordinary values: every quotient has enc_div_recip's bits (the cpu path against IEEE x / d where the
+    register test takes it, and within 1.5 ulp elsewhere), whichever branch the tile test picks."""
+    d = np.float32(d)
+    lim = np.float32(2.0**126) * np.abs(d) if np.isfinite(d) else np.float32(1.0)
+    row = [lim, np.nextafter(lim, np.float32(0)), np.nextafter(lim, np.float32(np.inf)), np.inf, -np.inf, 1.0, -3.0]
+    x = np.tile(np.array(row + [0.5] * (16 - len(row)), np.float32), (16, 1))
+    x[1:] = np.float32(1.5)  # rows 1..15: every numerator far below the limit (the multiply branch)
+    dd = np.full(16, d, np.float32)
+
+    def check(args, expected, path):
+        q = np.asarray(args[2])
+        check_quotients(q, x, np.broadcast_to(dd[:, None], x.shape), f"d = {d} on the {path} path")
+        if path == "cpu":  # the compiled quotient is enc_div_recip's, bit for bit (the interpreter divides exactly)
+            want = register_by_register(x, dd[:, None])
+            same = (q.view(np.int32) == want.view(np.int32)) | (np.isnan(q) & np.isnan(want))
+            assert same.all(), f"d = {d}: {np.argwhere(~same)[:5].tolist()}"
+
+    with np.errstate(all="ignore"):
+        run_on_all_paths(div_rows, (1,), lambda: (x, dd, np.zeros((16, 16), np.float32), 16), lambda *a: {},
+                         check=check, constexprs={"BM": 16, "BN": 16}, num_warps=1)
+
+
+def register_by_register(x: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """enc_recip and enc_div_recip of tables.py in float32 NumPy: r = 1/d where 2^-126 <= |d| <= 2^126, else inf;
+    q = x * r where |q| < 2^127, else x / d."""
+    with np.errstate(all="ignore"):
+        ad = np.abs(d)
+        r = np.where((ad >= np.float32(2.0**-126)) & (ad <= np.float32(2.0**126)), np.float32(1) / d, np.float32(np.inf))
+        q = (x * r).astype(np.float32)
+        return np.where(np.abs(q) < np.float32(2.0**127), q, x / d).astype(np.float32)

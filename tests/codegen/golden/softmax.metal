@@ -16,6 +16,11 @@ static inline float enc_div_recip(float x, float d, float r) {
     if (fabs(q) < 1.70141183e38f) return q;  // |q| < 2^127: x / d does not overflow
     return x / d;  // r = inf (d out of range), x infinite or NaN, or |x / d| near 2^128
 }
+// |x| <= enc_div_limit(d, r) proves |x * r| < 2^127, so enc_div_recip(x, d, r) = x * r (the emitter tests a
+// thread's whole tile this way, then multiplies); r = inf (d out of range) gives -1: no x passes.
+static inline float enc_div_limit(float d, float r) {
+    return r != INFINITY ? 8.50705917e37f * fabs(d) : -1.0f;  // 2^126 |d|, exact (or inf where |d| >= 4)
+}
 
 static inline void enc_combine1(thread float& enc_a0, float enc_b0) {
     const float v18 = fmax(enc_a0, enc_b0);
@@ -114,9 +119,11 @@ kernel void softmax_kernel(
     const float v33 = enc_recip(v26);
     float v28[8];
     bool slow7 = false;
-    for (int e = 0; e < 8; ++e) { v28[e] = v22[e] * v33; slow7 = slow7 | !(fabs(v28[e]) < 1.70141183e38f); }
+    for (int e = 0; e < 8; ++e) slow7 = slow7 | !(fabs(v22[e]) <= enc_div_limit(v26, v33));
     if (slow7) {
         for (int e = 0; e < 8; ++e) v28[e] = enc_div_recip(v22[e], v26, v33);
+    } else {
+        for (int e = 0; e < 8; ++e) v28[e] = v22[e] * v33;
     }
     const int v29 = as_type<int>(uint(v5) * uint(stride));
     const auto v30 = (out_ptr + v29);

@@ -35,7 +35,7 @@ from .libdevice import EXTRA_HELPERS as LIBDEVICE_EXTRA_HELPERS
 from .matmul import DotMixin
 from .memory import Access, MemoryMixin
 from .movement import MovementMixin
-from .tables import BINARY_INFIX, DIV_RECIP_LIMIT, FLOAT_CALL, FLOAT_CALL2, FLOAT_CALL3, HELPERS, NEEDS
+from .tables import BINARY_INFIX, FLOAT_CALL, FLOAT_CALL2, FLOAT_CALL3, HELPERS, NEEDS
 
 LOG_PARAM = "__enc_log"  # the hidden device-log buffer of kernels that print or assert
 _WRAPPING = {"add", "sub", "mul", "shl"}  # arithmetic that leaves {0, 1} on int1 operands
@@ -497,18 +497,25 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 self.loop(layout, f"{var}[e] = {expr};")
 
     def emit_div_recip(self, layout: TileLayout, var: str, operands: list[str], expr: str) -> None:
-        """Quotients by a shared divisor (passes/reciprocal_division.py): every register takes x * r, and one
-        test per thread sends the whole tile through ``enc_div_recip`` (IEEE x / d where x * r is not below
-        2^127) only if some quotient needs it, so the common case runs straight-line, the multiplies free to
-        overlap, instead of one branch per register. The results are those of ``enc_div_recip`` for every
-        register: it returns the same x * r wherever that passed the test."""
-        x, _, rr = operands
+        """Quotients by a shared divisor (passes/reciprocal_division.py). One test per thread, before any
+        quotient: if every |x| <= enc_div_limit(d, r) (2^126 |d|, or -1 where r = inf), every x * r is below
+        2^127, so ``enc_div_recip`` would return x * r for every register (docs/floating_point.md), and the
+        tile is computed as straight-line multiplies; otherwise every register goes through
+        ``enc_div_recip``, as before. The bits are those of ``enc_div_recip`` either way, with one branch per
+        tile instead of one per register, and no register holds both x and its quotient for long (testing
+        the quotients instead kept a thread's x and x * r live together: 37 registers instead of 32 for
+        softmax at 4 SIMD groups on the GPU proxy)."""
+        x, d, rr = operands
         slow = self.fresh("slow")
         self.emit(f"bool {slow} = false;")
-        self.loop(layout, f"{{ {var}[e] = {x} * {rr}; {slow} = {slow} | !(fabs({var}[e]) < {DIV_RECIP_LIMIT}); }}")
+        self.loop(layout, f"{slow} = {slow} | !(fabs({x}) <= enc_div_limit({d}, {rr}));")
         self.emit(f"if ({slow}) {{")
         self.indent += 1
         self.loop(layout, f"{var}[e] = {expr};")
+        self.indent -= 1
+        self.emit("} else {")
+        self.indent += 1
+        self.loop(layout, f"{var}[e] = {x} * {rr};")
         self.indent -= 1
         self.emit("}")
 

@@ -27,8 +27,6 @@ FLOAT_CALL3 = {"fdiv_recip": "enc_div_recip({0}, {1}, {2})"}
 NEEDS = {"rsqrt": "enc_rsqrt", "erf": "enc_erf", "erfc": "enc_erf", "log1p": "enc_extra", "expm1": "enc_extra", "cbrt": "enc_extra",
          "hypot": "enc_extra", "recip": "enc_recip", "fdiv_recip": "enc_recip"}
 
-# enc_div_recip's test: x * r stands for x / d where |x * r| < 2^127 (the emitter tests a tile's quotients at once)
-DIV_RECIP_LIMIT = "1.70141183e38f"
 HELPERS = {
     "enc_libdevice": LIBDEVICE_MSL,
     "enc_libdevice_special": LIBDEVICE_SPECIAL_MSL,
@@ -48,8 +46,13 @@ static inline float enc_recip(float d) {
 }
 static inline float enc_div_recip(float x, float d, float r) {
     const float q = x * r;
-    if (fabs(q) < """ + DIV_RECIP_LIMIT + """) return q;  // |q| < 2^127: x / d does not overflow
+    if (fabs(q) < 1.70141183e38f) return q;  // |q| < 2^127: x / d does not overflow
     return x / d;  // r = inf (d out of range), x infinite or NaN, or |x / d| near 2^128
+}
+// |x| <= enc_div_limit(d, r) proves |x * r| < 2^127, so enc_div_recip(x, d, r) = x * r (the emitter tests a
+// thread's whole tile this way, then multiplies); r = inf (d out of range) gives -1: no x passes.
+static inline float enc_div_limit(float d, float r) {
+    return r != INFINITY ? 8.50705917e37f * fabs(d) : -1.0f;  // 2^126 |d|, exact (or inf where |d| >= 4)
 }""",
     "enc_umulhi64": """// The high 64 bits of a 64x64-bit unsigned product, from 32-bit halves.
 static inline ulong enc_umulhi64(ulong a, ulong b) {
