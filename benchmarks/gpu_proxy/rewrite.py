@@ -20,7 +20,7 @@ messages back to the MSL). Every rule is textual and local; the semantics live i
 
 A DIAGNOSTIC, never the default and never a config Enceladus ships: ``translate(..., diagnostic_fast_math=True)``
 turns every ``precise::`` call into its ``fast::`` form (``fast::exp`` is ``__expf``, an ``ex2.approx`` like
-Triton's ``tl.exp`` on NVIDIA) and asks nvcc for ``-prec-div=false`` (fp32 ``/`` becomes ``div.full.f32``,
+Triton's ``tl.exp`` on NVIDIA; ``fast::exp2`` is ``ex2.approx.ftz``, Triton's ``tl.exp2``) and asks nvcc for ``-prec-div=false`` (fp32 ``/`` becomes ``div.full.f32``,
 Triton's lowering of ``/``), so the table can time our same MSL with Triton's approximate math: what is
 left of a gap against Triton is then not precision (issue 22).
 

@@ -317,9 +317,24 @@ template <class T, int N, class F> ENC_D vec<T, N> map2(const vec<T, N>& a, cons
   ENC_M2(fmin, ::fminf(x, y)) ENC_M2(fmax, ::fmaxf(x, y)) ENC_M2(copysign, ::copysignf(x, y))        \
   ENC_M2(fdim, ::fdimf(x, y)) ENC_M2(step, y < x ? 0.0f : 1.0f)
 
+namespace __enc {
+// fast::exp2: PTX ex2.approx.ftz.f32 (2 ulp, subnormal inputs and results flushed to zero), what exp2f becomes
+// under -use_fast_math and what Triton's tl.exp2 is on NVIDIA; within Apple's fast::exp2 allowance (MSL Table
+// 8.2: 3 + floor(2|x|) ulp; fast math may flush denormals). ::exp2f (precise::) keeps subnormals: a compare
+// and two predicated multiplies around MUFU.EX2.
+ENC_D float ex2_approx_ftz(float x) {
+#ifdef __CUDA_ARCH__
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return ::exp2f(x);
+#endif
+}
+}  // namespace __enc
 namespace precise { ENC_PRECISE_FUNCTIONS ENC_COMMON_FUNCTIONS }
 namespace fast {
-ENC_M1(exp, __expf(x)) ENC_M1(exp2, ::exp2f(x)) ENC_M1(exp10, __exp10f(x)) ENC_M1(log, __logf(x))
+ENC_M1(exp, __expf(x)) ENC_M1(exp2, __enc::ex2_approx_ftz(x)) ENC_M1(exp10, __exp10f(x)) ENC_M1(log, __logf(x))
 ENC_M1(log2, __log2f(x)) ENC_M1(log10, __log10f(x)) ENC_M1(sqrt, ::sqrtf(x)) ENC_M1(rsqrt, ::rsqrtf(x))
 ENC_M1(cbrt, ::cbrtf(x)) ENC_M1(sin, __sinf(x)) ENC_M1(cos, __cosf(x)) ENC_M1(tan, __tanf(x))
 ENC_M1(asin, ::asinf(x)) ENC_M1(acos, ::acosf(x)) ENC_M1(atan, ::atanf(x)) ENC_M1(sinh, ::sinhf(x))
