@@ -138,7 +138,6 @@ class KernelCache(dict):
 
 
 _NO_GRID = object()  # a plan's grid before its first fast launch (never `is` a grid a caller passes, None included)
-_INT32_KEYS = tuple((0, bool(i & 1), bool(i & 2)) for i in range(4))  # arg_key of a 32-bit int, by index
 
 
 _INT_PARTS: dict[int, Any] = {}  # arg_key of ints seen (looked up for exact ints only: 2.0 == 2 and True == 1)
@@ -153,46 +152,61 @@ def _int_part(a: int) -> Any:
     return part
 
 
-def plain_positional_key(args: tuple) -> list:
-    """``positional_key`` when no positional argument is a constexpr (constexprs by keyword, the common form):
-    one pass without the flags, ints through a table of the values already seen."""
-    key = []
-    append = key.append
-    ints = _INT_PARTS
-    for a in args:
-        t = a.__class__
-        if t is Tensor:
-            k = a._key
-            if k is None:
-                raise SlowPath
-            append(k)
-        elif t is int:
-            k = ints.get(a)
-            append(k if k is not None else _int_part(a))
+def _slow() -> Any:
+    raise SlowPath
+
+
+_KEY_FUNCTIONS: dict[tuple[bool, ...], Any] = {}  # constexpr flags of the positional arguments -> key function
+
+
+def key_function(cflags: tuple[bool, ...]) -> Any:
+    """``f(args) -> tuple``: the positional part of the fast key for ``len(cflags)`` positional arguments
+    (``cflags[i]``: whether parameter ``i`` is a constexpr), the same key as ``positional_key``. Compiled from
+    text once per pattern of flags: one expression per argument and no loop, with Tensors and ints inlined
+    (an int's part comes from a table of the values already seen; ``2.0 == 2`` and ``True == 1``, so only exact
+    ints look there); anything else goes through ``arg_key``, which raises SlowPath for unusual kinds."""
+    fn = _KEY_FUNCTIONS.get(cflags)
+    if fn is not None:
+        return fn
+    names = [f"a{i}" for i in range(len(cflags))]
+    parts = []
+    for a, c in zip(names, cflags):
+        if c:
+            parts.append(f"({a}.__class__, {a})")
         else:
-            append(arg_key(a))
-    return key
+            parts.append(f"(({a}._key or _slow()) if {a}.__class__ is Tensor else "
+                         f"(_ints.get({a}) or _int_part({a})) if {a}.__class__ is int else arg_key({a}))")
+    unpack = f"    {', '.join(names)}, = args\n" if names else ""
+    text = f"def key(args):\n{unpack}    return ({''.join(p + ', ' for p in parts)})\n"
+    namespace = {"Tensor": Tensor, "_ints": _INT_PARTS, "_int_part": _int_part, "arg_key": arg_key, "_slow": _slow}
+    exec(compile(text, f"<enceladus fast key {len(cflags)}>", "exec"), namespace)  # noqa: S102 - our own text
+    fn = _KEY_FUNCTIONS[cflags] = namespace["key"]
+    return fn
 
 
 def positional_key(args: tuple, cflags: tuple) -> list:
-    """``arg_key`` of each positional argument (``(class, value)`` for constexprs), with the common kinds
-    (Tensors, 32-bit ints) inlined: the same keys as ``arg_key``, without a call per argument."""
-    key = []
-    append = key.append
-    for a, c in zip(args, cflags):
-        t = a.__class__
-        if c:
-            append((t, a))
-        elif t is Tensor:
-            k = a._key
-            if k is None:
-                raise SlowPath
-            append(k)
-        elif t is int and -2147483648 <= a <= 2147483647:
-            append(_INT32_KEYS[(a & 15 == 0) + 2 * (a == 1)])
-        else:
-            append(arg_key(a))
-    return key
+    """``arg_key`` of each positional argument (``(class, value)`` for constexprs): the key ``key_function``
+    computes, one argument at a time (the reference its tests compare with)."""
+    return [(a.__class__, a) if c else arg_key(a) for a, c in zip(args, cflags)]
+
+
+def packer(launcher: KernelLauncher, buffer_index: tuple[int, ...], scalar_index: tuple[int, ...]) -> Any:
+    """``f(vals, grid3, gsize) -> packet`` for launches whose buffers are all Tensors, or None when the backend
+    packs otherwise. The backend's ``flat_packer()`` gives the packet's constant head and the packing function
+    of the rest (groups, grid size, addresses, each extent's three fields, scalars); this compiles, once per
+    launch plan, one call that reads them straight from the arguments (``vals[i]._address``,
+    ``*vals[i]._extent``). A strided Tensor's extent has five items and a scalar out of its type's range does
+    not pack: both raise ``struct.error``/``OverflowError``, and the caller takes ``KernelLauncher.packet``."""
+    flat = getattr(launcher.fast, "flat_packer", None) if launcher.checked else None
+    if flat is None:
+        return None
+    head, pack = flat()
+    fields = [f"v[{i}]._address" for i in buffer_index] + [f"*v[{i}]._extent" for i in buffer_index] + \
+        [f"v[{i}]" for i in scalar_index]
+    text = f"def pack(v, grid3, gsize):\n    return HEAD + PACK(*grid3, *gsize, {', '.join(fields)})\n"
+    namespace = {"HEAD": head, "PACK": pack}
+    exec(compile(text, f"<enceladus packer {launcher.name}>", "exec"), namespace)  # noqa: S102 - our own text
+    return namespace["pack"]
 
 
 def _taker(index: tuple[int, ...]) -> Any:
@@ -210,7 +224,7 @@ class LaunchPlan:
 
     __slots__ = ("spec_key", "kernel", "launcher", "nargs", "tail", "buffer_index", "scalar_index",
                  "numpy_writes", "asynchronous", "names", "guard", "cache", "version", "grid", "grid3", "gsize",
-                 "take_buffers", "take_scalars", "tail_used")
+                 "take_buffers", "take_scalars", "tail_used", "pack")
 
     def __init__(self, spec_key: Any, launcher: KernelLauncher, names: Sequence[str], defaults: Sequence[Any],
                  nargs: int, values: Sequence[Any], guard: Any = None) -> None:
@@ -237,6 +251,7 @@ class LaunchPlan:
         # whether a buffer or scalar comes from the parameters after the positional ones (keyword arguments or
         # defaults); when none does (constexprs passed by keyword), a launch reads them from ``args`` as they are
         self.tail_used = any(i >= nargs for i in self.buffer_index + self.scalar_index)
+        self.pack = packer(launcher, self.buffer_index, self.scalar_index) if self.asynchronous else None
 
     def current(self, cache: Any) -> bool:
         """Whether ``cache`` still maps this plan's specialization key to its kernel."""
@@ -281,18 +296,15 @@ class LaunchPlan:
                                  "stores through it; pass a writeable array (e.g. arr.copy())")
         launcher = self.launcher
         if self.asynchronous:  # every array a Tensor: queued on the current stream (packing errors take packet())
-            arrays = self.take_buffers(vals)
-            addresses = list(map(_ADDRESS, arrays))
-            scalars = self.take_scalars(vals)
             packet = None
-            pack_parts = launcher._pack_parts
-            if pack_parts is not None:
+            if self.pack is not None:
                 try:
-                    packet = pack_parts(grid3, gsize, addresses, scalars, list(map(_EXTENT, arrays)))
+                    packet = self.pack(vals, grid3, gsize)
                 except (struct.error, OverflowError):
                     packet = None
             if packet is None:
-                packet = launcher.packet(grid3, addresses, scalars,
+                arrays = self.take_buffers(vals)
+                packet = launcher.packet(grid3, list(map(_ADDRESS, arrays)), self.take_scalars(vals),
                                          list(map(_EXTENT, arrays)) if launcher.checked else None)
             stack = _local.stack
             queue = (stack[-1] if stack else (stream._default or stream.default_stream()))._queue

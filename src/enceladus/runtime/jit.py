@@ -23,7 +23,7 @@ from ..language.dtypes import dtype
 from . import arguments, knobs, structs
 from .arguments import ArgSpec
 from .backend import get_backend
-from .fastpath import KernelCache, LaunchPlan, SlowPath, arg_key, plain_positional_key, positional_key
+from .fastpath import KernelCache, LaunchPlan, SlowPath, arg_key, key_function
 from .guards import check as check_globals
 from .guards import guard_of
 from .launch import _DEBUG_KEY as _DEBUG_ENV
@@ -134,7 +134,7 @@ class JITFunction:
         # Fast path (runtime/fastpath.py): fast key -> LaunchPlan; per-position "is constexpr" flags.
         self._fast: dict[Any, LaunchPlan] = {}
         self._cflags = tuple(p.is_constexpr for p in self.params)
-        self._first_constexpr = next((p.index for p in self.params if p.is_constexpr), len(self.params))
+        self._keyfns: dict[int, Any] = {}  # number of positional arguments -> fastpath.key_function
         self._key_by_value = {p.name for p in self.params if p.is_constexpr} | set(LAUNCH_OPTIONS)
         self._defaults = [p.default for p in self.params]
         self._fn_defaults = (fn.__defaults__, fn.__kwdefaults__)
@@ -306,29 +306,37 @@ class JITFunction:
     # --- launch --------------------------------------------------------------------------------------
     def _fast_key(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         """Everything specialization can see of these arguments (see runtime/fastpath.py)."""
-        cflags = self._cflags
-        if len(args) > len(cflags):
+        if len(args) > len(self._cflags):
             raise SlowPath
-        key = positional_key(args, cflags)
+        key = key_function(self._cflags[:len(args)])(args)
         if kwargs:
             by_value = self._key_by_value
+            extra = []
             for name, v in kwargs.items():
-                key.append((name, (v.__class__, v) if name in by_value else arg_key(v)))
-        return tuple(key)
+                extra.append((name, (v.__class__, v) if name in by_value else arg_key(v)))
+            key += tuple(extra)
+        return key
+
+    def _key_function(self, nargs: int) -> Any:
+        """``fastpath.key_function`` for ``nargs`` positional arguments (remembered per count); SlowPath past the
+        parameter count."""
+        if nargs > len(self._cflags):
+            raise SlowPath
+        fn = self._keyfns[nargs] = key_function(self._cflags[:nargs])
+        return fn
 
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> CompiledKernel | None:
         fkey = None
         if not self.interpret and not self.debug:
             try:  # (self._fast_key, inlined)
-                if len(args) > len(self._cflags):
-                    raise SlowPath
-                key = plain_positional_key(args) if len(args) <= self._first_constexpr else \
-                    positional_key(args, self._cflags)
+                key = (self._keyfns.get(len(args)) or self._key_function(len(args)))(args)
                 if kwargs:
                     by_value = self._key_by_value
+                    extra = []
                     for name, v in kwargs.items():
-                        key.append((name, (v.__class__, v) if name in by_value else arg_key(v)))
-                fkey = tuple(key)
+                        extra.append((name, (v.__class__, v) if name in by_value else arg_key(v)))
+                    key += tuple(extra)
+                fkey = key
                 plan = self._fast.get(fkey)
             except (SlowPath, TypeError):  # TypeError: an unhashable constexpr
                 fkey = plan = None

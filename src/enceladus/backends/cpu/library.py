@@ -8,7 +8,7 @@ import struct
 import threading
 from collections.abc import Mapping, Sequence
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...cachedir import dumps_plain
 from ...compiler.metal_limits import MAX_GRID, MAX_THREADGROUP_MEMORY, MAX_THREADS_PER_THREADGROUP
@@ -254,6 +254,12 @@ class FastLauncher:
         if len(fields) != 3 * len(extents):
             return self.pack(groups, gsize, *addresses, *scalars, extents=extents)
         return self.head + self.body.pack(*groups, *gsize, *addresses, *fields, *scalars)
+
+    def flat_packer(self) -> tuple[bytes, Any]:
+        """``(head, pack)``: the packet of ``pack_parts`` is ``head + pack(*groups, *gsize, *addresses, *fields,
+        *scalars)`` with ``fields`` each plain extent's ``lo, hi, itemsize`` in turn (for callers that compile
+        their own packing, e.g. the runtime's launch plans)."""
+        return self.head, self.body.pack
 
     def run(self, packet: bytes) -> None:
         """Execute one packet to completion on the calling thread."""
