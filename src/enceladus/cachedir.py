@@ -155,14 +155,22 @@ def _remove_private(path: str) -> None:
 
 
 def _make_private(path: str) -> None:
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    check_private(path)
+    try:  # an existing directory (every process but the first): one stat, no mkdir raising FileExistsError
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = None
+    check_private(path, st)
     _made.add(path)
 
 
-def check_private(path: str) -> None:
-    """Raise :class:`CacheSecurityError` unless ``path`` is owned by this user and not writable by others."""
-    st = os.stat(path)
+def check_private(path: str, st: os.stat_result | None = None) -> None:
+    """Raise :class:`CacheSecurityError` unless ``path`` is owned by this user and not writable by others
+    (``st``: its ``os.stat`` if the caller has it)."""
+    if st is None:
+        st = os.stat(path)
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         raise CacheSecurityError(
             f"refusing to use cache directory {path}: it is owned by uid {st.st_uid}, not by you (uid {os.getuid()}); "
@@ -354,6 +362,34 @@ def discard(path: str, warning: str | None) -> None:
         note(warning)
     with contextlib.suppress(OSError):
         os.unlink(path)
+
+
+def stat_tree(root: str, suffix: str = "") -> list[tuple[str, int, int]]:
+    """``(path, size, mtime_ns)`` of every file under ``root`` whose name ends with ``suffix`` (``__pycache__``
+    left out), sorted by path: the stamp that tells a fresh process whether sources changed, in one ``scandir`` pass
+    (``os.walk`` plus a ``stat`` per file costs it more Python). OSError when ``root`` cannot be read."""
+    out = []
+    stack = [root]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):  # (as os.walk: a linked directory is not entered)
+                    if e.name != "__pycache__":
+                        stack.append(e.path)
+                elif e.name.endswith(suffix):
+                    st = e.stat()
+                    out.append((e.path, st.st_size, st.st_mtime_ns))
+    out.sort()
+    return out
+
+
+def stat_files(paths: list[str] | tuple[str, ...]) -> list[tuple[str, int, int]]:
+    """``(path, size, mtime_ns)`` of each of ``paths`` (OSError when one is missing)."""
+    out = []
+    for p in paths:
+        st = os.stat(p)
+        out.append((p, st.st_size, st.st_mtime_ns))
+    return out
 
 
 def file_digest(path: str) -> tuple[int, str] | None:

@@ -44,7 +44,7 @@ __all__ = ["CacheSecurityError", "cache_base", "cache_dir", "enabled", "load_or_
 log = cachedir.log
 KINDS = ("kernels", "autotune", "cpu", "probes")
 # plain strings and os.path throughout: importing pathlib would cost a fresh process ~3 ms
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # (realpath: ~7 lstat calls)
 
 
 class CacheStats:
@@ -123,15 +123,13 @@ def _note(message: str) -> None:
 
 
 # --- keys ----------------------------------------------------------------------------------------------------
-def _compiler_sources() -> list[str]:
-    files = [os.path.join(_PACKAGE_DIR, "errors.py"), os.path.join(_PACKAGE_DIR, "runtime", "serialize.py")]
+def _compiler_sources() -> list[tuple[str, int, int]]:
+    """``(path, size, mtime_ns)`` of every source that decides what a kernel compiles to."""
+    rows = cachedir.stat_files((os.path.join(_PACKAGE_DIR, "errors.py"),
+                                os.path.join(_PACKAGE_DIR, "runtime", "serialize.py")))
     for sub in ("compiler", "language"):
-        found = []
-        for root, dirs, names in os.walk(os.path.join(_PACKAGE_DIR, sub)):
-            dirs[:] = [d for d in dirs if d != "__pycache__"]
-            found.extend(os.path.join(root, n) for n in names if n.endswith(".py"))
-        files.extend(sorted(found))
-    return files
+        rows += cachedir.stat_tree(os.path.join(_PACKAGE_DIR, sub), ".py")
+    return rows
 
 
 @functools.lru_cache(maxsize=1)
@@ -139,17 +137,15 @@ def compiler_digest() -> str:
     """Hash of the Enceladus version and the sources that decide what a kernel compiles to.
 
     Hashing the sources is a content hash; a fresh process first looks it up by a stamp of the files'
-    paths, sizes and mtimes (``<cache>/.compiler-<stamp>``, written after the first full hash), so an
+    paths, sizes and mtimes (``<cache>/.kdigest-<stamp>``, written after the first full hash), so an
     unchanged installation reads one small file instead of every compiler source.
     """
-    files = _compiler_sources()
-    stamp = sha256(f"{_PACKAGE_DIR}\0{VERSION}\0{sys.version_info[:2]}".encode())
     try:
-        for p in files:
-            st = os.stat(p)
-            stamp.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        rows = _compiler_sources()
     except OSError:
-        return _hash_compiler_sources(files)
+        return _hash_compiler_sources(None)
+    files = [r[0] for r in rows]
+    stamp = sha256(f"{_PACKAGE_DIR}\0{VERSION}\0{sys.version_info[:2]}\0{rows!r}".encode())
     memo = key = None
     if enabled():
         try:
@@ -167,7 +163,17 @@ def compiler_digest() -> str:
     return digest
 
 
-def _hash_compiler_sources(files: list[str]) -> str:
+def _hash_compiler_sources(files: list[str] | None) -> str:
+    """The content hash of ``files`` (None: the sources found by walking the directories, unreadable ones
+    included as missing)."""
+    if files is None:
+        files = [os.path.join(_PACKAGE_DIR, "errors.py"), os.path.join(_PACKAGE_DIR, "runtime", "serialize.py")]
+        for sub in ("compiler", "language"):
+            found = []
+            for root, dirs, names in os.walk(os.path.join(_PACKAGE_DIR, sub)):
+                dirs[:] = [d for d in dirs if d != "__pycache__"]
+                found.extend(os.path.join(root, n) for n in names if n.endswith(".py"))
+            files += sorted(found)
     h = sha256(f"enceladus {VERSION} python {sys.version_info[:2]}".encode())
     for p in files:
         try:

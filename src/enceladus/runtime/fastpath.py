@@ -137,6 +137,7 @@ class KernelCache(dict):
         return (KernelCache, (dict(self),))
 
 
+_UNBUILT = object()  # LaunchPlan.pack before its first use
 _NO_GRID = object()  # a plan's grid before its first fast launch (never `is` a grid a caller passes, None included)
 
 
@@ -186,7 +187,7 @@ def key_function(cflags: tuple[bool, ...]) -> Any:
 
 def positional_key(args: tuple, cflags: tuple) -> list:
     """``arg_key`` of each positional argument (``(class, value)`` for constexprs): the key ``key_function``
-    computes, one argument at a time (the reference its tests compare with)."""
+    computes, one argument at a time (a first launch's key, before that function is compiled)."""
     return [(a.__class__, a) if c else arg_key(a) for a, c in zip(args, cflags)]
 
 
@@ -251,7 +252,8 @@ class LaunchPlan:
         # whether a buffer or scalar comes from the parameters after the positional ones (keyword arguments or
         # defaults); when none does (constexprs passed by keyword), a launch reads them from ``args`` as they are
         self.tail_used = any(i >= nargs for i in self.buffer_index + self.scalar_index)
-        self.pack = packer(launcher, self.buffer_index, self.scalar_index) if self.asynchronous else None
+        # compiled on the plan's first use (a process that launches once pays no compile), None for other launches
+        self.pack: Any = _UNBUILT if self.asynchronous else None
 
     def current(self, cache: Any) -> bool:
         """Whether ``cache`` still maps this plan's specialization key to its kernel."""
@@ -297,9 +299,12 @@ class LaunchPlan:
         launcher = self.launcher
         if self.asynchronous:  # every array a Tensor: queued on the current stream (packing errors take packet())
             packet = None
-            if self.pack is not None:
+            pack = self.pack
+            if pack is _UNBUILT:
+                pack = self.pack = packer(launcher, self.buffer_index, self.scalar_index)
+            if pack is not None:
                 try:
-                    packet = self.pack(vals, grid3, gsize)
+                    packet = pack(vals, grid3, gsize)
                 except (struct.error, OverflowError):
                     packet = None
             if packet is None:

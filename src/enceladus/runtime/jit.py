@@ -23,7 +23,7 @@ from ..language.dtypes import dtype
 from . import arguments, knobs, structs
 from .arguments import ArgSpec
 from .backend import get_backend
-from .fastpath import KernelCache, LaunchPlan, SlowPath, arg_key, key_function
+from .fastpath import KernelCache, LaunchPlan, SlowPath, arg_key, key_function, positional_key
 from .guards import check as check_globals
 from .guards import guard_of
 from .launch import _DEBUG_KEY as _DEBUG_ENV
@@ -135,6 +135,7 @@ class JITFunction:
         self._fast: dict[Any, LaunchPlan] = {}
         self._cflags = tuple(p.is_constexpr for p in self.params)
         self._keyfns: dict[int, Any] = {}  # number of positional arguments -> fastpath.key_function
+        self._key_counts: set[int] = set()  # the counts seen once (see _first_key)
         self._key_by_value = {p.name for p in self.params if p.is_constexpr} | set(LAUNCH_OPTIONS)
         self._defaults = [p.default for p in self.params]
         self._fn_defaults = (fn.__defaults__, fn.__kwdefaults__)
@@ -306,9 +307,8 @@ class JITFunction:
     # --- launch --------------------------------------------------------------------------------------
     def _fast_key(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         """Everything specialization can see of these arguments (see runtime/fastpath.py)."""
-        if len(args) > len(self._cflags):
-            raise SlowPath
-        key = key_function(self._cflags[:len(args)])(args)
+        keyfn = self._keyfns.get(len(args))
+        key = keyfn(args) if keyfn is not None else self._first_key(args)
         if kwargs:
             by_value = self._key_by_value
             extra = []
@@ -317,19 +317,25 @@ class JITFunction:
             key += tuple(extra)
         return key
 
-    def _key_function(self, nargs: int) -> Any:
-        """``fastpath.key_function`` for ``nargs`` positional arguments (remembered per count); SlowPath past the
-        parameter count."""
+    def _first_key(self, args: tuple) -> tuple:
+        """The positional part of the fast key before ``fastpath.key_function`` is compiled for this many arguments:
+        the first launch with a count computes it argument by argument, the second compiles the function (~0.05 ms
+        per argument: a process that launches once does not pay it). SlowPath past the parameter count."""
+        nargs = len(args)
         if nargs > len(self._cflags):
             raise SlowPath
-        fn = self._keyfns[nargs] = key_function(self._cflags[:nargs])
-        return fn
+        if nargs in self._key_counts:
+            self._keyfns[nargs] = key_function(self._cflags[:nargs])
+            return self._keyfns[nargs](args)
+        self._key_counts.add(nargs)
+        return tuple(positional_key(args, self._cflags))
 
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> CompiledKernel | None:
         fkey = None
         if not self.interpret and not self.debug:
             try:  # (self._fast_key, inlined)
-                key = (self._keyfns.get(len(args)) or self._key_function(len(args)))(args)
+                keyfn = self._keyfns.get(len(args))
+                key = keyfn(args) if keyfn is not None else self._first_key(args)
                 if kwargs:
                     by_value = self._key_by_value
                     extra = []

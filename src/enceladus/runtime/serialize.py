@@ -87,7 +87,13 @@ def encode(value: Any, *, strict: bool = True) -> Any:
     return {"opaque": repr(value)}
 
 
+_CLASSES: dict[str, type] = {}  # "module:QualName" -> the dataclass, once resolved
+
+
 def _resolve_class(path: str) -> type:
+    cls = _CLASSES.get(path)
+    if cls is not None:
+        return cls
     module, _, qualname = path.partition(":")
     if module.split(".")[0] != _PACKAGE or not qualname:
         raise SerializationError(f"cache entry names class {path!r}, which is not an Enceladus dataclass")
@@ -99,6 +105,7 @@ def _resolve_class(path: str) -> type:
         raise SerializationError(f"cache entry names unknown class {path!r}: {e}") from None
     if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)):
         raise SerializationError(f"cache entry names {path!r}, which is not a dataclass")
+    _CLASSES[path] = obj
     return obj
 
 

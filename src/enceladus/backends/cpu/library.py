@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from itertools import chain
@@ -158,8 +159,6 @@ class _Runtime:
         self.lib.enc_launch.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong]
         self.lib.enc_launch.restype = ctypes.c_int
         self.enc_launch = self.lib.enc_launch
-        self.lib.enc_measure_switch_ns.argtypes = [ctypes.c_uint]
-        self.lib.enc_measure_switch_ns.restype = ctypes.c_double
         self.lib.enc_runtime_init.argtypes = [ctypes.c_uint, ctypes.c_ulong]
         threads = int(os.environ.get("ENCELADUS_CPU_THREADS") or os.cpu_count() or 1)
         stack = int(os.environ.get("ENCELADUS_CPU_FIBER_STACK") or 0)
@@ -167,9 +166,19 @@ class _Runtime:
         self.api = self.lib.enc_runtime_api()
         self.lib.enc_register_allocation.argtypes = [ctypes.c_ulong, ctypes.c_ulong]
         self.lib.enc_unregister_allocation.argtypes = [ctypes.c_ulong]
-        from .memory import track
+        # The allocations made before the runtime was loaded. A process that has allocated nothing has not imported
+        # the memory module: it picks _TRACKING up when imported (memory._pick_up_runtime). Set first, then looked
+        # for: of a load and an import running at once, at least one sees the other (tracking twice is harmless).
+        _TRACKING[:] = [self.lib.enc_register_allocation, self.lib.enc_unregister_allocation]
+        track = getattr(sys.modules.get(__package__ + ".memory"), "track", None)
+        if track is not None:
+            track(*_TRACKING)
 
-        track(self.lib.enc_register_allocation, self.lib.enc_unregister_allocation)
+    def measure_switch_ns(self, iterations: int) -> float:
+        fn = self.lib.enc_measure_switch_ns
+        fn.argtypes = [ctypes.c_uint]
+        fn.restype = ctypes.c_double
+        return float(fn(iterations))
 
     @classmethod
     def get(cls, compiler: CompilerInfo) -> _Runtime:
@@ -177,6 +186,11 @@ class _Runtime:
             if cls._instance is None:
                 cls._instance = _Runtime(compiler)
             return cls._instance
+
+
+# The runtime library's (register, unregister) allocation functions once it is loaded (memory.track forwards the
+# live allocations to them).
+_TRACKING: list = []
 
 
 def _open_library(path: str) -> ctypes.CDLL:
@@ -652,4 +666,4 @@ class CpuBackend:
 
     def fiber_switch_ns(self, iterations: int = 1_000_000) -> float:
         """Measured cost of one fiber context switch, in nanoseconds."""
-        return float(_Runtime.get(self.compiler).lib.enc_measure_switch_ns(iterations))
+        return _Runtime.get(self.compiler).measure_switch_ns(iterations)

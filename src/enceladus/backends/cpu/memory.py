@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Callable
 
@@ -61,3 +62,14 @@ class CpuAllocation:
 
     def __repr__(self) -> str:
         return f"<CpuAllocation {self.nbytes} bytes at 0x{self.address:x}>"
+
+
+def _pick_up_runtime() -> None:
+    """Track with the runtime library if it was loaded before this module was imported (library._TRACKING)."""
+    library = sys.modules.get(__package__ + ".library")
+    tracking = getattr(library, "_TRACKING", None)
+    if tracking:
+        track(*tracking)
+
+
+_pick_up_runtime()
