@@ -94,7 +94,7 @@ def test_second_run_of_example_in_new_process_compiles_nothing(tmp_path: Path) -
 # What a process that only launches a cached kernel may load of the compiler: the kernel and ABI classes, Metal's
 # limits, the source locator (all imported by `import enceladus`) and the MSL signature record of the cpu backend.
 CACHED_PATH_COMPILER_MODULES = {"enceladus.compiler", "enceladus.compiler.kernel", "enceladus.compiler.metal_limits",
-                                "enceladus.compiler.source", "enceladus.compiler.msl_signature"}
+                                "enceladus.compiler.source"}  # (msl_signature: parsing only; the classes are in kernel)
 
 LOADED_SCRIPT = KERNEL_SCRIPT + textwrap.dedent("""
     import json, sys
@@ -110,7 +110,8 @@ LOADED_SCRIPT = KERNEL_SCRIPT + textwrap.dedent("""
 
 def test_cached_launch_in_a_fresh_process_loads_no_compiler(tmp_path: Path) -> None:
     """The cached path of a fresh process (#26): no compiler module beyond the kernel records, no MSL parser or
-    translator of the cpu backend, no stream worker for a synchronous launch; the layouts still read back."""
+    translator of the cpu backend, no memory module or stream worker for a synchronous launch on NumPy arrays; the
+    layouts still read back."""
     cache_dir = tmp_path / "cache"
     script = tmp_path / "axpy_loaded.py"
     script.write_text(LOADED_SCRIPT)
@@ -126,7 +127,7 @@ def test_cached_launch_in_a_fresh_process_loads_no_compiler(tmp_path: Path) -> N
     assert "enceladus.compiler.driver" in first["compiler"]  # (the check sees what a compile loads)
     assert set(cached["compiler"]) <= CACHED_PATH_COMPILER_MODULES, cached["compiler"]
     assert not {"enceladus.backends.cpu.signature", "enceladus.backends.cpu.translate",
-                "enceladus.backends.cpu.queue"} & set(cached["cpu"]), cached["cpu"]
+                "enceladus.backends.cpu.queue", "enceladus.backends.cpu.memory"} & set(cached["cpu"]), cached["cpu"]
     assert not cached["default_stream"]  # a launch on NumPy arrays ran on the calling thread
     assert cached["layouts"] == first["layouts"] and cached["layouts"]
 
@@ -383,3 +384,25 @@ def test_cache_listing_size_and_clear(private_cache: Path) -> None:
     n, nbytes = cache.clear(("kernels",))
     assert n >= 1 and nbytes == sizes["kernels"]
     assert cache.total_size()["kernels"] == 0
+
+
+TRACKING_SCRIPT = KERNEL_SCRIPT + textwrap.dedent("""
+    import sys
+    assert "enceladus.backends.cpu.memory" not in sys.modules  # the runtime is loaded, nothing allocated yet
+    t = enceladus.zeros(16)
+    from enceladus.backends.cpu import library, memory
+    assert memory._register is library._TRACKING[0] and memory.LIVE  # the allocation went to the runtime
+    print("TRACKED")
+""")
+
+
+def test_an_allocation_after_the_runtime_is_loaded_is_tracked(tmp_path: Path) -> None:
+    """The memory module is imported on the first allocation (a launch on NumPy arrays never allocates); when the
+    runtime library was loaded before, the allocations are still registered with it (what the checks of pointers
+    made from integer addresses look them up in)."""
+    script = tmp_path / "tracking.py"
+    script.write_text(TRACKING_SCRIPT)
+    env = {**os.environ, "ENCELADUS_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("ENCELADUS_CACHE", None)
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    assert res.returncode == 0 and "TRACKED" in res.stdout, res.stderr

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 VERSION = "0.1.0"
@@ -230,3 +231,82 @@ def dump_kernel(ck: CompiledKernel) -> None:
         path = os.path.join(out, f"{ck.name}-{tag}.{ext}")
         with open(path, "w") as f:
             f.write(ck.asm[kind] + ("\n" if not ck.asm[kind].endswith("\n") else ""))
+
+
+# --- MSL kernel signatures (parsed by compiler/msl_signature.py; here so that a process loading a cached kernel
+# builds them without importing the parser) ---------------------------------------------------------------
+class KernelParam(tuple):
+    """One kernel parameter: ``(name, msl_type, address_space, attribute, index)``.
+
+    A named tuple written out (a ``typing.NamedTuple`` class costs a fresh process ~0.4 ms to create, and cached
+    kernels load through this module): the same fields, tuple behaviour, ``_fields``, ``_replace`` and ``_asdict``."""
+
+    __slots__ = ()
+    _fields = ("name", "msl_type", "address_space", "attribute", "index")
+
+    def __new__(cls, name: str, msl_type: str, address_space: str | None, attribute: str,
+                index: int | None) -> KernelParam:
+        return tuple.__new__(cls, (name, msl_type, address_space, attribute, index))
+
+    name = property(itemgetter(0), doc="the parameter's name")
+    msl_type = property(itemgetter(1), doc='declared type without the name, e.g. "device const half*"')
+    address_space = property(itemgetter(2), doc="device, constant, threadgroup, thread, or None")
+    attribute = property(itemgetter(3), doc='"buffer", "threadgroup", "texture", "sampler" or a builtin such as '
+                                            '"thread_position_in_grid"')
+    index = property(itemgetter(4), doc="the resource slot, or None")
+
+    def __repr__(self) -> str:
+        return "KernelParam(" + ", ".join(f"{f}={v!r}" for f, v in zip(self._fields, self)) + ")"
+
+    def __getnewargs__(self) -> tuple:
+        return tuple(self)
+
+    def _replace(self, **changes: object) -> KernelParam:
+        values = dict(zip(self._fields, self))
+        unknown = set(changes) - set(values)
+        if unknown:
+            raise ValueError(f"KernelParam has no field(s) {', '.join(sorted(unknown))}")
+        values.update(changes)
+        return KernelParam(**values)  # type: ignore[arg-type]
+
+    def _asdict(self) -> dict[str, object]:
+        return dict(zip(self._fields, self))
+
+
+class KernelSignature:
+    """A parsed ``kernel void NAME(...)`` declaration. A plain class: a fresh process that loads a cached kernel
+    creates it, and a dataclass (~0.7 ms) or a NamedTuple (~0.3 ms) costs more to create than the load's own work."""
+
+    __slots__ = ("name", "params", "line")
+
+    def __init__(self, name: str, params: list[KernelParam], line: int) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "line", line)  # 1-based line of the declaration in the MSL text
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"KernelSignature is immutable (cannot set {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is KernelSignature and (self.name, self.params, self.line) == \
+            (other.name, other.params, other.line)
+
+    __hash__ = None  # type: ignore[assignment]  (params is a list)
+
+    def __repr__(self) -> str:
+        return f"KernelSignature(name={self.name!r}, params={self.params!r}, line={self.line})"
+
+    @property
+    def buffer_params(self) -> list[KernelParam]:
+        return [p for p in self.params if p.attribute == "buffer"]
+
+    @property
+    def threadgroup_params(self) -> list[KernelParam]:
+        return [p for p in self.params if p.attribute == "threadgroup"]
+
+    def __str__(self) -> str:
+        inner = ", ".join(
+            f"{p.msl_type} {p.name} [[{p.attribute}{'' if p.index is None else f'({p.index})'}]]"
+            for p in self.params
+        )
+        return f"kernel void {self.name}({inner})"

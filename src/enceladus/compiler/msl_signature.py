@@ -2,14 +2,15 @@
 
 This is MSL knowledge shared by both backends (and the runtime), so it lives here, below them: the metal
 backend accepts whatever Metal accepts; the cpu backend (``backends/cpu/signature.py``) refuses, by name, the
-attributes it cannot emulate. Light on purpose (no compiler imports): cached kernels load through it.
+attributes it cannot emulate. The parsed classes, ``KernelParam`` and ``KernelSignature``, are defined in
+``compiler/kernel.py``: a process that loads cached kernels builds them without importing this parser.
 """
 
 from __future__ import annotations
 
 import re
-from operator import itemgetter
 
+from .kernel import KernelParam, KernelSignature  # (defined there: cached kernels load without this module)
 from .metal_limits import MAX_BUFFER_SLOTS, MAX_SAMPLER_SLOTS, MAX_TEXTURE_SLOTS, MAX_THREADGROUP_SLOTS
 
 ADDRESS_SPACES = ("device", "constant", "threadgroup", "thread")
@@ -52,83 +53,6 @@ VECTOR_BUILTIN_TYPES = ("uint", "ushort", "uint2", "ushort2", "uint3", "ushort3"
 
 class MSLSignatureError(ValueError):
     """A kernel signature Metal would reject (or that cannot be parsed); the message names the kernel and argument."""
-
-
-class KernelParam(tuple):
-    """One kernel parameter: ``(name, msl_type, address_space, attribute, index)``.
-
-    A named tuple written out (a ``typing.NamedTuple`` class costs a fresh process ~0.4 ms to create, and cached
-    kernels load through this module): the same fields, tuple behaviour, ``_fields``, ``_replace`` and ``_asdict``."""
-
-    __slots__ = ()
-    _fields = ("name", "msl_type", "address_space", "attribute", "index")
-
-    def __new__(cls, name: str, msl_type: str, address_space: str | None, attribute: str,
-                index: int | None) -> KernelParam:
-        return tuple.__new__(cls, (name, msl_type, address_space, attribute, index))
-
-    name = property(itemgetter(0), doc="the parameter's name")
-    msl_type = property(itemgetter(1), doc='declared type without the name, e.g. "device const half*"')
-    address_space = property(itemgetter(2), doc="device, constant, threadgroup, thread, or None")
-    attribute = property(itemgetter(3), doc='"buffer", "threadgroup", "texture", "sampler" or a builtin such as '
-                                            '"thread_position_in_grid"')
-    index = property(itemgetter(4), doc="the resource slot, or None")
-
-    def __repr__(self) -> str:
-        return "KernelParam(" + ", ".join(f"{f}={v!r}" for f, v in zip(self._fields, self)) + ")"
-
-    def __getnewargs__(self) -> tuple:
-        return tuple(self)
-
-    def _replace(self, **changes: object) -> KernelParam:
-        values = dict(zip(self._fields, self))
-        unknown = set(changes) - set(values)
-        if unknown:
-            raise ValueError(f"KernelParam has no field(s) {', '.join(sorted(unknown))}")
-        values.update(changes)
-        return KernelParam(**values)  # type: ignore[arg-type]
-
-    def _asdict(self) -> dict[str, object]:
-        return dict(zip(self._fields, self))
-
-
-class KernelSignature:
-    """A parsed ``kernel void NAME(...)`` declaration. A plain class: a fresh process that loads a cached kernel
-    creates it, and a dataclass (~0.7 ms) or a NamedTuple (~0.3 ms) costs more to create than the load's own work."""
-
-    __slots__ = ("name", "params", "line")
-
-    def __init__(self, name: str, params: list[KernelParam], line: int) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "params", params)
-        object.__setattr__(self, "line", line)  # 1-based line of the declaration in the MSL text
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"KernelSignature is immutable (cannot set {name!r})")
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is KernelSignature and (self.name, self.params, self.line) == \
-            (other.name, other.params, other.line)
-
-    __hash__ = None  # type: ignore[assignment]  (params is a list)
-
-    def __repr__(self) -> str:
-        return f"KernelSignature(name={self.name!r}, params={self.params!r}, line={self.line})"
-
-    @property
-    def buffer_params(self) -> list[KernelParam]:
-        return [p for p in self.params if p.attribute == "buffer"]
-
-    @property
-    def threadgroup_params(self) -> list[KernelParam]:
-        return [p for p in self.params if p.attribute == "threadgroup"]
-
-    def __str__(self) -> str:
-        inner = ", ".join(
-            f"{p.msl_type} {p.name} [[{p.attribute}{'' if p.index is None else f'({p.index})'}]]"
-            for p in self.params
-        )
-        return f"kernel void {self.name}({inner})"
 
 
 # patterns, compiled by re's own cache on first use (cached kernels load without parsing any MSL)

@@ -12,11 +12,11 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from ...cachedir import dumps_plain
-from ...compiler.metal_limits import MAX_GRID, MAX_THREADGROUP_MEMORY, MAX_THREADS_PER_THREADGROUP
-from ...compiler.msl_signature import (  # (not .signature: one module fewer to load)
+from ...compiler.kernel import (  # (not .signature nor msl_signature: no parser loaded)
     KernelParam,
     KernelSignature,
 )
+from ...compiler.metal_limits import MAX_GRID, MAX_THREADGROUP_MEMORY, MAX_THREADS_PER_THREADGROUP
 from .errors import CpuBackendError, KernelLaunchError, KernelTimeoutError
 from .toolchain import (
     RUNTIME_FLAGS,

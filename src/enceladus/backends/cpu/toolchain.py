@@ -236,9 +236,15 @@ TARGET_MODES = ("native", "generic")
 @functools.lru_cache(maxsize=1)
 def _host_cpu_features() -> frozenset[str]:
     """The feature flags of this machine's first CPU (Linux /proc/cpuinfo; empty elsewhere or on error)."""
-    try:
-        with open("/proc/cpuinfo", "rb") as f:
-            head = f.read(1 << 16)
+    head = b""
+    try:  # read up to the first complete flags line: the kernel writes /proc/cpuinfo one CPU at a time as it is
+        with open("/proc/cpuinfo", "rb", buffering=0) as f:  # read, and a many-core host has dozens
+            while len(head) < 1 << 16:
+                chunk = f.read(4096)
+                head += chunk
+                at = head.find(b"\nflags")
+                if not chunk or at >= 0 and head.find(b"\n", at + 1) >= 0:
+                    break
     except OSError:
         return frozenset()
     for line in head.split(b"\n"):
