@@ -78,9 +78,12 @@ def measure(kernel, args: tuple, iters: int, block: int) -> dict[str, float]:
     addrs = [args[i]._address for i in plan.buffer_index]
     scal = [args[i] for i in plan.scalar_index]
     q = default_stream().queue
+    pack = plan.pack if callable(plan.pack) else None  # the plan's compiled packer (runtime/fastpath.packer)
+    gsize = (kl.tptg, 1, 1)
 
     def pack_enqueue() -> None:
-        q.submit(kl.fast.run, kl.packet((1, 1, 1), addrs, scal), args)
+        packet = pack(args, (1, 1, 1), gsize) if pack is not None else kl.packet((1, 1, 1), addrs, scal)
+        q.submit(kl.fast.run, packet, args)
 
     t_enqueue = per_call_us(pack_enqueue, iters)
     enceladus.synchronize()
