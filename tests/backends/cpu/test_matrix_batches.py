@@ -75,6 +75,64 @@ def test_half_accumulator_rounds_after_every_multiply(backend: CpuBackend, run) 
     np.testing.assert_array_equal(out[1::2], acc[row, col + 1].astype(np.float32))
 
 
+LANES_DIFFER = HEADER + """
+// Operands the 32 lanes deposit in different places: lanes that change their fragment of A after a multiply
+// used it (they deposit it again, and from then on their slots differ from the other lanes'), and a lane
+// whose C is a value while the other lanes' C is the pending result of the previous multiply. Several
+// threadgroups and two SIMD groups: a SIMD group's batch starts empty in every threadgroup.
+kernel void differ(device const T* a [[buffer(0)]], device const T* b [[buffer(1)]], device float* out [[buffer(2)]],
+                   ushort lane [[thread_index_in_simdgroup]], ushort sg [[simdgroup_index_in_threadgroup]],
+                   uint tg [[threadgroup_position_in_grid]]) {
+    const uint m = 2 * tg + sg;
+    simdgroup_matrix<T, 8, 8> ma, mb;
+    simdgroup_load(ma, a + 64 * m);
+    simdgroup_load(mb, b + 64 * m);
+    simdgroup_float8x8 acc = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+    simdgroup_multiply_accumulate(acc, ma, mb, acc);
+    if (lane % 3 == 1) ma.thread_elements()[0] = T(lane % 5);
+    simdgroup_multiply_accumulate(acc, ma, mb, acc);
+    simdgroup_multiply_accumulate(acc, mb, ma, acc);
+    vec<float, 2>& r = acc.thread_elements();  // every lane waits for the result (a single lane cannot yet)
+    if (lane == 2) r[1] += 1.0f;
+    simdgroup_multiply_accumulate(acc, mb, mb, acc);
+    // lane 0 alone waits for the result (the runtime resumes it first, so the others have not gone further than
+    // the next multiply): its C is then a value, the other lanes' the pending result
+    if (lane == 0) acc.thread_elements()[1] += 1.0f;
+    simdgroup_matrix<T, 8, 8> mc = ma;
+    simdgroup_multiply_accumulate(acc, mc, mb, acc);
+    vec<float, 2> e = acc.thread_elements();
+    out[64 * m + 2 * lane] = e.x;
+    out[64 * m + 2 * lane + 1] = e.y;
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float", "half"])
+def test_lanes_with_operands_in_different_places(backend: CpuBackend, run, dtype: str) -> None:
+    groups = 3
+    np_t = np.float32 if dtype == "float" else np.float16
+    a = RNG.integers(-2, 3, (2 * groups, 8, 8)).astype(np_t)
+    b = RNG.integers(-2, 3, (2 * groups, 8, 8)).astype(np_t)
+    out = np.zeros((2 * groups, 64), np.float32)
+    run(backend.compile(f"#define T {dtype}\n" + LANES_DIFFER), "differ", (groups, 1, 1), (64, 1, 1), a, b, out)
+    row, col = lane_layout()
+    lanes = np.arange(32)
+    for m in range(2 * groups):  # small integers: every product and sum is exact in float
+        A, B = a[m].astype(np.float32), b[m].astype(np.float32)
+        A1 = A.copy()
+        changed = lanes % 3 == 1
+        A1[row[changed], col[changed]] = lanes[changed] % 5
+        acc = A @ B
+        acc = A1 @ B + acc
+        acc = B @ A1 + acc
+        acc[row[2], col[2] + 1] += 1
+        acc = B @ B + acc
+        acc[row[0], col[0] + 1] += 1
+        acc = A1 @ B + acc
+        np.testing.assert_array_equal(out[m][0::2], acc[row, col])
+        np.testing.assert_array_equal(out[m][1::2], acc[row, col + 1])
+
+
 MANY_LOADS = HEADER + """
 // More loads and stores than the SIMD group's log holds between two stops, in uniform control flow.
 kernel void many(device const float* x [[buffer(0)]], device float* y [[buffer(1)]], constant uint& n [[buffer(2)]]) {

@@ -173,7 +173,6 @@ struct Worker {
   bool accounted = false;     // the fiber that returned to the scheduler did its own bookkeeping
   bool chain_failed = false;  // ... and it failed (a SIMD-group check)
   EncSgLog* sglogs = nullptr;  // per SIMD group
-  unsigned sg_serial = 0;
 };
 
 thread_local Worker* tls_worker = nullptr;
@@ -491,7 +490,7 @@ bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
     {
       EncSgLog& g = w->sglogs[s];
       g.count = g.mma_count = 0;
-      g.serial = ++w->sg_serial;
+      ++g.serial;  // past every batch this SIMD group's log had (matrix.h: a batch of another serial is stale)
       std::memset(g.pos, 0, sizeof g.pos);
       std::memset(g.mma_pos, 0, sizeof g.mma_pos);
     }

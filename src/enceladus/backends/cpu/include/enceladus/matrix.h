@@ -1,3 +1,4 @@
+#include <metal_stdlib>
 // simdgroup_matrix 8x8 (float, half, bfloat). Each lane holds two adjacent elements of one row, in
 // the lane layout observed on Apple GPUs (METAL_FACTS.md; Apple calls it unspecified):
 //   row = 4*((lane>>4)&1) + 2*((lane>>2)&1) + ((lane>>1)&1),  col = 4*((lane>>3)&1) + 2*(lane&1) + e.
@@ -5,12 +6,17 @@
 // - loads, stores and the diagonal constructor touch only the lane's own two elements; each lane
 //   appends the operation to its SIMD group's log (abi.h EncSgLog), which the runtime checks when no
 //   lane of the group can run (every lane executed every entry, or the launch fails);
-// - multiplies are deferred: each lane deposits its operands (by value) in the group's batch and its
-//   destination becomes "pending". The first lane that needs a pending value (thread_elements(), a store,
-//   a copy, an operand) meets the other lanes once (a SIMD-group rendezvous: by then every lane has run
-//   up to its next stop, past the multiply) and computes every complete multiply of the batch for all 32
-//   lanes, writing each lane's destination. One rendezvous per batch instead of one per operation per
-//   lane; the result is the same (an operand's value is taken when the lane executes the multiply).
+// - multiplies are deferred: each lane deposits its two elements of an operand (as float) into a slot of
+//   the SIMD group's batch, where the 32 lanes' elements make up the whole 8x8 matrix, and later multiplies
+//   reuse the slot while the lane's fragment keeps the bits it deposited (a fragment loaded once and used by
+//   four multiplies is deposited once); an operand that is the pending result of an earlier multiply of the
+//   batch is referred to. The destination becomes "pending". The first lane that needs a pending value
+//   (thread_elements(), a store, a copy, an operand) meets the other lanes once (a SIMD-group rendezvous: by
+//   then every lane has run up to its next stop, past the multiply) and computes every complete multiply of
+//   the batch for all 32 lanes, reading each operand as one matrix (lanes normally deposit in the same slot;
+//   a lane whose slot differs is read from its own), and writes each lane's destination. One rendezvous per
+//   batch instead of one per operation per lane; the result is the same (an operand's value is taken when
+//   the lane executes the multiply).
 // multiply_accumulate computes in float and rounds once to the destination type.
 #ifndef ENCELADUS_MATRIX_H
 #define ENCELADUS_MATRIX_H
@@ -37,25 +43,24 @@ __ENC_INLINE unsigned sgm_col(unsigned lane) {
 // One deferred multiply-accumulate D = A*B + C of a SIMD group: its result and each lane's destination.
 // The destination type (`kind`) decides the rounding of results written back and read as another C.
 enum : unsigned char { sgm_float = 0, sgm_half = 1, sgm_bfloat = 2 };
+enum : unsigned { sgm_a = 0, sgm_b = 1, sgm_c = 2 };
 struct sgm_op {
   float D[8][8];
   void* dst[ENC_SIMD_WIDTH];  // each lane's destination matrix (null: overwritten or destroyed since)
+  int src[3];                 // the first lane's A, B, C: a slot (>= 0) or, for C, multiply -1 - src of the batch
+  unsigned mixed[3];          // lanes whose operand is elsewhere: theirs is in lsrc[lane][op]
   unsigned char kind;         // the destination's element type
 };
-// What one lane deposits for one multiply: its two elements of A, B and C (as float), or in csrc the multiply
-// of this batch whose result is its C. Kept per lane (in[lane][op]): a lane's deposits fill consecutive bytes
-// (half a cache line each) instead of touching the rows of four 8x8 matrices.
-struct sgm_in {
-  float a[2], b[2], c[2];
-  int csrc;  // -1: c holds C
-  unsigned pad;
-};
 constexpr unsigned sgm_max_ops = ENC_SG_MMA;
+constexpr unsigned sgm_max_slots = 3 * ENC_SG_MMA;  // a lane deposits at most 3 per multiply: never full first
+static_assert(sgm_max_ops <= 32767 && sgm_max_slots <= 32767, "lsrc holds op and slot numbers");
 struct sgm_batch {
   unsigned serial;  // EncSgLog::serial this batch belongs to (another: stale, start empty)
   unsigned done;    // multiplies computed so far
+  unsigned lpos[ENC_SIMD_WIDTH];  // each lane's next slot
+  float slot[sgm_max_slots][8][8];  // deposited operands, each lane's elements at their place in the matrix
   sgm_op ops[sgm_max_ops];
-  sgm_in in[ENC_SIMD_WIDTH][sgm_max_ops + 2];  // + one cache line: the lanes' rows do not alias in the cache
+  short lsrc[ENC_SIMD_WIDTH][sgm_max_ops][4];  // a lane in an op's `mixed`: where its operands are
 };
 
 struct sgm_msg {
@@ -82,9 +87,25 @@ struct sgm_ctx {
   EncSgLog* g;
   unsigned lane;
 };
+template <class T> __ENC_INLINE bool same_bits(const T& a, const T& b) {
+  return __builtin_memcmp(&a, &b, sizeof(T)) == 0;
+}
+__ENC_INLINE sgm_batch* sgm_batch_of(EncSgLog* g) {
+  sgm_batch* b = static_cast<sgm_batch*>(g->scratch);
+  if (__builtin_expect(b->serial != g->serial, 0)) {  // a batch of an earlier threadgroup: start empty
+    b->serial = g->serial;
+    b->done = 0;
+    for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) b->lpos[l] = 0;
+  }
+  return b;
+}
 // The calling fiber's log and lane, read from the top of its stack (abi.h EncFiberTop): kernels that use
-// simdgroup_matrix always run on fibers (translate.py needs_fibers).
-__ENC_INLINE sgm_ctx sgm_get() {
+// simdgroup_matrix always run on fibers (translate.py needs_fibers). The same for every call in one thread (a
+// fiber runs one thread of one threadgroup), hence `const`: the compiler reads it once per function (or loop)
+// instead of once per operation. Any call also makes the SIMD group's batch current (sgm_batch_of), and the
+// batch stays current for the threadgroup (sgm_reset keeps the serials equal), so operations find it with
+// sgm_current, without the test.
+[[gnu::const, gnu::noinline]] inline sgm_ctx sgm_get() {
   unsigned long a = rt->fiber_stack_align;
   unsigned long top = (reinterpret_cast<unsigned long>(__builtin_frame_address(0)) | (a - 1)) + 1;
   const EncFiberTop* t = reinterpret_cast<const EncFiberTop*>(top - ENC_FIBER_TOP);
@@ -92,21 +113,33 @@ __ENC_INLINE sgm_ctx sgm_get() {
   c.g = t->sg;
   c.lane = t->lane;
   if (__builtin_expect(c.g->scratch_size < sizeof(sgm_batch), 0)) c.g = rt->sg_log(sizeof(sgm_batch), &c.lane);
+  sgm_batch_of(c.g);
   return c;
 }
-__ENC_INLINE sgm_batch* sgm_batch_of(EncSgLog* g) {
-  sgm_batch* b = static_cast<sgm_batch*>(g->scratch);
-  if (b->serial != g->serial) {
-    b->serial = g->serial;
-    b->done = 0;
-  }
-  return b;
-}
+__ENC_INLINE sgm_batch* sgm_current(EncSgLog* g) { return static_cast<sgm_batch*>(g->scratch); }
 
 // Waits until every other lane of the SIMD group has stopped (a rendezvous of the lanes that call it here).
 __ENC_INLINE void sgm_meet(const char* what, unsigned line) {
   unsigned lane;
   rt->simd_exchange(nullptr, 0, what, line, 0, &lane);
+}
+
+// Error paths, out of line (cold): the operations' inline code keeps only the test.
+[[gnu::noinline, gnu::cold]] inline void sgm_fail_unreached(const char* what, unsigned lane, const char* count,
+                                                           unsigned n, unsigned line) {
+  sgm_msg m;
+  m.s(what).s(": lane ").u(lane).s(" executed ").u(n).s(count)
+      .s(" that other lanes of its SIMD group did not execute: simdgroup_matrix operations must be reached by all "
+         "32 lanes of the SIMD group (uniform control flow)");
+  rt->fail(m.b, line);
+}
+[[gnu::noinline, gnu::cold]] inline void sgm_fail_line(const char* what, unsigned lane, unsigned line,
+                                                      unsigned other) {
+  sgm_msg m;
+  m.s(what).s(": lane ").u(lane).s(" executes it at line ").u(line).s(" where other lanes of its SIMD group "
+      "executed one at line ").u(other).s(": simdgroup_matrix operations must be reached by all 32 lanes of the "
+      "SIMD group (uniform control flow)");
+  rt->fail(m.b, line);
 }
 
 inline void sgm_record_slow(const sgm_ctx& c, const char* what, unsigned line);
@@ -129,11 +162,7 @@ inline void sgm_record_slow(const sgm_ctx& c, const char* what, unsigned line) {
   if (g->pos[c.lane] == ENC_SG_LOG) {
     sgm_meet(what, line);  // the runtime retires the entries every lane executed
     if (g->pos[c.lane] == ENC_SG_LOG) {
-      sgm_msg m;
-      m.s(what).s(": lane ").u(c.lane).s(" executed ").u(ENC_SG_LOG)
-          .s(" simdgroup_matrix operations that other lanes of its SIMD group did not execute: simdgroup_matrix "
-             "operations must be reached by all 32 lanes of the SIMD group (uniform control flow)");
-      __enc::rt->fail(m.b, line);
+      sgm_fail_unreached(what, c.lane, " simdgroup_matrix operations", ENC_SG_LOG, line);
       return;
     }
   }
@@ -155,9 +184,53 @@ inline void sgm_record_slow(const sgm_ctx& c, const char* what, unsigned line) {
   }
 }
 
-// float -> the destination type of kind `k` -> float; and a lane's two results stored into its destination.
+// float -> the destination type of kind `k` -> float (one value, a whole matrix); and a lane's two results
+// stored into its destination.
 __ENC_INLINE float sgm_round(unsigned char k, float x);
+inline void sgm_round_all(unsigned char k, const float (&D)[8][8], float (&C)[8][8]);
 __ENC_INLINE void sgm_write(unsigned char k, void* m, float d0, float d1);
+
+// Operand A or B (x) of multiply k as an 8x8 matrix: the slot all lanes deposited it in, else gathered from
+// each lane's slot.
+__ENC_INLINE const float (*sgm_operand(const sgm_batch* bt, unsigned k, unsigned x, float (&M)[8][8]))[8] {
+  const sgm_op& op = bt->ops[k];
+  if (!op.mixed[x]) return bt->slot[op.src[x]];
+  for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) {
+    int s = (op.mixed[x] >> l) & 1u ? bt->lsrc[l][k][x] : op.src[x];
+    unsigned r = sgm_row(l), col = sgm_col(l);
+    M[r][col] = bt->slot[s][r][col];
+    M[r][col + 1] = bt->slot[s][r][col + 1];
+  }
+  return M;
+}
+// Operand C of multiply k: a slot, or an earlier multiply's result rounded to its type.
+inline const float (*sgm_operand_c(const sgm_batch* bt, unsigned k, float (&C)[8][8]))[8] {
+  const sgm_op& op = bt->ops[k];
+  int s = op.src[sgm_c];
+  if (!op.mixed[sgm_c]) {
+    if (s >= 0) return bt->slot[s];
+    const sgm_op& src = bt->ops[-1 - s];
+    if (src.kind == sgm_float) return src.D;  // float: no rounding
+    sgm_round_all(src.kind, src.D, C);
+    return C;
+  }
+  for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) {
+    if ((op.mixed[sgm_c] >> l) & 1u) s = bt->lsrc[l][k][sgm_c];
+    else s = op.src[sgm_c];
+    unsigned r = sgm_row(l), col = sgm_col(l);
+    for (unsigned e = 0; e < 2; ++e)
+      C[r][col + e] = s >= 0 ? bt->slot[s][r][col + e] : sgm_round(bt->ops[-1 - s].kind, bt->ops[-1 - s].D[r][col + e]);
+  }
+  return C;
+}
+
+// Starts an empty batch.
+__ENC_INLINE void sgm_reset(EncSgLog* g, sgm_batch* bt) {
+  g->mma_count = 0;
+  for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) g->mma_pos[l] = bt->lpos[l] = 0;
+  bt->serial = ++g->serial;
+  bt->done = 0;
+}
 
 // Computes the multiplies of the batch that every lane has executed, in order; empties the batch when
 // all are done.
@@ -167,21 +240,10 @@ inline void sgm_compute(EncSgLog* g) {
   for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) ready = g->mma_pos[l] < ready ? g->mma_pos[l] : ready;
   for (unsigned k = bt->done; k < ready; ++k) {
     sgm_op& op = bt->ops[k];
-    float A[8][8], B[8][8], C[8][8];
-    for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) {
-      const sgm_in& x = bt->in[l][k];
-      unsigned r = sgm_row(l), col = sgm_col(l);
-      for (unsigned e = 0; e < 2; ++e) {
-        A[r][col + e] = x.a[e];
-        B[r][col + e] = x.b[e];
-      }
-      if (x.csrc < 0) {
-        for (unsigned e = 0; e < 2; ++e) C[r][col + e] = x.c[e];
-      } else {
-        const sgm_op& src = bt->ops[x.csrc];
-        for (unsigned e = 0; e < 2; ++e) C[r][col + e] = sgm_round(src.kind, src.D[r][col + e]);
-      }
-    }
+    float Am[8][8], Bm[8][8], Cm[8][8];
+    const float(*A)[8] = sgm_operand(bt, k, sgm_a, Am);
+    const float(*B)[8] = sgm_operand(bt, k, sgm_b, Bm);
+    const float(*C)[8] = sgm_operand_c(bt, k, Cm);
     for (unsigned i = 0; i < 8; ++i) {  // per element: ((0 + a0*b0) + a1*b1 ...) + c, j innermost (vectorised)
       float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
       for (unsigned q = 0; q < 8; ++q)
@@ -196,13 +258,9 @@ inline void sgm_compute(EncSgLog* g) {
     }
   }
   bt->done = ready;
-  if (ready == g->mma_count) {  // every lane is past every multiply: start a new batch
-    g->mma_count = 0;
-    for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) g->mma_pos[l] = 0;
-    bt->serial = ++g->serial;
-    bt->done = 0;
-  }
+  if (ready == g->mma_count) sgm_reset(g, bt);  // every lane is past every multiply: start a new batch
 }
+
 }  // namespace __enc
 
 template <class T, int R, int C> struct simdgroup_matrix {
@@ -210,21 +268,23 @@ template <class T, int R, int C> struct simdgroup_matrix {
   static_assert(__enc::is_same<T, float>::value || __enc::is_same<T, half>::value || __enc::is_same<T, bfloat>::value,
                 "simdgroup_matrix element type must be float, half or bfloat");
   vec<T, 2> __e;
-  int __op = -1;        // >= 0: the pending multiply of this SIMD group's batch that produces the value
-  unsigned __serial = 0;  // that batch
+  int __op = -1;                  // >= 0: the pending multiply of this SIMD group's batch that produces the value
+  mutable int __slot = -1;        // >= 0: the batch's slot holding __deposited (the value while __e keeps its bits)
+  mutable unsigned __serial = 0;  // the batch of __op or __slot
+  mutable vec<T, 2> __deposited;
 
   __ENC_INLINE simdgroup_matrix() {}
   // Metal: constructing from a value gives a diagonal matrix.
   __ENC_INLINE explicit simdgroup_matrix(T diag, unsigned __line = __builtin_LINE());
   __ENC_INLINE simdgroup_matrix(const simdgroup_matrix& o, unsigned __line = __builtin_LINE()) {
     o.__resolve("simdgroup_matrix (copy of a multiply's result)", __line);
-    __e = o.__e;
+    __copy(o);
   }
   __ENC_INLINE simdgroup_matrix& operator=(const simdgroup_matrix& o) {
     if (this == &o) return *this;
     o.__resolve("simdgroup_matrix (copy of a multiply's result)", __builtin_LINE());
     __forget();
-    __e = o.__e;
+    __copy(o);
     return *this;
   }
   __ENC_INLINE ~simdgroup_matrix() { __forget(); }
@@ -237,6 +297,30 @@ template <class T, int R, int C> struct simdgroup_matrix {
     return __e;
   }
 
+  // A resolved value and, with it, its slot.
+  __ENC_INLINE void __copy(const simdgroup_matrix& o) {
+    __e = o.__e;
+    __slot = o.__slot;
+    __serial = o.__serial;
+    __deposited = o.__deposited;
+  }
+  // The slot of the batch (of serial `serial`) that holds this lane's elements, deposited there now unless
+  // an earlier multiply of the batch did (there is room: sgm_max_slots).
+  __ENC_INLINE int __slot_in(__enc::sgm_batch* bt, unsigned serial, unsigned lane) const {
+    if (__slot >= 0 && __serial == serial && __enc::same_bits(__e.x, __deposited.x) &&
+        __enc::same_bits(__e.y, __deposited.y))
+      return __slot;
+    unsigned s = bt->lpos[lane]++;
+    unsigned r = __enc::sgm_row(lane), col = __enc::sgm_col(lane);
+    for (int e = 0; e < 2; ++e) {
+      T v = __e[e];
+      bt->slot[s][r][col + unsigned(e)] = float(v);
+      __deposited[e] = v;
+    }
+    __slot = int(s);
+    __serial = serial;
+    return __slot;
+  }
   // Makes the value available: a pending multiply is computed (with the rest of the batch) first.
   __ENC_INLINE void __resolve(const char* what, unsigned line) const {
     if (__op >= 0) const_cast<simdgroup_matrix*>(this)->__wait(what, line);
@@ -288,6 +372,15 @@ template <class TD> constexpr unsigned char sgm_kind() {
 __ENC_INLINE float sgm_round(unsigned char k, float x) {
   return k == sgm_float ? x : k == sgm_half ? sgm_round<half>(x) : sgm_round<bfloat>(x);
 }
+template <class TD> __ENC_INLINE void sgm_round_all(const float (&D)[8][8], float (&C)[8][8]) {
+  for (unsigned i = 0; i < 8; ++i)
+    for (unsigned j = 0; j < 8; ++j) C[i][j] = sgm_round<TD>(D[i][j]);
+}
+inline void sgm_round_all(unsigned char k, const float (&D)[8][8], float (&C)[8][8]) {
+  if (k == sgm_float) sgm_round_all<float>(D, C);
+  else if (k == sgm_half) sgm_round_all<half>(D, C);
+  else sgm_round_all<bfloat>(D, C);
+}
 __ENC_INLINE void sgm_write(unsigned char k, void* m, float d0, float d1) {
   if (k == sgm_float) sgm_write<float>(m, d0, d1);
   else if (k == sgm_half) sgm_write<half>(m, d0, d1);
@@ -324,6 +417,7 @@ __ENC_INLINE void simdgroup_load(thread simdgroup_matrix<T, R, C>& m, const S* s
     ulong i = transpose ? col + e : r, j = transpose ? r : col + e;
     m.__e[int(e)] = src[(matrix_origin.y + i) * elements_per_row + matrix_origin.x + j];
   }
+  m.__slot = -1;
 }
 
 template <class T, int R, int C, class D>
@@ -341,6 +435,16 @@ __ENC_INLINE void simdgroup_store(const simdgroup_matrix<T, R, C>& m, D* dst, ul
   }
 }
 
+namespace __enc {
+// Where this lane's operand x of multiply op is (a slot, or -1 - a multiply), beside the first lane's.
+__ENC_INLINE void sgm_note(sgm_batch* bt, sgm_op& op, unsigned k, unsigned x, int src, unsigned lane) {
+  if (__builtin_expect(src != op.src[x], 0)) {
+    op.mixed[x] |= 1u << lane;
+    bt->lsrc[lane][k][x] = short(src);
+  }
+}
+}  // namespace __enc
+
 template <class TD, class TA, class TB, class TC>
 __ENC_INLINE void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
                                                 const simdgroup_matrix<TB, 8, 8>& b, const simdgroup_matrix<TC, 8, 8>& c,
@@ -349,50 +453,42 @@ __ENC_INLINE void simdgroup_multiply_accumulate(thread simdgroup_matrix<TD, 8, 8
   a.__resolve(what, __line);
   b.__resolve(what, __line);
   __enc::sgm_ctx x = __enc::sgm_get();
-  if (x.g->mma_pos[x.lane] == __enc::sgm_max_ops) {
+  __enc::sgm_batch* bt = __enc::sgm_current(x.g);
+  if (__builtin_expect(x.g->mma_pos[x.lane] == __enc::sgm_max_ops, 0)) {
     // the batch is full: compute it (every lane arrives here after the same multiplies)
     __enc::sgm_meet(what, __line);
     if (x.g->mma_pos[x.lane] == __enc::sgm_max_ops) __enc::sgm_compute(x.g);
     if (x.g->mma_pos[x.lane] == __enc::sgm_max_ops) {
-      __enc::sgm_msg m;
-      m.s(what).s(": lane ").u(x.lane).s(" executed ").u(__enc::sgm_max_ops)
-          .s(" multiplies that other lanes of its SIMD group did not execute: simdgroup_matrix operations must be "
-             "reached by all 32 lanes of the SIMD group (uniform control flow)");
-      __enc::rt->fail(m.b, __line);
+      __enc::sgm_fail_unreached(what, x.lane, " multiplies", __enc::sgm_max_ops, __line);
       return;
     }
   }
-  __enc::sgm_batch* bt = __enc::sgm_batch_of(x.g);
+  const unsigned serial = x.g->serial;
+  const int sa = a.__slot_in(bt, serial, x.lane), sb = b.__slot_in(bt, serial, x.lane);
+  const int sc = c.__op >= 0 && c.__serial == serial ? -1 - c.__op : c.__slot_in(bt, serial, x.lane);
   unsigned k = x.g->mma_pos[x.lane]++;
   __enc::sgm_op& op = bt->ops[k];
-  if (k == x.g->mma_count) {
+  if (k == x.g->mma_count) {  // the first lane here: its operands' places are the op's
     x.g->mma_count++;
     x.g->mma_line[k] = __line;
     op.kind = __enc::sgm_kind<TD>();
-  } else if (x.g->mma_line[k] != __line) {
-    __enc::sgm_msg m;
-    m.s(what).s(": lane ").u(x.lane).s(" executes it at line ").u(__line).s(" where other lanes of its SIMD group "
-        "executed one at line ").u(x.g->mma_line[k]).s(": simdgroup_matrix operations must be reached by all 32 "
-        "lanes of the SIMD group (uniform control flow)");
-    __enc::rt->fail(m.b, __line);
+    op.src[__enc::sgm_a] = sa;
+    op.src[__enc::sgm_b] = sb;
+    op.src[__enc::sgm_c] = sc;
+    op.mixed[0] = op.mixed[1] = op.mixed[2] = 0;
+  } else if (__builtin_expect(x.g->mma_line[k] != __line, 0)) {
+    __enc::sgm_fail_line(what, x.lane, __line, x.g->mma_line[k]);
     return;
-  }
-  __enc::sgm_in& in = bt->in[x.lane][k];
-  in.a[0] = float(a.__e.x);
-  in.a[1] = float(a.__e.y);
-  in.b[0] = float(b.__e.x);
-  in.b[1] = float(b.__e.y);
-  if (c.__op >= 0 && c.__serial == x.g->serial) {
-    in.csrc = c.__op;
   } else {
-    in.csrc = -1;
-    in.c[0] = float(c.__e.x);
-    in.c[1] = float(c.__e.y);
+    __enc::sgm_note(bt, op, k, __enc::sgm_a, sa, x.lane);
+    __enc::sgm_note(bt, op, k, __enc::sgm_b, sb, x.lane);
+    __enc::sgm_note(bt, op, k, __enc::sgm_c, sc, x.lane);
   }
-  if (d.__op >= 0 && d.__serial == x.g->serial) bt->ops[d.__op].dst[x.lane] = nullptr;  // d.__forget()
+  if (d.__op >= 0 && d.__serial == serial) bt->ops[d.__op].dst[x.lane] = nullptr;  // d.__forget()
   op.dst[x.lane] = &d;
   d.__op = int(k);
-  d.__serial = x.g->serial;
+  d.__slot = -1;
+  d.__serial = serial;
 }
 template <class TD, class TA, class TB>
 __ENC_INLINE void simdgroup_multiply(thread simdgroup_matrix<TD, 8, 8>& d, const simdgroup_matrix<TA, 8, 8>& a,
