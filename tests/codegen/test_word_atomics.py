@@ -4,6 +4,8 @@ the runtime binds each 16-bit buffer so that this word lies in memory it owns. T
 number of elements (the last element's word reaches past the array: the binding pads it), and neighbouring
 elements share a word, so a lost update of either half shows up in the totals."""
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -151,6 +153,21 @@ def test_chained_sum_with_poll_load_and_store(flag_dtype):
     run_on_all_paths(wk.chained_sum_kernel, (programs,), make,
                      lambda x, t, f, o: {1: sums[-1:], 2: np.ones(programs + 1, flag_dtype), 3: sums},
                      constexprs={"BLOCK": block})
+
+
+@needs_cpu
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+def test_a_32_bit_poll_builds_with_gpp(monkeypatch):
+    # the 16-bit poll helper called the 16-bit load helper, which 32-bit polls do not include: clang++ let the
+    # uninstantiated template pass, g++ refused the kernel (found by Triton's test_atomic_poll on a g++-only host)
+    monkeypatch.setenv("ENCELADUS_CXX", "g++")
+    programs, block = 4, 64
+    x = RNG.integers(-100, 100, programs * block).astype(np.int32)
+    flags = np.zeros(programs + 1, np.int32)
+    flags[0] = 1
+    total, out = np.zeros(1, np.int32), np.zeros(programs, np.int32)
+    enceladus.jit(wk.chained_sum_kernel.fn)[(programs,)](x, total, flags, out, BLOCK=block)
+    np.testing.assert_array_equal(out, np.cumsum(x.reshape(programs, block).sum(1)).astype(np.int32))
 
 
 @pytest.mark.parametrize("scope", ["gpu", "sys"])

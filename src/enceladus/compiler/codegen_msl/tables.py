@@ -105,6 +105,12 @@ template <typename T, typename P> static inline T enc_atomic16_load(P p) {  // P
     const uint shift = ((ulong)(p) & 2ul) ? 16u : 0u;
     device atomic_uint* w = (device atomic_uint*)((device uchar*)(p) - (shift >> 3));
     return as_type<T>(ushort(atomic_load_explicit(w, memory_order_relaxed) >> shift));
+}
+// tl.atomic_poll on 16 bits (here, beside the load it uses: g++ rejects a call to an undeclared template even in
+// a template never instantiated, so it must not sit in enc_atomic_poll, which 32-bit polls include alone)
+template <typename T, typename P> static inline bool enc_atomic_poll16(P p, T expected) {
+    while (as_type<ushort>(enc_atomic16_load<T>(p)) != as_type<ushort>(expected)) {}
+    return true;
 }""",
     "enc_atomic8": """// 8-bit atomic load and store (int8, uint8, bool: Metal's atomic types are 32 bits and wider): the aligned
 // 32-bit word that holds the byte is loaded atomically, or swapped by a compare-and-swap loop that writes the word's
@@ -137,10 +143,6 @@ static inline bool enc_atomic_poll64(device atomic_uint* w, ulong expected) {
         if (atomic_load_explicit(w + 1, memory_order_relaxed) == hi && ((ulong(hi) << 32) | ulong(lo)) == expected)
             return true;
     }
-}
-template <typename T, typename P> static inline bool enc_atomic_poll16(P p, T expected) {
-    while (as_type<ushort>(enc_atomic16_load<T>(p)) != as_type<ushort>(expected)) {}
-    return true;
 }""",
     "enc_div": """// -a wrapping (INT_MIN / -1 == INT_MIN): in the unsigned type, as MSL leaves signed overflow undefined
 template <typename T> static inline T enc_wrapneg(T a) { return T(T(0) - a); }  // char, short: computed in int
