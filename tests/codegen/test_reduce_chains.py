@@ -57,14 +57,17 @@ def maps(dtype, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return (rng.integers(-hi, hi, n) * 2 + 1).astype(dtype), rng.integers(-hi, hi, n).astype(dtype)
 
 
-@pytest.mark.parametrize("dtype,block", [(np.int32, 64), (np.int32, 128), (np.int16, 256), (np.int8, 512)])
-def test_non_commutative_combine_keeps_order(dtype, block):
-    """One SIMD group; per thread 2 int32 (a plain pair), 4 int32 (a pure tree), 8 int16 (four runs of 2),
-    16 int8 (four runs of 4), each thread's registers consecutive elements."""
-    a, b = maps(dtype, block, block)
+@pytest.mark.parametrize("dtype,block,num_warps", [(np.int32, 64, 1), (np.int32, 128, 1), (np.int16, 256, 1),
+                                                    (np.int8, 512, 1), (np.int8, 2048, 4), (np.int16, 2048, 8),
+                                                    (np.int8, 1024, 2)])
+def test_non_commutative_combine_keeps_order(dtype, block, num_warps):
+    """Per thread 2 int32 (a plain pair), 4 int32 (a pure tree), 8 int16 (four runs of 2), 16 int8 (four runs
+    of 4), each thread's registers consecutive elements; then 4, 8 and 2 SIMD groups, whose partial results
+    are combined the same way (a tree over 4, chains of 2 then a tree over 8, a pair)."""
+    a, b = maps(dtype, block, block + num_warps)
     want_a, want_b = composed(a, b)
     run_on_all_paths(compose_kernel, (1,), lambda: (a, b, np.zeros(1, dtype), np.zeros(1, dtype)),
-                     lambda *args: {2: want_a, 3: want_b}, constexprs={"BLOCK": block}, num_warps=1,
+                     lambda *args: {2: want_a, 3: want_b}, constexprs={"BLOCK": block}, num_warps=num_warps,
                      rtol=0, atol=0)
 
 
@@ -93,3 +96,12 @@ def test_msl_chains_then_tree():
     assert re.search(r"for \(int k = 0; k < 32; k \+= 16\) enc_combine\d+\(\w+\[k\], \w+\[k\], \w+\[k \+ 8\]", msl)
     assert re.search(r"for \(int k = 0; k < 32; k \+= 32\) enc_combine\d+\(\w+\[k\], \w+\[k\], \w+\[k \+ 16\]", msl)
     assert "for (int k = 1; k < 32; ++k)" not in msl
+
+
+def test_msl_simd_groups_combined_as_a_tree():
+    """8 SIMD groups' partial results: chains of 2, then a tree (depth 3, not 7)."""
+    x = np.zeros(2048, np.int16)
+    msl = compose_kernel.warmup(x, x, x[:1], x[:1], BLOCK=2048, num_warps=8).asm["msl"]
+    assert re.search(r"for \(int k = 0; k < 8; \+\+k\) \{ (r\d+)_w\[k\] = enc_smem\d+\[k \* 1 \+ row\];", msl), msl
+    assert re.search(r"for \(int k = 0; k < 8; k \+= 8\) enc_combine\d+\(r\d+_w\[k\], r\d+_w\[k\], r\d+_w\[k \+ 4\]", msl)
+    assert "for (int w = 1; w < 8; ++w)" not in msl

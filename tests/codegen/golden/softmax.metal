@@ -84,8 +84,11 @@ kernel void softmax_kernel(
     for (int e = 0; e < 8; ++e) {
         if (!((e) == 0)) continue;
         const int row = 0;
-        r2[e] = enc_smem3[row];
-        for (int w = 1; w < 4; ++w) enc_combine1(r2[e], enc_smem3[w * 1 + row]);
+        float r2_w[4];
+        for (int k = 0; k < 4; ++k) { r2_w[k] = enc_smem3[k * 1 + row]; }
+        for (int k = 0; k < 4; k += 2) enc_combine1(r2_w[k], r2_w[k + 1]);
+        for (int k = 0; k < 4; k += 4) enc_combine1(r2_w[k], r2_w[k + 2]);
+        r2[e] = r2_w[0];
     }
     for (int e = 0; e < 8; ++e) { const int b = e - (e) * 1; r2[e] = r2[b]; }
     const float v19 = r2[0];
@@ -111,8 +114,11 @@ kernel void softmax_kernel(
     for (int e = 0; e < 8; ++e) {
         if (!((e) == 0)) continue;
         const int row = 0;
-        r5[e] = enc_smem6[row];
-        for (int w = 1; w < 4; ++w) enc_combine4(r5[e], enc_smem6[w * 1 + row]);
+        float r5_w[4];
+        for (int k = 0; k < 4; ++k) { r5_w[k] = enc_smem6[k * 1 + row]; }
+        for (int k = 0; k < 4; k += 2) enc_combine4(r5_w[k], r5_w[k + 1]);
+        for (int k = 0; k < 4; k += 4) enc_combine4(r5_w[k], r5_w[k + 2]);
+        r5[e] = r5_w[0];
     }
     for (int e = 0; e < 8; ++e) { const int b = e - (e) * 1; r5[e] = r5[b]; }
     const float v26 = r5[0];

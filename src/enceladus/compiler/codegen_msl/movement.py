@@ -311,7 +311,8 @@ class MovementMixin:
             for a, x in zip(accs, xs):
                 self.emit(f"{a}[e] = {self.ref(x, lx, 'e')};")
         if pt > 2:
-            self.reduce_tree(xs, lx, types, accs, combine, stride, pt)
+            self.reduce_tree([lambda k, x=x: self.ref(x, lx, f"e + {k} * {stride}") for x in xs], types, accs,
+                             combine, pt, "_t")
         elif pt > 1:
             args = ", ".join(f"{a}[e]" for a in accs) + ", " + ", ".join(
                 self.ref(x, lx, f"e + k * {stride}") for x in xs)
@@ -371,11 +372,15 @@ class MovementMixin:
             if skip:
                 self.emit(skip.strip())
             self.emit(f"const int row = {row};")
-            for a, buf, t in zip(accs, bufs, types):
-                self.emit(f"{a}[e] = {self._read(buf, 'row', t)};")
-            args = ", ".join(f"{a}[e]" for a in accs) + ", " + ", ".join(
-                self._read(buf, f"w * {rows} + row", t) for buf, t in zip(bufs, types))
-            self.emit(f"for (int w = 1; w < {warps}; ++w) {combine}({args});")
+            if warps > 2:
+                self.reduce_tree([lambda k, buf=buf, t=t: self._read(buf, f"{k} * {rows} + row", t)
+                                  for buf, t in zip(bufs, types)], types, accs, combine, warps, "_w")
+            else:
+                for a, buf, t in zip(accs, bufs, types):
+                    self.emit(f"{a}[e] = {self._read(buf, 'row', t)};")
+                args = ", ".join(f"{a}[e]" for a in accs) + ", " + ", ".join(
+                    self._read(buf, f"w * {rows} + row", t) for buf, t in zip(bufs, types))
+                self.emit(f"for (int w = 1; w < {warps}; ++w) {combine}({args});")
             self.indent -= 1
             self.emit("}")
             self.notes.append(f"reduction of %{op.results[0].id}: {warps} SIMD groups combine through threadgroup "
@@ -390,27 +395,29 @@ class MovementMixin:
                 self.emit(f"const {msl_type(r.type.element)} v{r.id} = {a}[0];")
                 self.refs[(r.id, None)] = f"v{r.id}"
 
-    def reduce_tree(self, xs, lx, types: list[str], accs: list[str], combine: str, stride: int, pt: int) -> None:
-        """Step 1 of emit_reduce for ``pt`` > 2 registers per row: four independent chains over consecutive
-        runs of registers, then a pairwise tree over the runs. The chain of dependent combines is about pt/4 + 2
-        long instead of pt - 1, and four chains in flight hide the ALU latency, on Apple's GPUs as on NVIDIA's
-        (Triton reduces inside a thread as a tree), while a full tree's extra live temporaries would cost
-        registers (GPU proxy, cross-entropy at 32 registers per row: 45 registers linear, 48 with four chains,
-        64 with a full tree). Neighbours are combined in order (a run's head holds consecutive registers, left
-        of the next run's), so an associative combine function that is not commutative gets the same answer
-        as in a left-to-right chain; floating-point sums round in another order, as across lanes already."""
-        temps = [f"{a}_t" for a in accs]  # named after the accumulators: no fresh names, the rest of the MSL unchanged
+    def reduce_tree(self, sources, types: list[str], accs: list[str], combine: str, pt: int, suffix: str) -> None:
+        """``acc[e]`` = the combine of ``pt`` > 2 values in order, ``sources[i](k)`` being operand i's k-th (a
+        thread's registers along the reduced dimension, or the SIMD groups' partial results in threadgroup
+        memory): four independent chains over consecutive runs, then a pairwise tree over the runs. The chain
+        of dependent combines is about pt/4 + 2 long instead of pt - 1, and four chains in flight hide the
+        ALU latency, on Apple's GPUs as on NVIDIA's (Triton reduces inside a thread as a tree), while a full
+        tree's extra live temporaries would cost registers (GPU proxy, cross-entropy at 32 registers per
+        row: 45 registers linear, 48 with four chains, 64 with a full tree). Neighbours are combined in order
+        (a run's head holds consecutive values, left of the next run's), so an associative combine function
+        that is not commutative gets the same answer as in a left-to-right chain; floating-point sums round
+        in another order, as across lanes already."""
+        temps = [f"{a}{suffix}" for a in accs]  # named after the accumulators: no fresh names, the rest unchanged
         for t, ty in zip(temps, types):
             self.emit(f"{ty} {t}[{pt}];")
         self.emit(f"for (int k = 0; k < {pt}; ++k) {{ "
-                  + " ".join(f"{t}[k] = {self.ref(x, lx, f'e + k * {stride}')};" for t, x in zip(temps, xs)) + " }")
+                  + " ".join(f"{t}[k] = {src('k')};" for t, src in zip(temps, sources)) + " }")
 
         def step(loop: str, right: str) -> None:
             args = ", ".join(f"{t}[k]" for t in temps) + ", " + ", ".join(f"{t}[{right}]" for t in temps)
             self.emit(f"{loop} {combine}({args});")
 
-        assert pt & (pt - 1) == 0, f"{pt} registers per row: tile dimensions are powers of 2"
-        run = max(pt // 4, 1)  # registers per chain
+        assert pt & (pt - 1) == 0, f"{pt} values: tile dimensions and SIMD-group counts are powers of 2"
+        run = max(pt // 4, 1)  # values per chain
         if run == 2:
             step(f"for (int k = 0; k < {pt}; k += 2)", "k + 1")
         elif run > 2:
