@@ -120,12 +120,21 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
         e.bounds_checks = msl_bounds_checks
         return e
 
+    # separate threadgroup arrays while they fit in 32 KB; else movements outside loops reuse earlier arrays; else
+    # (still too much) one pool for all, one more barrier per data movement. The first emission goes on reusing
+    # arrays from the request that overflows when no earlier request could have reused one (movement.py smem):
+    # what the second attempt would write, so that attempt is made only when the first one diverged from it.
+    first = emitter(False)
+    first.reuse_when_full = True
     try:
-        module = emitter(False).generate()
+        module = first.generate()
     except OutOfResources:
-        try:  # separate threadgroup arrays do not fit: movements outside loops reuse earlier arrays
-            module = emitter(False, reuse=True).generate()
-        except OutOfResources:  # still too much: share one pool (one more barrier per data movement)
+        if first.reuse_diverged:
+            try:
+                module = emitter(False, reuse=True).generate()
+            except OutOfResources:
+                module = emitter(True).generate()
+        else:
             module = emitter(True).generate()
     sys_scope = int_pointers = False
     for op in facts.ops:  # (op.name, not a local `name`: that is the kernel's name, used below)

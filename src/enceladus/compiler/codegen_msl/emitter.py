@@ -138,6 +138,11 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.pooled = pooled  # threadgroup memory shared by all data movements (when separate arrays exceed 32 KB)
         # before pooling: a movement outside every loop reuses the array of an earlier one outside every loop
         self.reuse = reuse
+        # separate arrays until the request that overflows 32 KB, then reuse from there on (movement.py smem) when no
+        # earlier request could have reused an array: then the code is what an emission with ``reuse`` writes, and one
+        # emission decides both attempts (driver.py); ``reuse_diverged``: an earlier request could have
+        self.reuse_when_full = False
+        self.reuse_diverged = False
         self.smem_arrays: list[tuple[str, str, int, int]] = []  # (name, element type, count, movement) at depth 0
         self.pool_offset = 0
         self.smem_uses = 0

@@ -56,6 +56,11 @@ class MovementMixin:
             self.notes.append(f"{what}: {count * itemsize} bytes of the shared threadgroup pool")
         else:
             old = [a for a in self.smem_arrays if a[1] == elem_type and a[2] >= count and a[3] != self.sync.current]
+            if not self.reuse and self.reuse_when_full and not self.depth and old:
+                if self.reuse_diverged or self.smem_bytes + count * itemsize <= MAX_THREADGROUP_MEMORY:
+                    self.reuse_diverged = True  # a new array here, where an emission with reuse takes an old one
+                else:  # separate arrays overflow here, and up to here an emission with reuse wrote the same: go on as it
+                    self.reuse = True
             if self.reuse and not self.depth and old:  # a barrier first if it may still be in use (barriers.py)
                 pick = min(old, key=lambda a: a[2])
                 name, _, size, _ = pick
