@@ -9,6 +9,7 @@ these facts, which come from ``tl.arange``, constants, specialization of argumen
 
 from __future__ import annotations
 
+from functools import partial
 from math import gcd
 from typing import NamedTuple
 
@@ -30,6 +31,10 @@ class AxisInfo(NamedTuple):
         return f"contig={list(self.contiguity)} div={list(self.divisibility)} const={list(self.constancy)}"
 
 
+# AxisInfo((contiguity, divisibility, constancy)) without a Python frame (the named tuple's __new__ is one)
+_info = partial(tuple.__new__, AxisInfo)
+
+
 def _pow2_div(c: int) -> int:
     if c == 0:
         return MAX_DIV
@@ -47,7 +52,7 @@ def _dims(v: ir.Value) -> tuple[int, ...]:
 
 def _uniform(v: ir.Value, div: int) -> AxisInfo:
     shape = _dims(v)
-    return AxisInfo((1,) * len(shape), (div,) * len(shape), shape)
+    return _info(((1,) * len(shape), (div,) * len(shape), shape))
 
 
 def analyze(fn: ir.Function, arg_facts: dict[str, int]) -> dict[int, AxisInfo]:
@@ -61,18 +66,30 @@ def analyze(fn: ir.Function, arg_facts: dict[str, int]) -> dict[int, AxisInfo]:
 
 def _unknown(v: ir.Value) -> AxisInfo:
     n = len(_dims(v))
-    return AxisInfo((1,) * n, (1,) * n, (1,) * n)
+    return _info(((1,) * n, (1,) * n, (1,) * n))
 
 
 def _meet(a: AxisInfo, b: AxisInfo) -> AxisInfo:
     """What holds for both: the facts of a value that is ``a`` on some path and ``b`` on another."""
-    return AxisInfo(tuple(min(x, y) for x, y in zip(a.contiguity, b.contiguity)),
-                    tuple(gcd(x, y) for x, y in zip(a.divisibility, b.divisibility)),
-                    tuple(min(x, y) for x, y in zip(a.constancy, b.constancy)))
+    if a == b:
+        return a
+    return _info((tuple(map(min, a.contiguity, b.contiguity)), tuple(map(gcd, a.divisibility, b.divisibility)),
+                  tuple(map(min, a.constancy, b.constancy))))
 
 
-def _analyze_block(block: ir.Block, info: dict[int, AxisInfo]) -> None:
+def _analyze_block(block: ir.Block, info: dict[int, AxisInfo], changed: set[int] | None = None) -> None:
+    """``changed``: the block was analysed before, and only the values in ``changed`` (ids) have other facts
+    now: an op without regions none of whose operands changed keeps its result's facts (``_rule`` is a pure
+    function of the op and its operands' facts); the ids of results whose facts change are added."""
     for op in block.ops:
+        if changed is not None:
+            if not op.regions:
+                if op.results and any(o.id in changed for o in op.operands):
+                    before = [info[r.id] for r in op.results]
+                    _plain_op(op, info)
+                    changed.update(r.id for r, b in zip(op.results, before) if info[r.id] != b)
+                continue
+            changed.update(r.id for r in op.results)  # control flow: analysed again in full below
         if op.name in ("for", "while"):
             _analyze_loop(op, info)
             continue
@@ -87,11 +104,20 @@ def _analyze_block(block: ir.Block, info: dict[int, AxisInfo]) -> None:
                 ys = [region.terminator.operands[i] for region in op.regions]
                 info[r.id] = _meet(info[ys[0].id], info[ys[1].id])
             continue
-        if len(op.results) > 1 or op.regions or op.name not in _WITH_RULE:
+        if op.regions:
             for r in op.results:
                 info[r.id] = _unknown(r)
             continue
-        info[op.result.id] = _rule(op, [info[o.id] for o in op.operands], op.result)
+        _plain_op(op, info)
+
+
+def _plain_op(op: ir.Op, info: dict[int, AxisInfo]) -> None:
+    """The facts of the results of an op without regions."""
+    if len(op.results) > 1 or op.name not in _WITH_RULE:
+        for r in op.results:
+            info[r.id] = _unknown(r)
+        return
+    info[op.result.id] = _rule(op, [info[o.id] for o in op.operands], op.result)
 
 
 def _analyze_loop(op: ir.Op, info: dict[int, AxisInfo]) -> None:
@@ -107,15 +133,19 @@ def _analyze_loop(op: ir.Op, info: dict[int, AxisInfo]) -> None:
         # every value of the induction variable is lb + k * step
         info[iv.id] = _uniform(iv, gcd(info[lb.id].divisibility[0], info[step.id].divisibility[0]))
     state = [info[i.id] for i in inits]
+    changed = None  # the first round analyses every op; the next ones only what the changed carried facts reach
     for _ in range(4):
         for region in op.regions:
             args = region.args[1:] if (is_for and region is body) else region.args
             for a, st in zip(args, state):
                 info[a.id] = st
-            _analyze_block(region, info)
+            _analyze_block(region, info, changed)
         new = [_meet(st, info[y.id]) for st, y in zip(state, body.terminator.operands)]
         if new == state:
             break
+        changed = {a.id for region in op.regions
+                   for a, st, nw in zip(region.args[1:] if (is_for and region is body) else region.args, state, new)
+                   if st != nw}
         state = new
     else:  # no fixpoint in a few rounds: assume nothing
         state = [_unknown(a) for a in carried]
@@ -138,30 +168,30 @@ def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
     if name in ("program_id", "num_programs"):
         return _uniform(r, 1)
     if name == "arange":
-        return AxisInfo((shape[0],), (_pow2_div(op.attrs["start"]),), (1,))
+        return _info(((shape[0],), (_pow2_div(op.attrs["start"]),), (1,)))
     if name == "splat":
-        return AxisInfo((1,) * n, (ins[0].divisibility[0],) * n, shape)
+        return _info(((1,) * n, (ins[0].divisibility[0],) * n, shape))
     if name == "expand_dims":
         axis = op.attrs["axis"]
-        a = ins[0] if op.operands[0].type.shape else AxisInfo((1,), (ins[0].divisibility[0],), (1,))
+        a = ins[0] if op.operands[0].type.shape else _info(((1,), (ins[0].divisibility[0],), (1,)))
         # along the new axis every element is its own run: only what divides every element counts
         d = min(1 if c > 1 else dv for c, dv in zip(a.contiguity, a.divisibility))
-        return AxisInfo(a.contiguity[:axis] + (1,) + a.contiguity[axis:],
-                        a.divisibility[:axis] + (d,) + a.divisibility[axis:],
-                        a.constancy[:axis] + (1,) + a.constancy[axis:])
+        return _info((a.contiguity[:axis] + (1,) + a.contiguity[axis:],
+                      a.divisibility[:axis] + (d,) + a.divisibility[axis:],
+                      a.constancy[:axis] + (1,) + a.constancy[axis:]))
     if name == "broadcast":
         a, src = ins[0], _dims(op.operands[0])
-        return AxisInfo(
+        return _info((
             tuple(1 if s != t else c for s, t, c in zip(src, shape, a.contiguity)),
             a.divisibility,
             tuple(t if s != t else k for s, t, k in zip(src, shape, a.constancy)),
-        )
+        ))
     if name in ("multiple_of", "max_contiguous"):
         a = ins[0]
         vals = op.attrs["values"]
         if name == "multiple_of":
-            return AxisInfo(a.contiguity, tuple(_pow2_div(v) for v in vals), a.constancy)
-        return AxisInfo(tuple(min(v, s) for v, s in zip(vals, shape)), a.divisibility, a.constancy)
+            return _info((a.contiguity, tuple(_pow2_div(v) for v in vals), a.constancy))
+        return _info((tuple(min(v, s) for v, s in zip(vals, shape)), a.divisibility, a.constancy))
     const = _common_constancy(ins, n)
     if name in ("add", "sub", "addptr"):
         a, b = ins
@@ -173,7 +203,7 @@ def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
                 c = max(c, gcd(b.contiguity[i], a.constancy[i]))
             contig.append(c)
         div = tuple(min(gcd(a.divisibility[i], b.divisibility[i] * scale), MAX_DIV) for i in range(n))
-        return AxisInfo(tuple(contig), div, const)
+        return _info((tuple(contig), div, const))
     if name == "mul":
         a, b = ins
         for i, other in ((0, b), (1, a)):
@@ -186,7 +216,7 @@ def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
             return 1 if x.contiguity[i] > 1 else x.divisibility[i]
 
         div = tuple(min(run_div(a, i) * run_div(b, i), MAX_DIV) for i in range(n))
-        return AxisInfo((1,) * n, div, const)
+        return _info(((1,) * n, div, const))
     if name in ("lt", "ge"):
         a, b = ins
         out = []
@@ -195,7 +225,7 @@ def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
             if b.constancy[i] > 1 and a.contiguity[i] > 1:
                 k = max(k, min(gcd(a.contiguity[i], gcd(a.divisibility[i], b.divisibility[i])), b.constancy[i]))
             out.append(k)
-        return AxisInfo((1,) * n, (1,) * n, tuple(out))
+        return _info(((1,) * n, (1,) * n, tuple(out)))
     if name in ("gt", "le"):
         a, b = ins
         out = []
@@ -204,16 +234,16 @@ def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
             if a.constancy[i] > 1 and b.contiguity[i] > 1:  # c > offs / c <= offs mirror lt / ge
                 k = max(k, min(gcd(b.contiguity[i], gcd(a.divisibility[i], b.divisibility[i])), a.constancy[i]))
             out.append(k)
-        return AxisInfo((1,) * n, (1,) * n, tuple(out))
+        return _info(((1,) * n, (1,) * n, tuple(out)))
     if name == "cast":
         a = ins[0]
         if op.operands[0].type.element.is_int() and r.type.element.is_int() and \
                 r.type.element.primitive_bitwidth >= op.operands[0].type.element.primitive_bitwidth:
             return a
-        return AxisInfo((1,) * n, (1,) * n, a.constancy)
+        return _info(((1,) * n, (1,) * n, a.constancy))
     if name == "select":
-        return AxisInfo((1,) * n, tuple(gcd(ins[1].divisibility[i], ins[2].divisibility[i]) for i in range(n)), const)
-    return AxisInfo((1,) * n, (1,) * n, const)
+        return _info(((1,) * n, tuple(gcd(ins[1].divisibility[i], ins[2].divisibility[i]) for i in range(n)), const))
+    return _info(((1,) * n, (1,) * n, const))
 
 
 def _constant_value(v: ir.Value):
@@ -229,10 +259,4 @@ def _common_constancy(ins: list[AxisInfo], n: int) -> tuple[int, ...]:
     """Per dimension, the runs of equal values that every input has (the gcd of their constancies; 1 if none)."""
     if not ins:
         return (1,) * n
-    out = []
-    for i in range(n):
-        g = 0
-        for x in ins:
-            g = gcd(g, x.constancy[i])
-        out.append(g or 1)
-    return tuple(out)
+    return tuple([gcd(*[x.constancy[i] for x in ins]) or 1 for i in range(n)])
