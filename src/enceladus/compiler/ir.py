@@ -181,8 +181,10 @@ class Function:
 
     def append(self, name: str, operands: list[Value], result_type: Type | None,
                attrs: dict[str, Any] | None = None, loc: Loc | None = None) -> Value | None:
-        op = self.append_op(name, operands, [result_type] if result_type is not None else [], attrs, loc)
-        return op.result
+        if result_type is None:
+            self.append_op(name, operands, [], attrs, loc)
+            return None
+        return self.append_op(name, operands, [result_type], attrs, loc).results[0]
 
     def append_op(self, name: str, operands: list[Value], result_types: list[Type],
                   attrs: dict[str, Any] | None = None, loc: Loc | None = None) -> Op:

@@ -368,7 +368,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         """Lower ``op`` with its emit rule from the op-trait table, then convert its results to the other
         layouts the plan demands of them."""
         self.current_op = op  # refusals during emission point at the op that needs the resource
-        if op.name != "dot" and op.results and op.result.id in self.coop_hidden:
+        if self.coop_hidden and op.name != "dot" and op.results and op.results[0].id in self.coop_hidden:
             return  # acc + tl.dot(a, b): folded into the dot's run on the cooperative tensor
         why = self.order.barriers_before.get(op)
         if why is not None:  # program order of device accesses that different threads make (passes/device_order.py)
@@ -382,10 +382,10 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         """Ops computed register by register (elementwise, sources, views, loads, atomics) and scalars."""
         if not op.results:
             return
-        if not op.result.type.is_tile:
+        r = op.results[0]
+        if not r.type.is_tile:
             self.emit_scalar_op(op)
             return
-        r = op.result
         if self.plan.pure.get(r.id, False):
             for layout in self.plan.needs.get(r.id, []):
                 self.emit_tile_op(op, layout)

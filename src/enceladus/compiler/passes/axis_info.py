@@ -117,7 +117,8 @@ def _plain_op(op: ir.Op, info: dict[int, AxisInfo]) -> None:
         for r in op.results:
             info[r.id] = _unknown(r)
         return
-    info[op.result.id] = _rule(op, [info[o.id] for o in op.operands], op.result)
+    r = op.results[0]
+    info[r.id] = _rule(op, [info[o.id] for o in op.operands], r)
 
 
 def _analyze_loop(op: ir.Op, info: dict[int, AxisInfo]) -> None:

@@ -82,8 +82,8 @@ def pointer_roots(fn: ir.Function) -> dict[int, str]:
                 for r, i in zip(op.results, inits):
                     if i.id in roots:
                         roots[r.id] = roots[i.id]
-            elif op.results and op.operands and op.result.type.is_ptr and op.operands[0].id in roots:
-                roots[op.result.id] = roots[op.operands[0].id]
+            elif op.results and op.operands and op.results[0].type.is_ptr and op.operands[0].id in roots:
+                roots[op.results[0].id] = roots[op.operands[0].id]
 
     block(fn.body)
     return roots

@@ -36,6 +36,9 @@ def _single_use_mul(v: ir.Value, block_ops: set[int], uses: dict[int, int]) -> b
 def fuse_multiply_add(fn: ir.Function) -> int:
     """Rewrite ``fn`` in place; returns how many multiplies were fused."""
     ops = ir.walk(fn.ops)
+    if not any((op.name == "add" or op.name == "sub")
+               and any(v.op is not None and v.op.name == "mul" for v in op.operands) for op in ops):
+        return 0  # no add or subtract of a product: nothing to fuse, every block stays as it is
     uses = _uses(ops)
     fused = 0
     blocks = [fn.body] + [region for op in ops if op.regions for region in op.regions]

@@ -111,15 +111,19 @@ class _Assigner:
         self.defs: dict[int, ir.Op] = {}  # value id -> the op that makes it
         self.loop_of: dict[int, int | None] = {}  # value id -> id of its innermost loop op
         self.op_loop: dict[int, int | None] = {}  # id(op) -> id of its innermost loop op
+        self.ops: list[ir.Op] = []  # every op, depth first (ir.walk), collected by _scan
         self._scan(fn.body, None)
-        self.feeds_a = self._dots_feeding_a(fn)
+        self.names = {op.name for op in self.ops}  # the kinds of op the function has: passes with none to act on skip
+        self._uses: dict[int, int] | None = None
+        self.feeds_a = self._dots_feeding_a(fn) if "dot" in self.names else set()
         self.fn = fn
         self.num_warps = num_warps
         self.dot_backend = dot_backend
         self.plan = LayoutPlan()
         self.itemsize: dict[tuple[int, ...], int] = {}
         self.blocked: dict[tuple[tuple[int, ...], int], BlockedLayout] = {}
-        for op in ir.walk(fn.ops):
+        self.anchors: dict[tuple[tuple[int, ...], int], TileLayout] = {}
+        for op in self.ops:
             if op.name in ("load", "store") and op.operands[0].type.shape:
                 shape = op.operands[0].type.shape
                 size = op.operands[0].type.element.element_ty.itemsize
@@ -127,6 +131,7 @@ class _Assigner:
 
     def _scan(self, block: ir.Block, loop: int | None) -> None:
         for op in block.ops:
+            self.ops.append(op)
             self.op_loop[id(op)] = loop
             for r in op.results:
                 self.defs[r.id] = op
@@ -141,7 +146,7 @@ class _Assigner:
         """Dot results that become another dot's A through elementwise ops only (attention's S -> P): computed
         with whole rows per SIMD group, their registers are the next dot's A fragments."""
         out: set[int] = set()
-        for op in ir.walk(fn.ops):
+        for op in self.ops:
             if op.name != "dot":
                 continue
             todo, seen = [op.operands[0]], set()
@@ -205,9 +210,12 @@ class _Assigner:
 
     def anchor(self, shape: tuple[int, ...], min_last: int = 1) -> TileLayout:
         key = (shape, min_last)
-        if key not in self.blocked:
-            self.blocked[key] = default_blocked(shape, self.itemsize.get(shape, 4), self.num_warps, min_last)
-        return TileLayout(self.blocked[key], tuple(range(len(shape))))
+        layout = self.anchors.get(key)
+        if layout is None:  # one value per key (its hash computed once): self.blocked[key] never changes once made
+            if key not in self.blocked:
+                self.blocked[key] = default_blocked(shape, self.itemsize.get(shape, 4), self.num_warps, min_last)
+            layout = self.anchors[key] = TileLayout(self.blocked[key], tuple(range(len(shape))))
+        return layout
 
     # --- purity: values computed only from indices, constants and scalars ---------------------------
     def mark_pure(self, ops: list[ir.Op]) -> None:
@@ -331,20 +339,24 @@ class _Assigner:
         return mma
 
     def use_counts(self) -> dict[int, int]:
-        """Value id -> how many operands (of every op, terminators included) it is."""
-        uses: dict[int, int] = {}
-        for op in ir.walk(self.fn.ops):
-            for o in op.operands:
-                uses[o.id] = uses.get(o.id, 0) + 1
-        return uses
+        """Value id -> how many operands (of every op, terminators included) it is (counted once: the pass never
+        changes the IR)."""
+        if self._uses is None:
+            uses: dict[int, int] = {}
+            for op in self.ops:
+                for o in op.operands:
+                    uses[o.id] = uses.get(o.id, 0) + 1
+            self._uses = uses
+        return self._uses
 
     def run(self) -> LayoutPlan:
         self.mark_pure(self.fn.ops)
         self.pref: dict[int, TileLayout] = {}
         self.prefer_block(self.fn.body)
-        self.atomic_layouts = self.lane_contiguous_atomics()
+        self.atomic_layouts = self.lane_contiguous_atomics() if "atomic" in self.names else {}
         self.block(self.fn.body)
-        self.carry_accumulators()
+        if any(d.matmul2d for d in self.plan.dots.values()):  # only matmul2d accumulators are carried
+            self.carry_accumulators()
         return self.plan
 
     def carry_accumulators(self) -> None:
@@ -353,7 +365,7 @@ class _Assigner:
         of its own) at the top level of the body, with fp32 accumulation, and neither the carried value nor the
         dot's result has any other use. Everything else keeps the per-dot lowering."""
         uses = self.use_counts()
-        for loop in ir.walk(self.fn.ops):
+        for loop in self.ops:
             if loop.name != "for":
                 continue
             body = loop.regions[-1]
@@ -415,7 +427,7 @@ class _Assigner:
         (pointers made from loaded data: contiguity 1) and atomics on one address keep their layout."""
         users = self.use_counts()
         out: dict[int, TileLayout] = {}
-        for op in ir.walk(self.fn.ops):
+        for op in self.ops:
             if op.name != "atomic" or not op.result.type.is_tile or users.get(op.result.id):
                 continue
             ptr = op.operands[0]
@@ -703,7 +715,7 @@ def operand_layout(op: ir.Op, i: int, layout: TileLayout) -> TileLayout:
     return layout
 
 
-def carried_homes(fn: ir.Function, plan: LayoutPlan) -> dict[int, TileLayout]:
+def carried_homes(fn: ir.Function, plan: LayoutPlan, ops: list[ir.Op] | None = None) -> dict[int, TileLayout]:
     """Loop results whose carried value the body needs in another layout than its home: result id -> that layout.
 
     The backward walk homes a loop-carried value before it walks the body: in the layout the code after the loop
@@ -712,7 +724,7 @@ def carried_homes(fn: ir.Function, plan: LayoutPlan) -> dict[int, TileLayout]:
     its columns) would then be converted through threadgroup memory on every iteration (a [64, 128] tile of
     pointers: 66 KB, over Metal's 32 KB). Homing it where the body uses it removes the conversion."""
     hints: dict[int, TileLayout] = {}
-    for op in ir.walk(fn.ops):
+    for op in ir.walk(fn.ops) if ops is None else ops:
         if op.name not in ("for", "while"):
             continue
         for region in op.regions:
@@ -763,8 +775,9 @@ def assign_layouts(fn: ir.Function, num_warps: int, dot_backend: str = "simdgrou
     When the body of a loop needs a carried value in another layout than its home (``carried_homes``), the plan is
     made again with those values homed where the body uses them, and the plan that converts fewer bytes (loops
     weighted) is kept."""
-    plan = _Assigner(fn, num_warps, dot_backend, matmul2d_rejects, axis, fragments_in_registers).run()
-    hints = carried_homes(fn, plan)
+    first = _Assigner(fn, num_warps, dot_backend, matmul2d_rejects, axis, fragments_in_registers)
+    plan = first.run()
+    hints = carried_homes(fn, plan, first.ops) if "for" in first.names or "while" in first.names else None
     if not hints:
         return plan
     again = _Assigner(fn, num_warps, dot_backend, matmul2d_rejects, axis, fragments_in_registers, hints).run()

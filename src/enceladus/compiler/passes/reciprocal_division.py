@@ -27,7 +27,10 @@ _VIEWS = ("broadcast", "expand_dims", "splat")
 
 def divide_by_reciprocals(fn: ir.Function) -> int:
     """Rewrite ``fn`` in place; returns how many divisions now multiply by a reciprocal."""
-    blocks = [fn.body] + [region for op in ir.walk(fn.ops) for region in op.regions]
+    ops = ir.walk(fn.ops)
+    if not any(op.name == "fdiv" for op in ops):
+        return 0  # no division: every block stays as it is
+    blocks = [fn.body] + [region for op in ops for region in op.regions]
     return sum(_rewrite_block(fn, block) for block in blocks)
 
 
