@@ -31,6 +31,10 @@ from .axis_info import AxisInfo
 _TRANSPARENT = ops_where(layout=TRANSPARENT) | ops_where(layout=VIEW)
 # Ops that move data through threadgroup memory: any operand layout works, the result has a home.
 _VIA_SMEM = ops_where(layout=VIA_SMEM)
+# Ops with their own rule in the backward walk (_Assigner.special); every other op demands its operands in the
+# layouts its result is computed in (_Assigner.op)
+_OWN_RULES = frozenset({"store", "yield", "print", "assert", "for", "while", "if", "reduce", "scan",
+                        "map_elementwise", "split"})
 
 
 @dataclass
@@ -73,7 +77,6 @@ class LayoutPlan:
     needs: dict[int, list[TileLayout]] = field(default_factory=dict)  # value id -> layouts it is needed in
     homes: dict[int, TileLayout] = field(default_factory=dict)  # value id -> the layout it is computed in
     pure: dict[int, bool] = field(default_factory=dict)
-    parents: list[BlockedLayout] = field(default_factory=list)
     dots: dict[int, DotPlan] = field(default_factory=dict)  # dot result id -> how it is computed
     operand_layouts: dict[int, TileLayout] = field(default_factory=dict)  # reduce/scan first result id -> input's
     coop: dict[int, CoopCarry] = field(default_factory=dict)  # for-loop result id -> its accumulator kept in matmul2d
@@ -94,8 +97,6 @@ class LayoutPlan:
         lst = self.needs.setdefault(v.id, [])
         if layout not in lst:
             lst.append(layout)
-        if layout.parent not in self.parents:
-            self.parents.append(layout.parent)
 
 
 class _Assigner:
@@ -478,6 +479,47 @@ class _Assigner:
     def op(self, op: ir.Op) -> None:
         name = op.name
         plan = self.plan
+        if name in _OWN_RULES:
+            self.special(op)
+            return
+        r = op.result
+        if r is None or not r.type.is_tile:
+            return
+        layouts = list(plan.needs.get(r.id, []))
+        if name == "dot":
+            self.dot(op)
+            return
+        if not layouts:
+            if plan.pure[r.id]:
+                return  # dead index arithmetic
+            layouts = [self.anchor(r.type.shape)]  # e.g. a load whose value is unused still happens
+        if name == "gather":
+            home = self.home(r, layouts[0] if isinstance(layouts[0].parent, BlockedLayout) else
+                             self.anchor(r.type.shape))
+            plan.demand(op.operands[0], self.anchor(op.operands[0].type.shape))
+            plan.demand(op.operands[1], home)
+            return
+        if name in _VIA_SMEM:
+            self.home(r, layouts[0])
+            for o in op.operands:
+                if o.type.is_tile:
+                    plan.demand(o, self.anchor(o.type.shape))
+            return
+        if not plan.pure[r.id]:
+            home = self.pref.get(r.id) or self.atomic_layouts.get(id(op))
+            if home is None and name == "load":
+                home = self.coalesced_load(op, layouts[0])
+            layouts = [self.home(r, home or layouts[0])]  # computed once; others are conversions
+        for layout in layouts:
+            for i, o in enumerate(op.operands):
+                if o.type.is_tile:
+                    plan.demand(o, operand_layout(op, i, layout))
+
+    def special(self, op: ir.Op) -> None:
+        """The ops of ``_OWN_RULES``: stores, terminators, debug output, control flow, reductions, scans,
+        map_elementwise and split."""
+        name = op.name
+        plan = self.plan
         if name == "store":
             ptr = op.operands[0]
             if ptr.type.is_tile:
@@ -517,39 +559,6 @@ class _Assigner:
             plan.demand(x, lx)
             for r in op.results:
                 self.home(r, TileLayout(lx.parent, lx.dims[:-1]))
-            return
-        r = op.result
-        if r is None or not r.type.is_tile:
-            return
-        layouts = list(plan.needs.get(r.id, []))
-        if name == "dot":
-            self.dot(op)
-            return
-        if not layouts:
-            if plan.pure[r.id]:
-                return  # dead index arithmetic
-            layouts = [self.anchor(r.type.shape)]  # e.g. a load whose value is unused still happens
-        if name == "gather":
-            home = self.home(r, layouts[0] if isinstance(layouts[0].parent, BlockedLayout) else
-                             self.anchor(r.type.shape))
-            plan.demand(op.operands[0], self.anchor(op.operands[0].type.shape))
-            plan.demand(op.operands[1], home)
-            return
-        if name in _VIA_SMEM:
-            self.home(r, layouts[0])
-            for o in op.operands:
-                if o.type.is_tile:
-                    plan.demand(o, self.anchor(o.type.shape))
-            return
-        if not plan.pure[r.id]:
-            home = self.pref.get(r.id) or self.atomic_layouts.get(id(op))
-            if home is None and name == "load":
-                home = self.coalesced_load(op, layouts[0])
-            layouts = [self.home(r, home or layouts[0])]  # computed once; others are conversions
-        for layout in layouts:
-            for i, o in enumerate(op.operands):
-                if o.type.is_tile:
-                    plan.demand(o, operand_layout(op, i, layout))
 
     def coalesced_load(self, op: ir.Op, wanted: TileLayout) -> TileLayout | None:
         """The layout a load whose result is wanted in ``wanted`` is better done in, or None to load in ``wanted``.
