@@ -258,23 +258,23 @@ def verify(fn: Function) -> None:
 def _verify_block(block: Block, defined: set[int]) -> None:
     defined = set(defined) | {id(a) for a in block.args}
     for op in block.ops:
-        if op.name not in ALL_OPS:
-            raise VerificationError(f"unknown op '{op.name}'")
-        for o in op.operands:
-            if id(o) not in defined:
-                raise VerificationError(f"{format_op(op)}: operand {o!r} is used before it is defined")
+        name = op.name
+        if name not in ALL_OPS:
+            raise VerificationError(f"unknown op '{name}'")
+        if not defined.issuperset(map(id, op.operands)):
+            o = next(o for o in op.operands if id(o) not in defined)
+            raise VerificationError(f"{format_op(op)}: operand {o!r} is used before it is defined")
         for region in op.regions:
             if region.terminator is None:
                 raise VerificationError(f"{format_op(op)}: a region does not end with yield")
             _verify_block(region, defined)
-        if op.name in ELEMENTWISE:
-            shape = op.result.type.shape
+        if name in ELEMENTWISE:
+            shape = op.results[0].type.shape
             for o in op.operands:
                 if o.type.shape != shape:
                     raise VerificationError(f"{format_op(op)}: operand {o!r} has shape {o.type.shape}")
-        if op.name == "store":
+        elif name == "store":
             ptr, val = op.operands[0], op.operands[1]
             if ptr.type.shape != val.type.shape:
                 raise VerificationError(f"{format_op(op)}: pointer and value shapes differ")
-        for r in op.results:
-            defined.add(id(r))
+        defined.update(map(id, op.results))

@@ -14,6 +14,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
+from operator import methodcaller
 from typing import Any
 
 from ...language import dtypes as D
@@ -949,9 +950,27 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         first = "\n".join(out).count("\n") + 2  # MSL line of the first body line
         out += self.body
         out.append("}")
-        lines, files = [], set()
-        tile_checks = []
+        tile_checks: list = []
         tiles = {id(text): entry for text, entry in self.tile_checks}
+        if not tiles and not any(map(methodcaller("count", "\n"), self.body)):  # one MSL line per body entry
+            locs = self.body_locs
+            lines = [[first + k, loc.lineno] for k, loc in enumerate(locs) if loc is not None]
+            files = {loc.filename for loc in locs if loc is not None}
+        else:
+            lines, files = self.line_table(first, tiles, tile_checks)
+        offset_checks = self.offset_check_lines(first)
+        line_table = {"file": files.pop(), "lines": lines} if len(files) == 1 else {}
+        return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
+                         WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
+                         list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops,
+                         list(dict.fromkeys(self.matmul2d_tiles)), line_table, list(self.facts.word_roots), offset_checks,
+                         tile_checks)
+
+    def line_table(self, first: int, tiles: dict[int, list], tile_checks: list) -> tuple[list, set]:
+        """The [MSL line, Python line] pairs of the body (from MSL line ``first``) and the files they come from;
+        appends [MSL line, *entry] to ``tile_checks`` for each body line that ``tiles`` (id of its text -> entry)
+        names."""
+        lines, files = [], set()
         at = first
         for text, loc in zip(self.body, self.body_locs):
             n = text.count("\n") + 1
@@ -964,10 +983,4 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             if id(text) in tiles and n == 1:
                 tile_checks.append([at, *tiles[id(text)]])
             at += n
-        offset_checks = self.offset_check_lines(first)
-        line_table = {"file": files.pop(), "lines": lines} if len(files) == 1 else {}
-        return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
-                         WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
-                         list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops,
-                         list(dict.fromkeys(self.matmul2d_tiles)), line_table, list(self.facts.word_roots), offset_checks,
-                         tile_checks)
+        return lines, files
