@@ -11,6 +11,7 @@ import ast
 import inspect
 import operator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..errors import CompilationError
@@ -38,6 +39,7 @@ from .semantic import Builder, SemanticError
 from .source import KernelSource
 
 MAX_UNROLL = 4096
+_loc = partial(tuple.__new__, ir.Loc)  # ir.Loc((filename, lineno, col)) without the named tuple's __new__ frame
 
 
 _LIBRARY: dict[str, Any] | None = None
@@ -246,7 +248,7 @@ class Lowering(ast.NodeVisitor):
 
     def _set_loc(self, node: ast.AST) -> None:
         _, _, start, indent, filename = self.src._parsed  # as KernelSource.locate computes them
-        self.b.loc = ir.Loc(filename, start + getattr(node, "lineno", 1) - 1, getattr(node, "col_offset", 0) + indent)
+        self.b.loc = _loc((filename, start + getattr(node, "lineno", 1) - 1, getattr(node, "col_offset", 0) + indent))
 
     # --- statements --------------------------------------------------------------------------------
     def run_body(self, stmts: list[ast.stmt], after: list[ast.stmt] | None = None) -> None:
