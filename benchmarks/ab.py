@@ -52,7 +52,8 @@ def _check_tree() -> None:
 def worker_compile(repeat: int) -> dict[str, float]:
     """Median ms of fresh Python -> MSL compiles per kernel (a new JITFunction each time: no cache): wall-clock
     (``ms``) and the compiling thread's own CPU time (``cpu ms``, ``time.thread_time``: on a shared machine the
-    time the thread waits for a core is left out, so the figure moves far less with the load)."""
+    time the thread waits for a core is left out, so the figure moves far less with the load); and the Python
+    bytecode instructions one such compile executes (``bytecodes``, ``_bytecodes``: the same in every round)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import compile_latency as cl
 
@@ -68,7 +69,34 @@ def worker_compile(repeat: int) -> dict[str, float]:
             runs = [once() for _ in range(repeat)]
             out[f"{name} ms"] = statistics.median(wall for wall, _ in runs) * 1e3
             out[f"{name} cpu ms"] = statistics.median(cpu for _, cpu in runs) * 1e3
+            kernel = enceladus.jit(raw)
+            out[f"{name} bytecodes"] = _bytecodes(lambda: enceladus.compile(  # noqa: B023 - called right here
+                kernel, signature=signature, constexprs=constexprs, num_warps=num_warps))
     return out
+
+
+def _bytecodes(fn: Any) -> int:
+    """How many Python bytecode instructions ``fn()`` executes (``sys.settrace`` opcode events): a count of the
+    compiler's Python work that does not move with the machine's load, unlike the times. Work inside C functions
+    (``ast.parse``, string methods, NumPy) is not in it, so it is a proxy for the time, not a measure of it."""
+    count = 0
+
+    def local(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if event == "opcode":
+            count += 1
+        return local
+
+    def call(frame: Any, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        return local
+
+    sys.settrace(call)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return count
 
 
 def _compile_once(enceladus: Any, raw: Any, signature: dict, constexprs: dict, num_warps: int) -> Any:

@@ -60,3 +60,14 @@ def test_compile_worker_reports_wall_and_cpu_time_per_kernel():
     for name in names:
         wall, cpu = out[f"{name} ms"], out[f"{name} cpu ms"]
         assert 0 < cpu <= wall * 1.05 + 0.05, out
+
+
+def test_compile_worker_counts_bytecodes_the_same_every_time():
+    """The load-independent compile figure (#26): the Python bytecode instructions of one compile, positive and
+    the same in two workers' runs (it does not move with the machine's load, unlike the times)."""
+    ab = _ab()
+    first, second = ab.worker_compile(1), ab.worker_compile(1)
+    counts = {k: v for k, v in first.items() if k.endswith(" bytecodes")}
+    assert {"vector add bytecodes", "flash attention bytecodes"} <= set(counts), first
+    for k, v in counts.items():
+        assert v > 1000 and second[k] == v, (k, v, second[k])
