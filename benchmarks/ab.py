@@ -69,14 +69,13 @@ def worker_compile(repeat: int) -> dict[str, float]:
             runs = [once() for _ in range(repeat)]
             out[f"{name} ms"] = statistics.median(wall for wall, _ in runs) * 1e3
             out[f"{name} cpu ms"] = statistics.median(cpu for _, cpu in runs) * 1e3
-            kernel = enceladus.jit(raw)
-            out[f"{name} bytecodes"] = _bytecodes(lambda: enceladus.compile(  # noqa: B023 - called right here
-                kernel, signature=signature, constexprs=constexprs, num_warps=num_warps))
+            out[f"{name} bytecodes"] = _bytecodes(enceladus.compile, enceladus.jit(raw), signature=signature,
+                                                  constexprs=constexprs, num_warps=num_warps)
     return out
 
 
-def _bytecodes(fn: Any) -> int:
-    """How many Python bytecode instructions ``fn()`` executes (``sys.settrace`` opcode events): a count of the
+def _bytecodes(fn: Any, *args: Any, **kwargs: Any) -> int:
+    """How many Python bytecode instructions ``fn(*args, **kwargs)`` executes (``sys.settrace`` opcode events): a count of the
     compiler's Python work that does not move with the machine's load, unlike the times. Work inside C functions
     (``ast.parse``, string methods, NumPy) is not in it, so it is a proxy for the time, not a measure of it."""
     count = 0
@@ -93,7 +92,7 @@ def _bytecodes(fn: Any) -> int:
 
     sys.settrace(call)
     try:
-        fn()
+        fn(*args, **kwargs)
     finally:
         sys.settrace(None)
     return count
