@@ -318,3 +318,41 @@ def test_pool_threads_start_when_a_launch_needs_them(tmp_path) -> None:
     assert res.returncode == 0, res.stderr
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("THREADS "))
     assert line.split()[1:] == ["0", "3", "3"]  # none for one threadgroup; 3 helpers (4 threads); no more after
+
+
+WORKER_MEMORY_SCRIPT = POOL_SCRIPT[:POOL_SCRIPT.index("x = np.arange")] + """
+from enceladus.backends.cpu import find_compiler
+from enceladus.backends.cpu.library import _Runtime
+
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        return next(int(ln.split()[1]) for ln in f if ln.startswith("VmRSS:"))
+
+
+x = np.arange(20000, dtype=np.float32)
+y = np.empty_like(x)
+threads_before = threads()
+before = rss_kib()
+_Runtime.get(find_compiler())  # 512 workers configured
+loaded = rss_kib()
+double[(79,)](x, y, x.size, B=256)  # 78 helpers, each with its worker, made now
+np.testing.assert_array_equal(y, 2 * x)
+print("RSS_KIB", loaded - before, threads() - threads_before)
+"""
+
+
+@pytest.mark.skipif(not os.path.isfile("/proc/self/status"), reason="reads /proc/self/status (Linux)")
+def test_helper_workers_are_made_with_their_threads(tmp_path) -> None:
+    """Loading the runtime makes only the launching thread's worker (~72 KiB of zeroed state each): with
+    ENCELADUS_CPU_THREADS=512 eager workers took ~37 MB at load; a helper's worker is made when its thread
+    starts, and launches that use them are unchanged."""
+    script = tmp_path / "workers.py"
+    script.write_text(WORKER_MEMORY_SCRIPT)
+    env = {**os.environ, "ENCELADUS_CPU_THREADS": "512", "ENCELADUS_CACHE_DIR": str(tmp_path / "cache")}
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    grown, new_threads = map(int, next(ln for ln in res.stdout.splitlines() if ln.startswith("RSS_KIB "))
+                             .split()[1:])
+    assert grown < 16 * 1024, f"loading the runtime grew the process by {grown} KiB"
+    assert new_threads == 78

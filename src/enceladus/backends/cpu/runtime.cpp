@@ -952,7 +952,7 @@ void kick_workers() {
   // Called from signal handlers and the watchdog: pthread_kill is async-signal-safe.
   if (!g_pool || !g_abort_signal) return;
   for (Worker* w : g_pool->workers)
-    if (w->in_launch && w->armed) pthread_kill(w->thread, g_abort_signal);
+    if (w && w->in_launch && w->armed) pthread_kill(w->thread, g_abort_signal);
 }
 
 // `seen`: the pool's generation when the thread was started (under launch_mu); it takes the jobs after it.
@@ -1378,8 +1378,10 @@ __attribute__((visibility("default"))) unsigned enc_abi_version() { return ENC_A
 // refuses a thread: the launch then runs on those).
 unsigned start_helpers(unsigned wanted) {
   while (g_pool->threads.size() < wanted) {
+    unsigned idx = unsigned(g_pool->threads.size()) + 1;
+    if (!g_pool->workers[idx]) g_pool->workers[idx] = new_worker();  // made with its thread (see enc_runtime_init)
     try {
-      g_pool->threads.emplace_back(worker_loop, unsigned(g_pool->threads.size()) + 1, g_pool->generation);
+      g_pool->threads.emplace_back(worker_loop, idx, g_pool->generation);
     } catch (const std::system_error&) {
       break;
     }
@@ -1398,7 +1400,11 @@ __attribute__((visibility("default"))) int enc_runtime_init(unsigned nthreads, u
   g_api.fiber_stack_align = g_stack_size;
   g_pool = new Pool();
   if (nthreads < 1) nthreads = 1;
-  for (unsigned i = 0; i < nthreads; ++i) g_pool->workers.push_back(new_worker());
+  // Only the launching thread's worker now: a helper's (~72 KiB, zeroed) is made when its thread starts, so a process
+  // on a many-core host that runs small grids does not pay for the others. The slots exist from here on (never
+  // reallocated: kick_workers reads them from signal handlers and skips the empty ones).
+  g_pool->workers.assign(nthreads, nullptr);
+  g_pool->workers[0] = new_worker();
   // The signal that makes a worker leave kernel code (SIGINT, timeouts); workers block nothing.
   g_abort_signal = SIGRTMIN + 4;
   struct sigaction sa;
