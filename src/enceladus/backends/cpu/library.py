@@ -542,7 +542,7 @@ class CpuLibrary:
 
     def _build(self, index: str) -> None:
         from .signature import parse_kernels
-        from .translate import needs_fibers, uses_tensor_ops
+        from .translate import PRELUDE_END, needs_fibers, uses_tensor_ops
 
         self.kernels = parse_kernels(self.msl)
         if not self.kernels:
@@ -553,7 +553,7 @@ class CpuLibrary:
         if uses_tensor_ops(self.msl):  # matmul2d<descriptor, ...>: a class-type template argument
             flags = tuple("-std=c++20" if f == "-std=c++17" else f for f in flags)
         self.path, self.built = build_shared_library(
-            self.cpp, self.compiler, flags, "kernel", f"MSL library ({names})"
+            self.cpp, self.compiler, flags, "kernel", f"MSL library ({names})", prelude_end=PRELUDE_END
         )
         kernels = [[k.name, k.line, [list(p) for p in k.params]] for k in self.kernels.values()]
         write_library_index(index, self.path, kernels, self.uses_fibers)
