@@ -274,7 +274,8 @@ def read_lines(path: str) -> list[str]:
 
 def select_corpus(features: dict[str, set[str]], seconds: dict[str, float], required: set[str]) -> list[str]:
     """Tests that together launch every required feature, chosen greedily by new features per second
-    (a weighted set cover; ``seconds`` from a cold run, each test charged at least half a second)."""
+    (a weighted set cover; ``seconds`` from a cold run, each test charged at least half a second), then
+    without the tests that became redundant (:func:`drop_redundant`)."""
     chosen: list[str] = []
     covered: set[str] = set()
     candidates = {t: f & required for t, f in features.items() if t != "<session>" and f & required}
@@ -283,7 +284,19 @@ def select_corpus(features: dict[str, set[str]], seconds: dict[str, float], requ
         best = max(sorted(candidates), key=lambda t: len(candidates[t] - covered) / max(seconds.get(t, 1.0), 0.5))
         chosen.append(best)
         covered |= candidates.pop(best)
-    return chosen
+    return drop_redundant(chosen, features, seconds, required)
+
+
+def drop_redundant(chosen: list[str], features: dict[str, set[str]], seconds: dict[str, float],
+                   required: set[str]) -> list[str]:
+    """``chosen`` (in its order) without each test whose required features the tests kept launch too; the
+    costliest are tried first. A greedy cover keeps early picks whose features later picks brought again."""
+    keep = list(chosen)
+    for test in sorted(chosen, key=lambda t: (-seconds.get(t, 0.0), t)):
+        others = set().union(*(features.get(t, set()) & required for t in keep if t != test))
+        if features.get(test, set()) & required <= others:
+            keep.remove(test)
+    return keep
 
 
 def survey(mode: Mode, workers: int = 2) -> None:
@@ -319,8 +332,46 @@ def survey(mode: Mode, workers: int = 2) -> None:
           f"({cost:.0f} s of {total:.0f} s); wrote {FEATURES_FILE} and {corpus_file(mode)}")
 
 
+def selects(entry: str, nodeid: str) -> bool:
+    """Whether the corpus entry ``entry`` (a node id, or a file or test named without parameters) selects
+    the test ``nodeid``."""
+    return nodeid == entry or nodeid.startswith((entry + "[", entry + "::"))
+
+
+def prune(mode: Mode, workers: int = 2) -> None:
+    """Run the mode's corpus file in the mode with a cold cache and drop from it every test whose features the
+    rest of the corpus launches too (:func:`drop_redundant`); the features file is unchanged."""
+    import tempfile
+
+    corpus = read_lines(corpus_file(mode))
+    with tempfile.TemporaryDirectory(prefix="enceladus-prune-") as tmp:
+        cache = os.path.join(tmp, "cache")
+        os.makedirs(cache, mode=0o700)
+        run = run_corpus(mode, corpus, os.path.join(tmp, "records"), workers=workers, timeout=7200,
+                         extra_env={"ENCELADUS_CACHE_DIR": cache})
+    if run.returncode != 0 or run.reports:
+        sys.exit(f"the {mode.name} corpus did not pass cleanly (fix that first):\n{run.output[-6000:]}")
+    required = set(read_lines(FEATURES_FILE))
+    missing = required - run.features
+    if missing:
+        sys.exit(f"the corpus no longer launches {sorted(missing)[:30]}: run `survey {mode.name}` instead")
+    # an entry may select several node ids (a parametrized test named without its parameters)
+    features = {e: set().union(*(f for t, f in run.records["features"].items() if selects(e, t))) for e in corpus}
+    seconds = {e: sum(s for t, s in run.records["seconds"].items() if selects(e, t)) for e in corpus}
+    kept = drop_redundant(corpus, features, seconds, required)
+    with open(corpus_file(mode)) as f:
+        head = [ln.rstrip("\n") for ln in f if ln.startswith("#")]
+    head.append(f"# then `python tests/cpu_modes.py prune {mode.name}`: {len(corpus) - len(kept)} tests whose features "
+                f"the others launch too dropped (the {len(kept)} kept took {sum(seconds.get(t, 0.0) for t in kept):.0f} "
+                f"s of the {sum(seconds.get(t, 0.0) for t in corpus):.0f} s in that run)")
+    with open(corpus_file(mode), "w") as f:
+        f.write("\n".join(head) + "\n" + "\n".join(kept) + "\n")
+    print(f"{len(kept)} of {len(corpus)} tests kept; wrote {corpus_file(mode)}")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "survey" or sys.argv[2] not in MODES:
-        sys.exit(f"usage: python tests/cpu_modes.py survey {{{','.join(MODES)}}}")
+    commands = {"survey": survey, "prune": prune}
+    if len(sys.argv) != 3 or sys.argv[1] not in commands or sys.argv[2] not in MODES:
+        sys.exit(f"usage: python tests/cpu_modes.py {{survey,prune}} {{{','.join(MODES)}}}")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    survey(MODES[sys.argv[2]])
+    commands[sys.argv[1]](MODES[sys.argv[2]])

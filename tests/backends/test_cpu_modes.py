@@ -4,11 +4,12 @@ UBSan mode (ENCELADUS_CPU_UBSAN=1, MSL_AUDIT B2): kernels built without -fwrapv,
 checks. A child pytest process (tests/cpu_modes.py) runs tests/backends/data/ubsan_corpus.txt in that mode: a
 subset of tests/codegen and tests/conformance that launches every feature (IR op and dtype, function a kernel
 body calls) that the whole of both directories launches (tests/backends/data/kernel_corpus_features.txt), at
-about a fifth of the cost (187 of 1273 tests). Clean means zero reports: the child records every report, also one that a test
+about a sixth of the cost (163 of 1273 tests). Clean means zero reports: the child records every report, also one that a test
 caught as an expected launch error. The raw MSL canaries of test_ubsan_mode.py run in the same child and must
 be reported, so a mode that silently does nothing fails here. The whole corpus in the mode:
 ``ENCELADUS_CPU_UBSAN=1 pytest -n 2 tests/codegen tests/conformance``; refresh the files after changing those
-tests or the emitter with ``python tests/cpu_modes.py survey ubsan``.
+tests or the emitter with ``python tests/cpu_modes.py survey ubsan`` (``prune ubsan`` drops the tests of the
+corpus file that the others make redundant).
 """
 
 from __future__ import annotations
@@ -17,7 +18,18 @@ import os
 
 import pytest
 
-from cpu_modes import FEATURES_FILE, MODES, corpus_file, ir_features, msl_features, read_lines, run_corpus
+from cpu_modes import (
+    FEATURES_FILE,
+    MODES,
+    corpus_file,
+    drop_redundant,
+    ir_features,
+    msl_features,
+    read_lines,
+    run_corpus,
+    select_corpus,
+    selects,
+)
 from enceladus.compiler.op_traits import OPS
 from paths import path_missing
 
@@ -105,6 +117,23 @@ kernel void k(device int* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
     for (int e = 0; e < 2; ++e) x[i] = enc_sdiv(v, int2(v, 1).x) + enc_combine17(v, v) + simd_sum(v);
 }"""
     assert msl_features(msl) == {"msl:as_type", "msl:enc_sdiv", "msl:enc_combine", "msl:simd_sum"}
+
+
+def test_the_corpus_cover_keeps_no_test_whose_features_the_others_launch():
+    features = {"cheap_a": {"add:int8"}, "cheap_b": {"shl:int8"}, "both": {"add:int8", "shl:int8", "other"},
+                "dear": {"add:int8", "store:"}, "store": {"store:"}, "<session>": {"arange:int32"}}
+    seconds = {"cheap_a": 1.0, "cheap_b": 1.0, "both": 1.0, "dear": 9.0, "store": 1.0}
+    required = {"add:int8", "shl:int8", "store:"}
+    # greedy takes "both" (two new features a second), then "store"; "dear" is never worth its cost
+    assert select_corpus(features, seconds, required) == ["both", "store"]
+    # a cover with redundant tests: the costliest redundant one goes first, then what the rest still covers
+    assert drop_redundant(["cheap_a", "dear", "cheap_b", "store"], features, seconds, required) == \
+        ["cheap_a", "cheap_b", "store"]
+    assert drop_redundant(["dear", "both"], features, seconds, required) == ["dear", "both"]
+    assert drop_redundant(["dear", "both", "store"], features, seconds, required) == ["both", "store"]
+    # a corpus entry may name a parametrized test without its parameters, or a whole file
+    assert selects("t.py::f", "t.py::f[int8]") and selects("t.py", "t.py::f[1]") and selects("t.py::f", "t.py::f")
+    assert not selects("t.py::f", "t.py::f_other") and not selects("t.py::f[1]", "t.py::f[10]")
 
 
 @pytest.mark.parametrize("name", sorted(MODES))
