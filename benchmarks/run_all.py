@@ -29,6 +29,7 @@ BENCHMARKS: list[tuple[str, list[str], list[str]]] = [
     ("launch_latency", ["--iters", "500"], ["cxx"]),
     ("fresh_process", ["--runs", "3"], ["cxx"]),
     ("cpu_backend", [], ["cxx"]),
+    ("cpu_vs_interpreter", ["--rounds", "2", "--launches", "4"], ["cxx"]),
     ("interpreter", [], []),
 ]
 
