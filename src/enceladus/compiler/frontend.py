@@ -336,6 +336,8 @@ class Lowering(ast.NodeVisitor):
         rest = self.rest
         cond = self.eval(node.test)
         if isinstance(cond, Value):
+            if cond.type.is_tile and cond.type.numel == 1:  # a single-element tile steers like its element (Triton)
+                cond = self.apply(node.test, lambda: semantic.RULES["item"](self.b, cond))
             if cond.type.is_tile:
                 raise self.error(node.test, "the condition of an 'if' must be a scalar, not a tile",
                                  "use tl.where(cond, x, y) to select between tiles elementwise")
@@ -878,15 +880,28 @@ class Lowering(ast.NodeVisitor):
     def eval_IfExp(self, node: ast.IfExp) -> Any:
         cond = self.eval(node.test)
         if isinstance(cond, Value):
+            if cond.type.is_tile and cond.type.numel == 1:  # a single-element tile steers like its element
+                cond = self.apply(node.test, lambda: semantic.RULES["item"](self.b, cond))
             folded = self.fold(cond)
             if folded is None:
                 if cond.type.is_tile:
                     raise self.error(node.test, "the condition of a conditional expression must be a scalar",
                                      "use tl.where(cond, x, y) for tiles")
-                a, b = self.eval(node.body), self.eval(node.orelse)
+                if any(isinstance(n, ast.Call) for part in (node.body, node.orelse) for n in ast.walk(part)):
+                    return self.branching_ifexp(node, cond)
+                a, b = self.eval(node.body), self.eval(node.orelse)  # plain arithmetic: both sides, then a select
                 return self.apply(node, lambda: semantic.RULES["where"](self.b, cond, a, b))
             cond = folded
         return self.eval(node.body if cond else node.orelse)
+
+    def branching_ifexp(self, node: ast.IfExp, cond: Value) -> Any:
+        """``x if c else y`` with calls in it (loads, stores, atomics, functions): only the branch taken runs, as
+        in Python and Triton, so it becomes a runtime ``if`` whose branches assign one hidden name."""
+        name = f"enc.ifexp{id(node)}"  # not a Python identifier: cannot clash with the kernel's names
+        branches = [[ast.copy_location(ast.Assign(targets=[ast.copy_location(ast.Name(name, ast.Store()), part)],
+                                                  value=part), part)] for part in (node.body, node.orelse)]
+        self.runtime_if(node, cond, branches[0], branches[1])
+        return self.scope.pop(name, None)  # absent when both branches are None (calls that return nothing)
 
     def eval_Subscript(self, node: ast.Subscript) -> Any:
         base = self.eval(node.value)
@@ -910,7 +925,7 @@ class Lowering(ast.NodeVisitor):
                 dim += 1
                 continue
             if idx is not None:
-                raise self.error(sub, "tiles can only be indexed with None and ':' (e.g. x[:, None])",
+                raise self.error(sub, "unsupported tensor index: tiles can only be indexed with None and ':' (e.g. x[:, None])",
                                  "slicing and element access are not supported; use masks or tl.where")
             x = self.apply(node, lambda x=x, dim=dim: self.b.emit(
                 "expand_dims", [x], x.type.with_shape(x.type.shape[:dim] + (1,) + x.type.shape[dim:]), axis=dim))
@@ -926,7 +941,7 @@ class Lowering(ast.NodeVisitor):
             return False
         for part in (sub.lower, sub.upper, sub.step):
             if part is not None and self.eval(part) is not None:
-                raise self.error(sub, "tiles can only be indexed with None and ':' (e.g. x[:, None])",
+                raise self.error(sub, "unsupported tensor index: tiles can only be indexed with None and ':' (e.g. x[:, None])",
                                  "slicing and element access are not supported; use masks or tl.where")
         return True
 

@@ -734,6 +734,12 @@ def abs_(b: Builder, x: Any) -> Any:
                             "take tl.abs of the offsets before adding them to the pointer")
     if x.type.element.is_int_unsigned():
         return x
+    if x.type.element in D.FP8_DTYPES:  # a bit operation, not arithmetic: clear the sign bit of the code
+        bits = b.cast(x, D.uint8, bitcast=True)
+        cleared = binary(b, "&", bits, 0x7F)
+        if x.type.element.name in ("fp8e4b8", "fp8e5b16"):  # fnuz: 0x80 is the NaN and stays one
+            cleared = where(b, compare(b, "==", bits, 0x80), bits, cleared)
+        return b.cast(cleared, x.type.element, bitcast=True)
     return b.emit("abs", [x], x.type)
 
 
@@ -1296,12 +1302,11 @@ def split(b: Builder, a: Any) -> tuple[Value, Value]:
     if x.type.shape[-1] != 2:
         raise SemanticError(f"tl.split needs a last dimension of size 2, got shape {list(x.type.shape)}",
                             "reshape so the last dimension has size 2 (e.g. tl.reshape(x, (n, 2))) or use tl.join's output")
-    shape = x.type.shape[:-1]
-    op = b.fn.append_op("split", [x], [x.type.with_shape(shape)] * 2, {}, b.loc)
-    outs = list(op.results)
-    if not shape:
-        raise SemanticError("tl.split of a 1-D tile of 2 elements is not supported", "use a 2-D tile")
-    return outs[0], outs[1]
+    if len(x.type.shape) == 1:  # two scalars: split the (1, 2) tile, then take each half's single element
+        lo, hi = split(b, reshape(b, x, (1, 2)))
+        return item(b, lo), item(b, hi)
+    op = b.fn.append_op("split", [x], [x.type.with_shape(x.type.shape[:-1])] * 2, {}, b.loc)
+    return op.results[0], op.results[1]
 
 
 @rule("interleave")

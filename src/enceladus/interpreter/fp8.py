@@ -86,7 +86,7 @@ def from_float32(x: np.ndarray, ty: dtype, rounding: str | None = None) -> np.nd
 
 
 # tl builtins that move or convert fp8 codes without computing on them; the others refuse fp8 tiles
-MOVES = frozenset({"load", "store", "cast", "where", "reshape", "view", "ravel", "trans", "permute", "broadcast",
+MOVES = frozenset({"abs", "load", "store", "cast", "where", "reshape", "view", "ravel", "trans", "permute", "broadcast",
                    "broadcast_to", "expand_dims", "squeeze", "unsqueeze", "join", "split", "cat", "interleave",
                    "zeros_like", "full_like", "full", "zeros", "dot", "dot_scaled", "multiple_of", "max_contiguous",
                    "max_constancy", "static_print", "static_assert", "gather", "flip", "load_tensor_descriptor",

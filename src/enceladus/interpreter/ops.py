@@ -17,7 +17,7 @@ from ..errors import CompilationError
 from ..language import dtypes as D
 from ..language.builtins import PropagateNan
 from ..language.dtypes import FP32_ONLY_MATH, dtype, math_dtype_refusal
-from . import memory
+from . import fp8, memory
 from .context import DeviceAssertionError, current, kernel_location, where_text
 from .tensor import (
     Tile,
@@ -272,6 +272,11 @@ def abs_(x: Any) -> Tile:
     t = to_tile(x)
     if t.dtype.is_int() and not t.dtype.is_int_signed():
         return t
+    if fp8.is_fp8(t.dtype):  # a bit operation on the codes: clear the sign bit (an fnuz NaN, 0x80, stays NaN)
+        cleared = t.data & np.uint8(0x7F)
+        if t.dtype.name in ("fp8e4b8", "fp8e5b16"):
+            cleared = np.where(t.data == 0x80, t.data, cleared)
+        return t.like(cleared.astype(np.uint8))
     with np.errstate(all="ignore"):
         return t.like(np.abs(t.data))
 

@@ -291,17 +291,20 @@ class Tile:
         raise AttributeError(f"tile has no attribute '{name}'")
 
     # --- Python-level decisions --------------------------------------------------------------------
-    def _uniform_scalar(self, what: str) -> Any:
-        if self.data.ndim != 1:
+    def _uniform_scalar(self, what: str, single_element_tile: bool = False) -> Any:
+        if single_element_tile and self.data.ndim > 1 and self.data[0].size == 1:
+            d = self.data.reshape(self.data.shape[0])  # a single-element tile steers like its element (Triton)
+        elif self.data.ndim != 1:
             raise ValueError(f"{what} of a tile of shape {self.shape} is ambiguous; only scalars can steer Python "
                              "control flow (use a mask and tl.where for tiles)")
-        d = self.data
+        else:
+            d = self.data
         if d.shape[0] > 1 and not (d == d[0]).all():
             raise Divergence(d)
         return d[0].item()
 
     def __bool__(self) -> bool:
-        return bool(self._uniform_scalar("the truth value"))
+        return bool(self._uniform_scalar("the truth value", single_element_tile=True))
 
     def __index__(self) -> int:
         if not self.dtype.is_int():

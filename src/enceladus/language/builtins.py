@@ -422,7 +422,8 @@ def join(a, b):
 
 @builtin
 def split(a):
-    """Split a tile whose last dimension is 2 into two tiles: the inverse of ``tl.join``."""
+    """Split a tile whose last dimension is 2 into two tiles: the inverse of ``tl.join`` (a 1-D tile of 2 elements
+    splits into two scalars)."""
 
 
 @builtin
