@@ -14,13 +14,19 @@ from paths import path_missing
 COMPILERS = ["clang++", "g++"]
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    # One cache per test session: tests build for real, and reruns inside a session hit the cache.
-    mp = pytest.MonkeyPatch()
-    mp.setenv("ENCELADUS_CACHE_DIR", str(tmp_path_factory.mktemp("enceladus-cache")))
+@pytest.fixture(scope="session")
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("enceladus-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(_private_cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # One cache per test session for the tests of this directory: they build for real, and reruns inside a session
+    # hit the cache. Set per test, so the tests of other directories run by the same worker keep the run's cache
+    # (a session-wide setting moved them to this one from the first test here on, and each worker rebuilt what the
+    # other had built).
+    monkeypatch.setenv("ENCELADUS_CACHE_DIR", _private_cache_dir)
     yield
-    mp.undo()
 
 
 @pytest.fixture(scope="session", params=COMPILERS)

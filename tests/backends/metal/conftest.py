@@ -11,12 +11,16 @@ from enceladus.backends.metal import MetalBackend
 from .objc_recorder import RecordingObjCRuntime
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    mp = pytest.MonkeyPatch()
-    mp.setenv("ENCELADUS_CACHE_DIR", str(tmp_path_factory.mktemp("enceladus-metal-cache")))
+@pytest.fixture(scope="session")
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("enceladus-metal-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(_private_cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # per test: the tests of other directories run by the same worker keep the run's cache (see ../cpu/conftest.py)
+    monkeypatch.setenv("ENCELADUS_CACHE_DIR", _private_cache_dir)
     yield
-    mp.undo()
 
 
 @pytest.fixture(scope="session")
