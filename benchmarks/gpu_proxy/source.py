@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import atexit
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 from typing import Any
@@ -33,6 +35,7 @@ def load_functions(path: str, names: list[str], flavor: str) -> Any:
         header = "import enceladus\nimport enceladus.language as tl\n"
     body = header + "\n\n" + "\n\n\n".join(parts) + "\n"
     folder = tempfile.mkdtemp(prefix="enc-proxy-src-")
+    atexit.register(shutil.rmtree, folder, True)  # the kernels read their source from it until the process ends
     name = f"proxy_{flavor}_{os.path.basename(path)[:-3].replace('-', '_')}"
     file = os.path.join(folder, name + ".py")
     with open(file, "w") as f:
