@@ -64,10 +64,24 @@ def test_compile_worker_reports_wall_and_cpu_time_per_kernel():
 
 def test_compile_worker_counts_bytecodes_the_same_every_time():
     """The load-independent compile figure (#26): the Python bytecode instructions of one compile, positive and
-    the same in two workers' runs (it does not move with the machine's load, unlike the times)."""
+    within 1% in two workers' runs (it does not move with the machine's load, unlike the times; it is not exactly
+    the same: matmul once counted 278,435 then 278,511 in one process, memoised work differing between runs)."""
     ab = _ab()
     first, second = ab.worker_compile(1), ab.worker_compile(1)
     counts = {k: v for k, v in first.items() if k.endswith(" bytecodes")}
     assert {"vector add bytecodes", "flash attention bytecodes"} <= set(counts), first
     for k, v in counts.items():
-        assert v > 1000 and second[k] == v, (k, v, second[k])
+        assert v > 1000 and abs(second[k] - v) <= 0.01 * v, (k, v, second[k])
+
+
+def test_bytecode_count_of_a_small_function_is_positive_and_stable():
+    # Python 3.12 stopped firing settrace's opcode events: there the count comes from sys.monitoring (it read 0 on
+    # the GPU machine's Python 3.12.3, and the A/B's ratio divided by it)
+    ab = _ab()
+
+    def f(n):
+        return sum(i * i for i in range(n))
+
+    first, second = ab._bytecodes(f, 50), ab._bytecodes(f, 50)
+    assert first > 100 and first == second
+    assert ab._bytecodes(f, 100) > first
