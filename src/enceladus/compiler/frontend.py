@@ -334,10 +334,8 @@ class Lowering(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         rest = self.rest
-        cond = self.eval(node.test)
+        cond = self.condition(node.test)
         if isinstance(cond, Value):
-            if cond.type.is_tile and cond.type.numel == 1:  # a single-element tile steers like its element (Triton)
-                cond = self.apply(node.test, lambda: semantic.RULES["item"](self.b, cond))
             if cond.type.is_tile:
                 raise self.error(node.test, "the condition of an 'if' must be a scalar, not a tile",
                                  "use tl.where(cond, x, y) to select between tiles elementwise")
@@ -877,11 +875,17 @@ class Lowering(ast.NodeVisitor):
             out = self.apply(node, lambda o=out, r=rhs: semantic.binary(self.b, sym, o, r))
         return out
 
+    def condition(self, test: ast.expr) -> Any:
+        """The value of an ``if``'s or a ternary's condition; a single-element tile steers like its element (as in
+        Triton)."""
+        cond = self.eval(test)
+        if isinstance(cond, Value) and cond.type.is_tile and cond.type.numel == 1:
+            cond = self.apply(test, lambda: semantic.RULES["item"](self.b, cond))
+        return cond
+
     def eval_IfExp(self, node: ast.IfExp) -> Any:
-        cond = self.eval(node.test)
+        cond = self.condition(node.test)
         if isinstance(cond, Value):
-            if cond.type.is_tile and cond.type.numel == 1:  # a single-element tile steers like its element
-                cond = self.apply(node.test, lambda: semantic.RULES["item"](self.b, cond))
             folded = self.fold(cond)
             if folded is None:
                 if cond.type.is_tile:

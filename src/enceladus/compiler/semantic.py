@@ -737,7 +737,7 @@ def abs_(b: Builder, x: Any) -> Any:
     if x.type.element in D.FP8_DTYPES:  # a bit operation, not arithmetic: clear the sign bit of the code
         bits = b.cast(x, D.uint8, bitcast=True)
         cleared = binary(b, "&", bits, 0x7F)
-        if x.type.element.name in ("fp8e4b8", "fp8e5b16"):  # fnuz: 0x80 is the NaN and stays one
+        if x.type.element.name in D.FP8_FNUZ_NAMES:  # 0x80 is the NaN and stays one
             cleared = where(b, compare(b, "==", bits, 0x80), bits, cleared)
         return b.cast(cleared, x.type.element, bitcast=True)
     return b.emit("abs", [x], x.type)

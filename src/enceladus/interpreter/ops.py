@@ -274,7 +274,7 @@ def abs_(x: Any) -> Tile:
         return t
     if fp8.is_fp8(t.dtype):  # a bit operation on the codes: clear the sign bit (an fnuz NaN, 0x80, stays NaN)
         cleared = t.data & np.uint8(0x7F)
-        if t.dtype.name in ("fp8e4b8", "fp8e5b16"):
+        if t.dtype.name in D.FP8_FNUZ_NAMES:
             cleared = np.where(t.data == 0x80, t.data, cleared)
         return t.like(cleared.astype(np.uint8))
     with np.errstate(all="ignore"):

@@ -168,6 +168,7 @@ _INFO: dict[str, tuple[str, int, str]] = {
     "void": ("void", 0, ""),  # tl.void: the type of no value (Triton's dtype('void')); values never have it
 }
 FP8_NAMES = ("fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16")
+FP8_FNUZ_NAMES = ("fp8e4b8", "fp8e5b16")  # 0x80 is their only NaN; they have no negative zero
 _PUBLIC_NAME = {
     "int1": "int1", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
     "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
