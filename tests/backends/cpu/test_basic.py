@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from enceladus.backends.cpu import CpuBackend, KernelLaunchError, MSLCompileError
+from enceladus.backends.cpu import CpuBackend, CpuBackendError, KernelLaunchError, MSLCompileError
 
 RNG = np.random.default_rng(0)
 
@@ -318,6 +318,42 @@ def test_pool_threads_start_when_a_launch_needs_them(tmp_path) -> None:
     assert res.returncode == 0, res.stderr
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("THREADS "))
     assert line.split()[1:] == ["0", "3", "3"]  # none for one threadgroup; 3 helpers (4 threads); no more after
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or not os.path.isdir("/proc/self/task"),
+                    reason="sets the child's CPU affinity and counts its threads (Linux)")
+def test_default_pool_follows_the_cpu_affinity_mask(tmp_path) -> None:
+    """With no ENCELADUS_CPU_THREADS the pool has one thread per CPU the process may run on (taskset, containers),
+    not os.cpu_count(): pinned to one CPU, a 79-threadgroup launch starts no helper thread."""
+    script = tmp_path / "pool.py"
+    script.write_text(POOL_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k != "ENCELADUS_CPU_THREADS"}
+    env["ENCELADUS_CACHE_DIR"] = str(tmp_path / "cache")
+    one_cpu = {min(os.sched_getaffinity(0))}
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300,
+                         preexec_fn=lambda: os.sched_setaffinity(0, one_cpu))
+    assert res.returncode == 0, res.stderr
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("THREADS "))
+    assert line.split()[1:] == ["0", "0", "0"]
+
+
+@pytest.mark.parametrize("name, raw", [("ENCELADUS_CPU_THREADS", "abc"), ("ENCELADUS_CPU_THREADS", "0"),
+                                       ("ENCELADUS_CPU_THREADS", "99999999999"),
+                                       ("ENCELADUS_CPU_FIBER_STACK", "big"),
+                                       ("ENCELADUS_CPU_FIBER_STACK", "-1"),
+                                       ("ENCELADUS_CPU_FIBER_STACK", str(1 << 64))])
+def test_bad_pool_settings_are_refused_by_name(monkeypatch, name, raw) -> None:
+    """A pool setting that is not a whole number in range is a CpuBackendError naming the variable (it was a bare
+    ValueError from int(), or a silent wrap-around: 99999999999 threads became 1,215,752,191)."""
+    from enceladus.backends.cpu.library import _count_from_env
+
+    monkeypatch.setenv(name, raw)
+    with pytest.raises(CpuBackendError, match=f"{name}={raw!r}: expected .* whole number from"):
+        _count_from_env(name, 4, *((1, 1024) if name.endswith("THREADS") else (0, 1 << 30)), "a count")
+    monkeypatch.setenv(name, " 8 ")
+    assert _count_from_env(name, 4, 0, 1024, "a count") == 8
+    monkeypatch.setenv(name, "")
+    assert _count_from_env(name, 4, 0, 1024, "a count") == 4
 
 
 WORKER_MEMORY_SCRIPT = POOL_SCRIPT[:POOL_SCRIPT.index("x = np.arange")] + """

@@ -66,6 +66,29 @@ def timeout_from_env() -> float | None:
     return value if value > 0 else None
 
 
+def _count_from_env(name: str, default: int, low: int, high: int, what: str) -> int:
+    """A whole number from ``name`` in [low, high] (unset or empty: ``default``), else a CpuBackendError saying so."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        raise CpuBackendError(f"{name}={raw!r}: expected {what}, a whole number from {low} to {high}; "
+                              f"unset it for the default ({default})")
+    return value
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, as set by taskset or a container), else os.cpu_count()."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # (no sched_getaffinity on macOS)
+        return os.cpu_count() or 1
+
+
 def _timeout_ms(timeout: float | None) -> int:
     if timeout is None:
         return 0
@@ -160,9 +183,9 @@ class _Runtime:
         self.lib.enc_launch.restype = ctypes.c_int
         self.enc_launch = self.lib.enc_launch
         self.lib.enc_runtime_init.argtypes = [ctypes.c_uint, ctypes.c_ulong]
-        threads = int(os.environ.get("ENCELADUS_CPU_THREADS") or os.cpu_count() or 1)
-        stack = int(os.environ.get("ENCELADUS_CPU_FIBER_STACK") or 0)
-        self.lib.enc_runtime_init(max(1, threads), stack)
+        threads = _count_from_env("ENCELADUS_CPU_THREADS", usable_cpus(), 1, 1024, "the thread pool's size")
+        stack = _count_from_env("ENCELADUS_CPU_FIBER_STACK", 0, 0, 1 << 30, "bytes per fiber stack (0: 256 KiB)")
+        self.lib.enc_runtime_init(threads, stack)
         self.api = self.lib.enc_runtime_api()
         self.lib.enc_register_allocation.argtypes = [ctypes.c_ulong, ctypes.c_ulong]
         self.lib.enc_unregister_allocation.argtypes = [ctypes.c_ulong]
