@@ -79,6 +79,20 @@ def test_alias_names(aliased):
         import triton.backends  # noqa: F401
 
 
+def test_multiprocessor_count_is_the_cpu_pool_size(monkeypatch):
+    """Tutorials size persistent grids by ``multiprocessor_count``: on the cpu backend it is the thread pool's size
+    (ENCELADUS_CPU_THREADS, else the CPUs in the affinity mask), not os.cpu_count()."""
+    from enceladus.triton.driver import driver
+
+    if driver.active.get_current_target().backend != "cpu":
+        pytest.skip("the cpu backend's value")
+    monkeypatch.setenv("ENCELADUS_CPU_THREADS", "3")
+    assert driver.active.utils.get_device_properties(0)["multiprocessor_count"] == 3
+    monkeypatch.delenv("ENCELADUS_CPU_THREADS")
+    expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert driver.active.utils.get_device_properties(0)["multiprocessor_count"] == expected
+
+
 @enceladus.jit(launch_metadata=lambda grid, metadata, args: {"n": args["n"], "grid": grid})
 def _double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

@@ -7,14 +7,13 @@ on, also in the interpreter). ``utils.get_device_properties()`` returns Triton's
 |---|---|---|
 | ``max_shared_mem`` | the device's ``maxThreadgroupMemoryLength`` | 32768 (Metal's threadgroup memory) |
 | ``max_num_regs`` | 65536 (nominal: not reported by Metal) | 65536 (nominal) |
-| ``multiprocessor_count`` | 8 (nominal: Metal does not report GPU cores) | ``os.cpu_count()`` (threadgroups run in parallel on OS threads) |
+| ``multiprocessor_count`` | 8 (nominal: Metal does not report GPU cores) | the cpu backend's thread pool size (``ENCELADUS_CPU_THREADS``, else the CPUs the process may run on): threadgroups run in parallel on its threads |
 | ``warpSize`` | 32 | 32 |
 | ``sm_clock_rate``, ``mem_clock_rate`` (kHz), ``mem_bus_width`` (bits) | 1000000, 1000000, 128 (nominal) | the same |
 """
 
 from __future__ import annotations
 
-import os
 import platform
 from typing import Any, NamedTuple
 
@@ -50,7 +49,9 @@ class DeviceUtils:
             props["multiprocessor_count"] = NOMINAL_METAL_CORES
         else:
             props["max_shared_mem"] = METAL_THREADGROUP_MEMORY
-            props["multiprocessor_count"] = os.cpu_count() or 1
+            from ..backends.cpu.library import pool_threads
+
+            props["multiprocessor_count"] = pool_threads()
         return props
 
 

@@ -89,6 +89,11 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def pool_threads() -> int:
+    """The cpu runtime's thread pool size: ``ENCELADUS_CPU_THREADS``, else one thread per usable CPU."""
+    return _count_from_env("ENCELADUS_CPU_THREADS", usable_cpus(), 1, 1024, "the thread pool's size")
+
+
 def _timeout_ms(timeout: float | None) -> int:
     if timeout is None:
         return 0
@@ -183,7 +188,7 @@ class _Runtime:
         self.lib.enc_launch.restype = ctypes.c_int
         self.enc_launch = self.lib.enc_launch
         self.lib.enc_runtime_init.argtypes = [ctypes.c_uint, ctypes.c_ulong]
-        threads = _count_from_env("ENCELADUS_CPU_THREADS", usable_cpus(), 1, 1024, "the thread pool's size")
+        threads = pool_threads()
         stack = _count_from_env("ENCELADUS_CPU_FIBER_STACK", 0, 0, 1 << 30, "bytes per fiber stack (0: 256 KiB)")
         self.lib.enc_runtime_init(threads, stack)
         self.api = self.lib.enc_runtime_api()
