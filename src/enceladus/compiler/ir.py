@@ -17,7 +17,7 @@ from .op_traits import OPS, family
 ElementType = dtype | pointer_type
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Type:
     """A scalar (``shape == ()``) or a tile ``tile<shape x element>`` of ``element``."""
 
@@ -26,10 +26,16 @@ class Type:
     # derived once (every pass asks them of every value): not part of equality, hashing or the repr
     is_tile: bool = field(init=False, repr=False, compare=False)
     is_ptr: bool = field(init=False, repr=False, compare=False)
+    is_fp8: bool = field(init=False, repr=False, compare=False)  # the frontend refuses arithmetic on fp8
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "is_tile", bool(self.shape))
-        object.__setattr__(self, "is_ptr", self.element.is_ptr())
+    def __init__(self, element: ElementType, shape: tuple[int, ...] = ()) -> None:
+        # the frozen fields written straight into the instance's __dict__ (one Type is made for nearly every op)
+        d = self.__dict__
+        d["element"] = element
+        d["shape"] = shape
+        d["is_tile"] = bool(shape)
+        d["is_ptr"] = element.is_ptr()
+        d["is_fp8"] = element.is_fp8()
 
     @property
     def numel(self) -> int:
@@ -181,10 +187,15 @@ class Function:
 
     def append(self, name: str, operands: list[Value], result_type: Type | None,
                attrs: dict[str, Any] | None = None, loc: Loc | None = None) -> Value | None:
+        """``append_op`` with one result type or none (inline: nearly every op of every kernel is made here)."""
+        op = Op(name, operands, attrs, loc)
+        self._insertion[-1].ops.append(op)
         if result_type is None:
-            self.append_op(name, operands, [], attrs, loc)
             return None
-        return self.append_op(name, operands, [result_type], attrs, loc).results[0]
+        v = Value(self._next_id, result_type, op)
+        self._next_id += 1
+        op.results = [v]
+        return v
 
     def append_op(self, name: str, operands: list[Value], result_types: list[Type],
                   attrs: dict[str, Any] | None = None, loc: Loc | None = None) -> Op:

@@ -52,9 +52,8 @@ class Builder:
     def emit(self, name: str, operands: list[Value], type: Type | None, **attrs: Any) -> Value:
         if name not in FP8_MOVES:
             for v in operands:
-                elem = getattr(v.type, "element", None)
-                if isinstance(elem, dtype) and elem.name in D.FP8_NAMES:  # elem.is_fp8()
-                    refuse_fp8_compute(elem, name)
+                if v.type.is_fp8:
+                    refuse_fp8_compute(v.type.element, name)
         return self.fn.append(name, operands, type, attrs, self.loc)
 
     # --- constants and shapes --------------------------------------------------------------

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import accumulate
-from operator import methodcaller
+from itertools import accumulate, compress, count
+from operator import itemgetter, methodcaller
 from typing import Any
 
 from ...language import dtypes as D
@@ -84,8 +84,10 @@ class FunctionFacts:
     offset_values: frozenset[int]  # int32 results that feed pointer offsets (passes/offset_arith.py)
 
 
-def function_facts(fn: ir.Function, roots: dict[int, str] | None = None) -> FunctionFacts:
-    ops = ir.walk(fn.ops)
+def function_facts(fn: ir.Function, roots: dict[int, str] | None = None,
+                   ops: list[ir.Op] | None = None) -> FunctionFacts:
+    """``ops``: ``ir.walk(fn.ops)`` when the caller has it (the layout plan's)."""
+    ops = ir.walk(fn.ops) if ops is None else ops
     roots = pointer_roots(fn) if roots is None else roots
     word_roots = {roots.get(op.operands[0].id) for op in ops
                   if op.name == "atomic" and op.operands[0].type.element.element_ty.itemsize < 4}
@@ -95,6 +97,9 @@ def function_facts(fn: ir.Function, roots: dict[int, str] | None = None) -> Func
                          frozenset(o.id for op in ops for o in op.operands), tuple(sorted(word_roots)),
                          offset_arithmetic(fn, ops))
 
+
+_HAS_MARKER = methodcaller("__contains__", MARKER_PREFIX)  # line -> whether it holds a candidate barrier
+_LINENO = itemgetter(1)  # an ir.Loc's line
 
 # integer types whose wrapping arithmetic is computed in these unsigned types (uint32/uint64 wrap by themselves)
 _WRAP_UNSIGNED = {"int8": "uint", "int16": "uint", "uint8": "uint", "uint16": "uint", "int32": "uint", "int64": "ulong"}
@@ -165,6 +170,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         # the object itself, which passes that rewrite the body (place_barriers) keep
         self.tile_checks: list[tuple[str, list]] = []
         self.pending_tile: list | None = None  # the entry of the access the next emitted line makes
+        self.affine_forms: dict = {}  # memory.py _affine's answers: (value id, n) -> form
 
     # --- text -----------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -188,7 +194,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         """Turn the candidate barriers before data movements into barriers where a region they write may still
         be in use (barriers.py), and drop the others."""
         needed = self.sync.resolve()
-        marks = [i for i, line in enumerate(self.body) if MARKER_PREFIX in line]  # the lines that may change
+        # the lines that may change (found by C iterators: no Python frame per body line)
+        marks = list(compress(count(), map(_HAS_MARKER, self.body)))
         if marks:
             body, locs = [], []
             start = 0
@@ -834,7 +841,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             return []
         text = "\n".join(self.body)
         # where each MSL line starts in text (each line is followed by one newline)
-        starts = [n + k for k, n in enumerate(accumulate(map(len, text.split("\n")), initial=0))]
+        starts = list(accumulate(map((1).__add__, map(len, text.split("\n"))), initial=0))
         exprs = list(self.offset_exprs.items())
         hits = set()
         for j, (expr, _) in enumerate(exprs):
@@ -952,10 +959,15 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         out.append("}")
         tile_checks: list = []
         tiles = {id(text): entry for text, entry in self.tile_checks}
-        if not tiles and not any(map(methodcaller("count", "\n"), self.body)):  # one MSL line per body entry
+        if not any(map(methodcaller("count", "\n"), self.body)):  # one MSL line per body entry
             locs = self.body_locs
-            lines = [[first + k, loc.lineno] for k, loc in enumerate(locs) if loc is not None]
-            files = {loc.filename for loc in locs if loc is not None}
+            if None in locs:
+                lines = [[first + k, loc.lineno] for k, loc in enumerate(locs) if loc is not None]
+            else:  # [MSL line, Python line] per body line, made by C iterators
+                lines = list(map(list, zip(count(first), map(_LINENO, locs))))
+            files = {loc.filename for loc in set(locs) if loc is not None}
+            if tiles:  # as line_table finds them, in line order
+                tile_checks = self.tile_check_lines(first, tiles)
         else:
             lines, files = self.line_table(first, tiles, tile_checks)
         offset_checks = self.offset_check_lines(first)
@@ -965,6 +977,22 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                          list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops,
                          list(dict.fromkeys(self.matmul2d_tiles)), line_table, list(self.facts.word_roots), offset_checks,
                          tile_checks)
+
+    def tile_check_lines(self, first: int, tiles: dict[int, list]) -> list[list]:
+        """[MSL line, *entry] for each body line (one MSL line each, from line ``first``) that ``tiles`` (id of its
+        text -> entry) names, in line order."""
+        ids = list(map(id, self.body))
+        found = []
+        for key, entry in tiles.items():
+            k = -1
+            while True:
+                try:
+                    k = ids.index(key, k + 1)
+                except ValueError:
+                    break
+                found.append((k, entry))
+        found.sort(key=itemgetter(0))
+        return [[first + k, *entry] for k, entry in found]
 
     def line_table(self, first: int, tiles: dict[int, list], tile_checks: list) -> tuple[list, set]:
         """The [MSL line, Python line] pairs of the body (from MSL line ``first``) and the files they come from;

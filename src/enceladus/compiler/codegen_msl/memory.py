@@ -13,10 +13,18 @@ _WORD = {4: "uint", 8: "uint2", 16: "uint4"}
 _AFFINE_INTS = ("int32", "int64")
 
 
-def _affine(v: ir.Value, n: int) -> tuple[ir.Value | None, list[tuple[int, ir.Value]], int, int] | None:
+def _affine(v: ir.Value, n: int, memo: dict) -> tuple[ir.Value | None, list[tuple[int, ir.Value]], int, int] | None:
     """``v`` (a 1-D tile of ``n`` elements) as ``base + sum(sign * scalar) + const + k * arange_index``:
     (base scalar pointer or None, signed uniform scalars, constant, k), or None when it is not of that form.
-    Only splats, aranges of ``n`` elements, int32/int64 ``add``/``sub`` and ``addptr`` are followed."""
+    Only splats, aranges of ``n`` elements, int32/int64 ``add``/``sub`` and ``addptr`` are followed. ``memo``:
+    (value id, n) -> the answer, shared by the accesses of one emission (their pointers share operands)."""
+    key = (v.id, n)
+    if key not in memo:
+        memo[key] = _affine_form(v, n, memo)
+    return memo[key]
+
+
+def _affine_form(v: ir.Value, n: int, memo: dict) -> tuple[ir.Value | None, list[tuple[int, ir.Value]], int, int] | None:
     op = v.op
     if op is None or v.type.shape != (n,):
         return None
@@ -28,7 +36,7 @@ def _affine(v: ir.Value, n: int) -> tuple[ir.Value | None, list[tuple[int, ir.Va
     if op.name == "arange" and op.attrs["end"] - op.attrs["start"] == n:
         return None, [], op.attrs["start"], 1
     if op.name in ("add", "sub", "addptr"):
-        a, b = (_affine(o, n) for o in op.operands)
+        a, b = (_affine(o, n, memo) for o in op.operands)
         if a is None or b is None or b[0] is not None or (a[0] is not None) != (op.name == "addptr"):
             return None
         sign = -1 if op.name == "sub" else 1
@@ -46,7 +54,7 @@ class MemoryMixin:
         if not ptr_v.type.is_tile or len(ptr_v.type.shape) != 1:
             return
         n = ptr_v.type.shape[0]
-        form = _affine(ptr_v, n)
+        form = _affine(ptr_v, n, self.affine_forms)
         if form is None or form[0] is None or form[3] != 1:
             return
         base, terms, const, _ = form

@@ -81,6 +81,7 @@ def _analyze_block(block: ir.Block, info: dict[int, AxisInfo], changed: set[int]
     """``changed``: the block was analysed before, and only the values in ``changed`` (ids) have other facts
     now: an op without regions none of whose operands changed keeps its result's facts (``_rule`` is a pure
     function of the op and its operands' facts); the ids of results whose facts change are added."""
+    rules = _RULES
     for op in block.ops:
         if changed is not None:
             if not op.regions:
@@ -90,6 +91,18 @@ def _analyze_block(block: ir.Block, info: dict[int, AxisInfo], changed: set[int]
                     changed.update(r.id for r, b in zip(op.results, before) if info[r.id] != b)
                 continue
             changed.update(r.id for r in op.results)  # control flow: analysed again in full below
+        elif not op.regions:  # _plain_op, inline: every op of every kernel comes through here
+            results = op.results
+            if len(results) == 1:
+                rule = rules.get(op.name)
+                if rule is not None:
+                    r = results[0]
+                    shape = r.type.shape or (1,)
+                    info[r.id] = rule(op, [info[o.id] for o in op.operands], r, shape, len(shape))
+                    continue
+            for r in results:
+                info[r.id] = _unknown(r)
+            continue
         if op.name in ("for", "while"):
             _analyze_loop(op, info)
             continue
@@ -160,91 +173,139 @@ def _analyze_loop(op: ir.Op, info: dict[int, AxisInfo]) -> None:
 
 
 def _rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value) -> AxisInfo:
-    name = op.name
     shape = r.type.shape or (1,)
-    n = len(shape)
-    if name == "const":
-        v = op.attrs["value"]
-        return _uniform(r, _pow2_div(v) if isinstance(v, int) and not isinstance(v, bool) else 1)
-    if name in ("program_id", "num_programs"):
-        return _uniform(r, 1)
-    if name == "arange":
-        return _info(((shape[0],), (_pow2_div(op.attrs["start"]),), (1,)))
-    if name == "splat":
-        return _info(((1,) * n, (ins[0].divisibility[0],) * n, shape))
-    if name == "expand_dims":
-        axis = op.attrs["axis"]
-        a = ins[0] if op.operands[0].type.shape else _info(((1,), (ins[0].divisibility[0],), (1,)))
-        # along the new axis every element is its own run: only what divides every element counts
-        d = min(1 if c > 1 else dv for c, dv in zip(a.contiguity, a.divisibility))
-        return _info((a.contiguity[:axis] + (1,) + a.contiguity[axis:],
-                      a.divisibility[:axis] + (d,) + a.divisibility[axis:],
-                      a.constancy[:axis] + (1,) + a.constancy[axis:]))
-    if name == "broadcast":
-        a, src = ins[0], _dims(op.operands[0])
-        return _info((
-            tuple(1 if s != t else c for s, t, c in zip(src, shape, a.contiguity)),
-            a.divisibility,
-            tuple(t if s != t else k for s, t, k in zip(src, shape, a.constancy)),
-        ))
-    if name in ("multiple_of", "max_contiguous"):
-        a = ins[0]
-        vals = op.attrs["values"]
-        if name == "multiple_of":
-            return _info((a.contiguity, tuple(_pow2_div(v) for v in vals), a.constancy))
-        return _info((tuple(min(v, s) for v, s in zip(vals, shape)), a.divisibility, a.constancy))
+    return _RULES[op.name](op, ins, r, shape, len(shape))
+
+
+# one function per op with its own rule (the others: _elementwise); each takes (op, operand facts, result,
+# the result's shape or (1,), that shape's rank)
+
+def _const_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    v = op.attrs["value"]
+    return _info(((1,) * n, (_pow2_div(v) if isinstance(v, int) and not isinstance(v, bool) else 1,) * n, shape))
+
+
+def _program_id_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    return _info(((1,) * n, (1,) * n, shape))
+
+
+def _arange_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    return _info(((shape[0],), (_pow2_div(op.attrs["start"]),), (1,)))
+
+
+def _splat_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    return _info(((1,) * n, (ins[0].divisibility[0],) * n, shape))
+
+
+def _expand_dims_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    axis = op.attrs["axis"]
+    a = ins[0] if op.operands[0].type.shape else _info(((1,), (ins[0].divisibility[0],), (1,)))
+    # along the new axis every element is its own run: only what divides every element counts
+    d = min(1 if c > 1 else dv for c, dv in zip(a.contiguity, a.divisibility))
+    return _info((a.contiguity[:axis] + (1,) + a.contiguity[axis:],
+                  a.divisibility[:axis] + (d,) + a.divisibility[axis:],
+                  a.constancy[:axis] + (1,) + a.constancy[axis:]))
+
+
+def _broadcast_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    a, src = ins[0], _dims(op.operands[0])
+    return _info((
+        tuple(1 if s != t else c for s, t, c in zip(src, shape, a.contiguity)),
+        a.divisibility,
+        tuple(t if s != t else k for s, t, k in zip(src, shape, a.constancy)),
+    ))
+
+
+def _multiple_of_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    a = ins[0]
+    return _info((a.contiguity, tuple(_pow2_div(v) for v in op.attrs["values"]), a.constancy))
+
+
+def _max_contiguous_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    a = ins[0]
+    return _info((tuple(min(v, s) for v, s in zip(op.attrs["values"], shape)), a.divisibility, a.constancy))
+
+
+def _add_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    """add, sub and addptr."""
+    name = op.name
+    a, b = ins
+    scale = r.type.element.element_ty.itemsize if name == "addptr" else 1
+    contig = []
+    for i in range(n):
+        c = gcd(a.contiguity[i], b.constancy[i])
+        if name != "sub":
+            c = max(c, gcd(b.contiguity[i], a.constancy[i]))
+        contig.append(c)
+    div = tuple(min(gcd(a.divisibility[i], b.divisibility[i] * scale), MAX_DIV) for i in range(n))
+    return _info((tuple(contig), div, _common_constancy(ins, n)))
+
+
+def _mul_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    a, b = ins
+    for i, other in ((0, b), (1, a)):
+        if _constant_value(op.operands[i]) == 1:  # x * 1 (e.g. a stride specialized to 1) keeps x's facts
+            return other
+
+    def run_div(x: AxisInfo, i: int) -> int:
+        # the elements inside a run [2^k, 2^k + 1, ...] are not multiples of 2^k: after a product only the
+        # divisibility of every element counts (as Triton's AxisInfo does)
+        return 1 if x.contiguity[i] > 1 else x.divisibility[i]
+
+    div = tuple(min(run_div(a, i) * run_div(b, i), MAX_DIV) for i in range(n))
+    return _info(((1,) * n, div, _common_constancy(ins, n)))
+
+
+def _less_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    """lt and ge."""
+    a, b = ins
     const = _common_constancy(ins, n)
-    if name in ("add", "sub", "addptr"):
-        a, b = ins
-        scale = r.type.element.element_ty.itemsize if name == "addptr" else 1
-        contig = []
-        for i in range(n):
-            c = gcd(a.contiguity[i], b.constancy[i])
-            if name != "sub":
-                c = max(c, gcd(b.contiguity[i], a.constancy[i]))
-            contig.append(c)
-        div = tuple(min(gcd(a.divisibility[i], b.divisibility[i] * scale), MAX_DIV) for i in range(n))
-        return _info((tuple(contig), div, const))
-    if name == "mul":
-        a, b = ins
-        for i, other in ((0, b), (1, a)):
-            if _constant_value(op.operands[i]) == 1:  # x * 1 (e.g. a stride specialized to 1) keeps x's facts
-                return other
+    out = []
+    for i in range(n):
+        k = const[i]
+        if b.constancy[i] > 1 and a.contiguity[i] > 1:
+            k = max(k, min(gcd(a.contiguity[i], gcd(a.divisibility[i], b.divisibility[i])), b.constancy[i]))
+        out.append(k)
+    return _info(((1,) * n, (1,) * n, tuple(out)))
 
-        def run_div(x: AxisInfo, i: int) -> int:
-            # the elements inside a run [2^k, 2^k + 1, ...] are not multiples of 2^k: after a product only the
-            # divisibility of every element counts (as Triton's AxisInfo does)
-            return 1 if x.contiguity[i] > 1 else x.divisibility[i]
 
-        div = tuple(min(run_div(a, i) * run_div(b, i), MAX_DIV) for i in range(n))
-        return _info(((1,) * n, div, const))
-    if name in ("lt", "ge"):
-        a, b = ins
-        out = []
-        for i in range(n):
-            k = const[i]
-            if b.constancy[i] > 1 and a.contiguity[i] > 1:
-                k = max(k, min(gcd(a.contiguity[i], gcd(a.divisibility[i], b.divisibility[i])), b.constancy[i]))
-            out.append(k)
-        return _info(((1,) * n, (1,) * n, tuple(out)))
-    if name in ("gt", "le"):
-        a, b = ins
-        out = []
-        for i in range(n):
-            k = const[i]
-            if a.constancy[i] > 1 and b.contiguity[i] > 1:  # c > offs / c <= offs mirror lt / ge
-                k = max(k, min(gcd(b.contiguity[i], gcd(a.divisibility[i], b.divisibility[i])), a.constancy[i]))
-            out.append(k)
-        return _info(((1,) * n, (1,) * n, tuple(out)))
-    if name == "cast":
-        a = ins[0]
-        if op.operands[0].type.element.is_int() and r.type.element.is_int() and \
-                r.type.element.primitive_bitwidth >= op.operands[0].type.element.primitive_bitwidth:
-            return a
-        return _info(((1,) * n, (1,) * n, a.constancy))
-    if name == "select":
-        return _info(((1,) * n, tuple(gcd(ins[1].divisibility[i], ins[2].divisibility[i]) for i in range(n)), const))
-    return _info(((1,) * n, (1,) * n, const))
+def _greater_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    """gt and le: c > offs / c <= offs mirror lt / ge."""
+    a, b = ins
+    const = _common_constancy(ins, n)
+    out = []
+    for i in range(n):
+        k = const[i]
+        if a.constancy[i] > 1 and b.contiguity[i] > 1:
+            k = max(k, min(gcd(b.contiguity[i], gcd(a.divisibility[i], b.divisibility[i])), a.constancy[i]))
+        out.append(k)
+    return _info(((1,) * n, (1,) * n, tuple(out)))
+
+
+def _cast_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    a = ins[0]
+    if op.operands[0].type.element.is_int() and r.type.element.is_int() and \
+            r.type.element.primitive_bitwidth >= op.operands[0].type.element.primitive_bitwidth:
+        return a
+    return _info(((1,) * n, (1,) * n, _common_constancy(ins, n)))
+
+
+def _select_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    return _info(((1,) * n, tuple(gcd(ins[1].divisibility[i], ins[2].divisibility[i]) for i in range(n)),
+                  _common_constancy(ins, n)))
+
+
+def _elementwise_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    return _info(((1,) * n, (1,) * n, _common_constancy(ins, n)))
+
+
+_OWN_RULES = {"const": _const_rule, "program_id": _program_id_rule, "num_programs": _program_id_rule,
+              "arange": _arange_rule, "splat": _splat_rule, "expand_dims": _expand_dims_rule,
+              "broadcast": _broadcast_rule, "multiple_of": _multiple_of_rule, "max_contiguous": _max_contiguous_rule,
+              "add": _add_rule, "sub": _add_rule, "addptr": _add_rule, "mul": _mul_rule, "lt": _less_rule,
+              "ge": _less_rule, "gt": _greater_rule, "le": _greater_rule, "cast": _cast_rule, "select": _select_rule}
+# op name -> its rule, for every op whose result facts are derived (op_traits' axis_rule)
+_RULES = {name: _OWN_RULES.get(name, _elementwise_rule) for name in _WITH_RULE}
 
 
 def _constant_value(v: ir.Value):

@@ -51,6 +51,7 @@ READ_ONLY_ATOMICS = ("load", "poll")
 _COMMUTATIVE_ATOMICS = ("add", "max", "min", "and", "or", "xor")
 _THROUGH = ops_where(layout=TRANSPARENT) | ops_where(layout=VIEW)  # a thread's own registers in, its own out
 _MEMORY = ("load", "store", "atomic")
+_STEPS = frozenset((*_MEMORY, "dot", "barrier"))  # with the ops that have regions: what the program-order walk sees
 _PRIME = (1 << 31) - 1  # generic evaluation of symbolic offsets (modulo a prime: exact identities survive)
 
 Poly = dict  # monomial (sorted tuple of symbols) -> integer coefficient; symbols "#i" are tile index variables
@@ -410,6 +411,7 @@ class _Analysis:
         self.written = written
         self.records: dict[tuple[int, str], _Access] = {}
         self.conflicts: dict[tuple[int, int], str | None] = {}  # (earlier, later access) -> why they conflict
+        self._steps: dict[int, list[ir.Op]] = {}  # id(block) -> its ops that walk and collect look at
         self._scopes(fn.body, None)
         for a in fn.args:
             self.scope[a.id] = None
@@ -461,7 +463,13 @@ class _Analysis:
             return self._atom(v, ctx)
         if 1 not in shape:
             return p  # no index variable of a size-1 dimension to drop (monomials are kept sorted, without zeros)
-        return _rename(p, lambda i: None if shape[i] == 1 else i)
+        for m in p:
+            for s in m:  # the index variables of a monomial come first (see _split)
+                if s[0] != "#":
+                    break
+                if shape[int(s[1:])] == 1:
+                    return _rename(p, lambda i: None if shape[i] == 1 else i)
+        return p  # nothing to drop: _rename would give p back as it is
 
     def _combine(self, op: ir.Op, ops: list[Poly], shape: tuple[int, ...]) -> Poly | None:
         name = op.name
@@ -566,7 +574,7 @@ class _Analysis:
     def collect(self, block: ir.Block, ctx: _Context) -> list[_Access]:
         """Every access in ``block`` (both iterations of its loops)."""
         out = []
-        for op in block.ops:
+        for op in self.steps(block):
             if op.name in _MEMORY:
                 out.append(self.record(op, ctx))
             elif op.name in ("for", "while"):
@@ -591,8 +599,16 @@ class _Analysis:
                     return True
         return False
 
+    def steps(self, block: ir.Block) -> list[ir.Op]:
+        """The ops of ``block`` that ``walk`` acts on (memory accesses, dots, barriers, ops with regions): the others
+        change nothing pending and never get a barrier. Found once per block (loop bodies are walked many times)."""
+        found = self._steps.get(id(block))
+        if found is None:
+            found = self._steps[id(block)] = [op for op in block.ops if op.name in _STEPS or op.regions]
+        return found
+
     def walk(self, block: ir.Block, ctx: _Context, pending: list[_Access]) -> list[_Access]:
-        for op in block.ops:
+        for op in self.steps(block):
             if op in self.order.barriers_before or op.name == "barrier":
                 pending = []  # tl.debug_barrier orders device memory too
             if op.name in _MEMORY:

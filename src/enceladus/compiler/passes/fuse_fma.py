@@ -36,15 +36,21 @@ def _single_use_mul(v: ir.Value, block_ops: set[int], uses: dict[int, int]) -> b
 def fuse_multiply_add(fn: ir.Function) -> int:
     """Rewrite ``fn`` in place; returns how many multiplies were fused."""
     ops = ir.walk(fn.ops)
-    if not any((op.name == "add" or op.name == "sub")
+    if not any((op.name == "add" or op.name == "sub") and _fused_type(op)
                and any(v.op is not None and v.op.name == "mul" for v in op.operands) for op in ops):
-        return 0  # no add or subtract of a product: nothing to fuse, every block stays as it is
+        return 0  # no fp32/fp16 add or subtract of a product: nothing to fuse, every block stays as it is
     uses = _uses(ops)
     fused = 0
     blocks = [fn.body] + [region for op in ops if op.regions for region in op.regions]
     for block in blocks:
         fused += _fuse_block(fn, block, uses)
     return fused
+
+
+def _fused_type(op: ir.Op) -> bool:
+    """Whether the result of ``op`` has a type that fusion applies to."""
+    res = op.result
+    return res is not None and getattr(res.type.element, "name", None) in FUSED_TYPES
 
 
 def _fuse_block(fn: ir.Function, block: ir.Block, uses: dict[int, int]) -> int:
@@ -56,8 +62,7 @@ def _fuse_block(fn: ir.Function, block: ir.Block, uses: dict[int, int]) -> int:
     fused = 0
     for op in block.ops:
         res = op.result
-        if (op.name in ("add", "sub") and res is not None and getattr(res.type.element, "name", None) in FUSED_TYPES
-                and all(v.type == res.type for v in op.operands)):
+        if op.name in ("add", "sub") and _fused_type(op) and all(v.type == res.type for v in op.operands):
             a, b = op.operands
             mul_first = _single_use_mul(a, in_block, uses)
             mul_second = _single_use_mul(b, in_block, uses) and not (op.name == "add" and mul_first)

@@ -19,7 +19,7 @@ The layout values themselves live in ``compiler/layout.py`` (light, so cached ke
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import ir
 from ..layout import BlockedLayout, MmaLayout, TileLayout, default_blocked, mma_layout
@@ -80,6 +80,8 @@ class LayoutPlan:
     dots: dict[int, DotPlan] = field(default_factory=dict)  # dot result id -> how it is computed
     operand_layouts: dict[int, TileLayout] = field(default_factory=dict)  # reduce/scan first result id -> input's
     coop: dict[int, CoopCarry] = field(default_factory=dict)  # for-loop result id -> its accumulator kept in matmul2d
+    # every op of the function, depth first (as ir.walk lists them; the pass never changes the IR)
+    ops: list[ir.Op] = field(default_factory=list)
 
     def layout_of(self, v: ir.Value) -> TileLayout | None:
         """The layout ``v`` is computed in (its home, else the first layout demanded of it), for printing."""
@@ -112,7 +114,8 @@ class _Assigner:
         self.defs: dict[int, ir.Op] = {}  # value id -> the op that makes it
         self.loop_of: dict[int, int | None] = {}  # value id -> id of its innermost loop op
         self.op_loop: dict[int, int | None] = {}  # id(op) -> id of its innermost loop op
-        self.ops: list[ir.Op] = []  # every op, depth first (ir.walk), collected by _scan
+        self.plan = LayoutPlan()
+        self.ops: list[ir.Op] = self.plan.ops  # every op, depth first (ir.walk), collected by _scan
         self._scan(fn.body, None)
         self.names = {op.name for op in self.ops}  # the kinds of op the function has: passes with none to act on skip
         self._uses: dict[int, int] | None = None
@@ -120,7 +123,6 @@ class _Assigner:
         self.fn = fn
         self.num_warps = num_warps
         self.dot_backend = dot_backend
-        self.plan = LayoutPlan()
         self.itemsize: dict[tuple[int, ...], int] = {}
         self.blocked: dict[tuple[tuple[int, ...], int], BlockedLayout] = {}
         self.anchors: dict[tuple[tuple[int, ...], int], TileLayout] = {}
@@ -131,17 +133,30 @@ class _Assigner:
                 self.itemsize[shape] = min(self.itemsize.get(shape, size), size)
 
     def _scan(self, block: ir.Block, loop: int | None) -> None:
+        """One walk of the IR: the op list, where each op and value is defined, and which values are pure
+        (``plan.pure``: computed only from indices, constants and scalars; a block argument never is)."""
+        ops, op_loop, defs, loop_of, pure = self.ops, self.op_loop, self.defs, self.loop_of, self.plan.pure
         for op in block.ops:
-            self.ops.append(op)
-            self.op_loop[id(op)] = loop
+            ops.append(op)
+            op_loop[id(op)] = loop
+            # scalars are uniform: a splat of any scalar is available in every layout
+            ok = op.name in _TRANSPARENT
+            if ok:
+                for o in op.operands:
+                    if not pure.get(o.id, True) and o.type.is_tile:
+                        ok = False
+                        break
             for r in op.results:
-                self.defs[r.id] = op
-                self.loop_of[r.id] = loop
-            inner = id(op) if op.name in ("for", "while") else loop
-            for region in op.regions:
-                for a in region.args:
-                    self.loop_of[a.id] = inner
-                self._scan(region, inner)
+                defs[r.id] = op
+                loop_of[r.id] = loop
+                pure[r.id] = ok or not r.type.is_tile
+            if op.regions:
+                inner = id(op) if op.name in ("for", "while") else loop
+                for region in op.regions:
+                    for a in region.args:
+                        loop_of[a.id] = inner
+                        pure[a.id] = False
+                    self._scan(region, inner)
 
     def _dots_feeding_a(self, fn: ir.Function) -> set[int]:
         """Dot results that become another dot's A through elementwise ops only (attention's S -> P): computed
@@ -217,24 +232,6 @@ class _Assigner:
                 self.blocked[key] = default_blocked(shape, self.itemsize.get(shape, 4), self.num_warps, min_last)
             layout = self.anchors[key] = TileLayout(self.blocked[key], tuple(range(len(shape))))
         return layout
-
-    # --- purity: values computed only from indices, constants and scalars ---------------------------
-    def mark_pure(self, ops: list[ir.Op]) -> None:
-        pure = self.plan.pure
-        for op in ops:
-            for region in op.regions:
-                for a in region.args:
-                    pure[a.id] = False
-                self.mark_pure(region.ops)
-            # scalars are uniform: a splat of any scalar is available in every layout
-            ok = op.name in _TRANSPARENT
-            if ok:
-                for o in op.operands:
-                    if not pure.get(o.id, True) and o.type.is_tile:
-                        ok = False
-                        break
-            for r in op.results:
-                pure[r.id] = ok or not r.type.is_tile
 
     def first_need(self, v: ir.Value) -> TileLayout | None:
         lst = self.plan.needs.get(v.id)
@@ -351,14 +348,35 @@ class _Assigner:
         return self._uses
 
     def run(self) -> LayoutPlan:
-        self.mark_pure(self.fn.ops)
         self.pref: dict[int, TileLayout] = {}
         self.prefer_block(self.fn.body)
+        self.block_walk()
+        return self.plan
+
+    def again(self, carried_hints: dict[int, TileLayout]) -> _Assigner:
+        """A new assigner for the same function and options with ``carried_hints``, sharing this one's scan of
+        the IR and its forward walks (purity, preferences, the dots' decisions: the same whatever the hints)."""
+        other = object.__new__(_Assigner)
+        for name in ("matmul2d_rejects", "axis", "fragments_in_registers", "defs", "loop_of", "op_loop", "ops",
+                     "names", "_uses", "feeds_a", "fn", "num_warps", "dot_backend", "itemsize"):
+            setattr(other, name, getattr(self, name))
+        other.carried_hints = carried_hints
+        other.plan = LayoutPlan(ops=self.ops)
+        other.blocked, other.anchors = {}, {}  # filled in the order of first use, which the hints may change
+        other.plan.pure = dict(self.plan.pure)  # _scan's, never changed after it
+        other.pref = self.pref  # prefer_block's, never changed after it
+        # each dot's decision as prefer_block made it (dot_layout); the backward walk adds the operands' layouts
+        # (a_layout already made there when A comes from registers) and carry_accumulators the carried loop
+        other.plan.dots = {k: replace(d, a_layout=d.a_layout if d.a_registers else None, b_layout=None, carried=None)
+                           for k, d in self.plan.dots.items()}
+        return other
+
+    def block_walk(self) -> None:
+        """The backward walk (after ``run``'s forward walks, or ``again``'s copy of them)."""
         self.atomic_layouts = self.lane_contiguous_atomics() if "atomic" in self.names else {}
         self.block(self.fn.body)
         if any(d.matmul2d for d in self.plan.dots.values()):  # only matmul2d accumulators are carried
             self.carry_accumulators()
-        return self.plan
 
     def carry_accumulators(self) -> None:
         """Find the matmul2d accumulators that can stay in a cooperative tensor across their ``for`` loop: the
@@ -510,10 +528,11 @@ class _Assigner:
             if home is None and name == "load":
                 home = self.coalesced_load(op, layouts[0])
             layouts = [self.home(r, home or layouts[0])]  # computed once; others are conversions
+        reshapes = name in _RESHAPES
         for layout in layouts:
             for i, o in enumerate(op.operands):
                 if o.type.is_tile:
-                    plan.demand(o, operand_layout(op, i, layout))
+                    plan.demand(o, operand_layout(op, i, layout) if reshapes else layout)
 
     def special(self, op: ir.Op) -> None:
         """The ops of ``_OWN_RULES``: stores, terminators, debug output, control flow, reductions, scans,
@@ -692,20 +711,29 @@ def store_layout(plan: LayoutPlan, op: ir.Op) -> TileLayout:
     return next((lay for lay in needs if not val.type.is_tile or lay in plan.needs.get(val.id, ())), needs[0])
 
 
+_IDENTITY = {n: tuple(range(n)) for n in range(1, 9)}  # rank -> the dims of a layout that is its parent's shape
+
+
 def fits(layout: TileLayout, shape: tuple[int, ...]) -> bool:
     """Whether a tile of ``shape`` can live in ``layout`` (each dimension is 1 or its parent dimension's size)."""
     dims = layout.dims
     if len(dims) != len(shape):
         return False
     parent_shape = layout.parent.shape
+    if parent_shape == shape and dims == _IDENTITY.get(len(dims)):
+        return True  # the common case: a tile in the blocked layout of its own shape
     for s, d in zip(shape, dims):  # noqa: SIM110 - a loop, not all(...): it runs for every demand of every value
         if s != 1 and (d < 0 or parent_shape[d] != s):
             return False
     return True
 
 
+_RESHAPES = frozenset({"expand_dims", "squeeze", "permute", "join"})  # the ops operand_layout changes a layout for
+
+
 def operand_layout(op: ir.Op, i: int, layout: TileLayout) -> TileLayout:
-    """The layout operand ``i`` of a transparent op must be in for the result to be in ``layout``."""
+    """The layout operand ``i`` of a transparent op must be in for the result to be in ``layout`` (itself unless
+    the op is one of ``_RESHAPES``)."""
     name = op.name
     if name == "expand_dims":
         axis = op.attrs["axis"]
@@ -789,5 +817,7 @@ def assign_layouts(fn: ir.Function, num_warps: int, dot_backend: str = "simdgrou
     hints = carried_homes(fn, plan, first.ops) if "for" in first.names or "while" in first.names else None
     if not hints:
         return plan
-    again = _Assigner(fn, num_warps, dot_backend, matmul2d_rejects, axis, fragments_in_registers, hints).run()
+    second = first.again(hints)
+    second.block_walk()
+    again = second.plan
     return again if conversion_cost(fn, again) < conversion_cost(fn, plan) else plan
