@@ -98,7 +98,7 @@ def function_facts(fn: ir.Function, roots: dict[int, str] | None = None,
                          offset_arithmetic(fn, ops))
 
 
-_HAS_MARKER = methodcaller("__contains__", MARKER_PREFIX)  # line -> whether it holds a candidate barrier
+_HAS_MARKER = methodcaller("count", MARKER_PREFIX)  # line -> how many candidate barriers it holds
 _LINENO = itemgetter(1)  # an ir.Loc's line
 
 # integer types whose wrapping arithmetic is computed in these unsigned types (uint32/uint64 wrap by themselves)
@@ -468,7 +468,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.refs[(r.id, None)] = f"v{r.id}"
 
     def emit_tile_op(self, op: ir.Op, layout: TileLayout) -> None:
-        r = op.result
+        r = op.results[0]
         key = (r.id, layout)
         if key in self.refs:
             return
@@ -557,7 +557,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def elementwise_expr(self, op: ir.Op, a: list[str]) -> str:
         """The MSL expression of an elementwise op given its operands' expressions."""
         name = op.name
-        rt = op.result.type.element
+        r = op.results[0]
+        rt = r.type.element
         src = op.operands[0].type.element if op.operands else None
         if src is not None and not src.is_ptr() and src.is_bf16() and name not in ("cast", "bitcast", "select", "inline_msl"):
             # bfloat converts only to/from float in MSL: compute in float, round once
@@ -595,7 +596,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 return f"as_type<{t}>(enc_umulhi64(as_type<ulong>({a[0]}), as_type<ulong>({a[1]})))"
             return f"as_type<{t}>(mulhi(as_type<{u}>({a[0]}), as_type<{u}>({a[1]})))"
         expr = self._arith(name, a, float_type=src.is_floating(), signed=src.is_int_signed(), src=src)
-        if op.result.id in self.offset_values and rt.name == "int32" and name in ("add", "sub", "mul", "shl"):
+        if r.id in self.offset_values and rt.name == "int32" and name in ("add", "sub", "mul", "shl"):
             self.offset_exprs[expr] = (name, a[0], a[1])  # the checked cpu backend computes it exactly
         return expr
 

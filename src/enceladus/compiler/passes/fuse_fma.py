@@ -61,7 +61,7 @@ def _fuse_block(fn: ir.Function, block: ir.Block, uses: dict[int, int]) -> int:
     dead: set[int] = set()
     fused = 0
     for op in block.ops:
-        res = op.result
+        res = op.results[0] if op.results else None
         if op.name in ("add", "sub") and _fused_type(op) and all(v.type == res.type for v in op.operands):
             a, b = op.operands
             mul_first = _single_use_mul(a, in_block, uses)

@@ -280,7 +280,7 @@ class _Assigner:
                     for r in op.results:
                         pref[r.id] = TileLayout(lx.parent, lx.dims[:axis] + lx.dims[axis + 1:])
             elif name in ir.ELEMENTWISE or name in ("broadcast", "expand_dims"):
-                r = op.result
+                r = op.results[0] if op.results else None
                 for o in op.operands:
                     if o.id in pref and not self.plan.pure.get(o.id, True):
                         lo = pref[o.id]
@@ -500,8 +500,11 @@ class _Assigner:
         if name in _OWN_RULES:
             self.special(op)
             return
-        r = op.result
-        if r is None or not r.type.is_tile:
+        results = op.results
+        if not results:
+            return
+        r = results[0]
+        if not r.type.is_tile:
             return
         layouts = list(plan.needs.get(r.id, []))
         if name == "dot":

@@ -36,8 +36,10 @@ def divide_by_reciprocals(fn: ir.Function) -> int:
 
 def _shared_divisor(op: ir.Op) -> list[ir.Op] | None:
     """The view ops (outermost first) through which a quotient reads a divisor of lower rank, or None."""
+    if op.name != "fdiv":
+        return None
     res = op.result
-    if (op.name != "fdiv" or op.attrs.get("ieee_rounding") or res is None or not res.type.is_tile
+    if (op.attrs.get("ieee_rounding") or res is None or not res.type.is_tile
             or getattr(res.type.element, "name", None) != "fp32"):
         return None
     chain = []
