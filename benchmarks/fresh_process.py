@@ -16,8 +16,17 @@ reports, with ``time.perf_counter``:
 - ``with imports``: imports + after imports;
 - ``process``: the whole child process as the parent sees it (interpreter start included).
 
-Also run with ``ENCELADUS_CACHE=0`` (the kernel is compiled to MSL in every process; the cpu
-backend's library cache still applies). Writes benchmarks/results/fresh_process.json.
+Two more configurations, each in its own column:
+
+- ``MSL not cached``: the kernel entries are deleted before each child (``<cache>/kernels``), so every
+  process compiles the kernel to MSL again, while the cpu backend still finds its runtime and the kernel's
+  library in its build cache (``<cache>/cpu``);
+- ``ENCELADUS_CACHE=0``: nothing is cached at all. The kernel is compiled to MSL, and the cpu backend builds
+  its runtime library and the kernel's library with the C++ compiler into a private temporary directory,
+  in every process (seconds: ``ENCELADUS_CACHE=0`` writes nothing to the user's cache, see
+  docs/cache_and_autotune.md).
+
+Writes benchmarks/results/fresh_process.json.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -115,17 +125,26 @@ def main() -> None:
         assert first["compiled"] == 1, first
         cached = [run_child(script, env) for _ in range(args.runs)]
         assert all(s["compiled"] == 0 and s["disk_hits"] == 1 for s in cached), "a cached run compiled"
+        msl_uncached = []
+        for _ in range(args.runs):
+            shutil.rmtree(Path(tmp) / "cache" / "kernels")  # the cpu backend's libraries stay in <cache>/cpu
+            msl_uncached.append(run_child(script, env))
+        assert all(s["compiled"] == 1 for s in msl_uncached), "a run found the kernel whose entry was deleted"
         uncached = [run_child(script, {**env, "ENCELADUS_CACHE": "0"}) for _ in range(args.runs)]
-    results = {"cached kernel": summarize(cached), "ENCELADUS_CACHE=0": summarize(uncached)}
+    results = {"cached kernel": summarize(cached), "MSL not cached": summarize(msl_uncached),
+               "ENCELADUS_CACHE=0": summarize(uncached)}
     width = max(len(c) for c in COLUMNS)
     print(f"fresh process -> vector add ready and launched; median (min) ms over {args.runs} processes")
-    print(f"{'':<{width}}  {'cached kernel':>18}  {'ENCELADUS_CACHE=0':>18}")
+    print(f"{'':<{width}}" + "".join(f"  {name:>18}" for name in results))
     for c in COLUMNS:
         cells = [f"{r[c]['median_ms']:8.1f} ({r[c]['min_ms']:6.1f})" for r in results.values()]
-        print(f"{c:<{width}}  {cells[0]:>18}  {cells[1]:>18}")
+        print(f"{c:<{width}}" + "".join(f"  {cell:>18}" for cell in cells))
     record = {
         "benchmark": "fresh_process",
-        "what": "new Python process -> cached vector-add kernel ready and launched (cpu backend unless on macOS)",
+        "what": "new Python process -> cached vector-add kernel ready and launched (cpu backend unless on macOS); "
+                "'MSL not cached': kernel entries deleted before each process, the cpu backend's libraries cached; "
+                "'ENCELADUS_CACHE=0': nothing cached, the cpu runtime and kernel libraries built in every process",
+        "bytecode": "cached (PYTHONDONTWRITEBYTECODE unset, PYTHONPYCACHEPREFIX in a temporary directory)",
         "runs": args.runs,
         "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
         "first_process_compiles_ms": {k: 1e3 * v for k, v in first.items() if k in COLUMNS},

@@ -186,3 +186,73 @@ def test_compile_errors_read_the_same_with_a_precompiled_prelude(tmp_path: Path,
         messages[pch] = str(info.value)
     assert messages["1"] == messages["0"]
     assert _libraries(tmp_path / "1", "pch-*.pch")  # a kernel's own error does not drop the header
+
+
+def test_a_cached_library_is_checked_against_its_index_without_reading_its_record(
+        backend: CpuBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # #26: the index entry carries a copy of the library's record (name, size, SHA-256), so a fresh process loading a
+    # cached kernel reads one small file fewer; the bytes are still hashed and compared before dlopen
+    from enceladus import cachedir
+    from enceladus.backends.cpu import toolchain
+
+    monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "c"))
+    built = backend.compile(SRC % "5.0f")
+    assert built.built
+    read: list[str] = []
+    real_read = cachedir.read_entry
+    monkeypatch.setattr(cachedir, "read_entry", lambda path, key: read.append(os.path.basename(path))
+                        or real_read(path, key))
+    hashed: list[str] = []
+    real_digest = cachedir.file_digest
+    monkeypatch.setattr(cachedir, "file_digest", lambda path: hashed.append(os.path.basename(path))
+                        or real_digest(path))
+    again = backend.compile(SRC % "5.0f")
+    assert not again.built and again.path == built.path
+    so = os.path.basename(built.path)
+    record = so.rsplit("-", 1)[0] + ".json"
+    assert record not in read and any(n.startswith("index-") for n in read), read
+    assert hashed == [so], hashed  # the library itself is still hashed, once
+    x = np.zeros(4, np.float32)
+    again.function("k").dispatch_threads((4, 1, 1), (4, 1, 1), {0: x.ctypes.data})
+    assert x.tolist() == [5.0] * 4
+    # a copy that no longer matches (the library was rebuilt under its key since, with other bytes): the library's
+    # own record decides, and the library is used without a rebuild
+    (index,) = [n for n in read if n.startswith("index-")]
+    index_path = str(tmp_path / "c" / "cpu" / index)
+    entry = cachedir.loads(real_read(index_path, index[:-5]))
+    key = so.rsplit("-", 1)[0]
+    entry["record"] = [f"{key}-{'0' * 16}.so", 1, "0" * 64]
+    cachedir.write_entry(index_path, toolchain._dumps(entry).encode(), index[:-5])
+    hashed.clear()
+    third = backend.compile(SRC % "5.0f")
+    assert not third.built and third.path == built.path
+    assert hashed == [f"{key}-{'0' * 16}.so", so], hashed
+
+
+def test_the_compiler_probe_is_cached_by_the_file_its_command_leads_to(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # `CXX --version` is remembered in the cache, keyed by the command and the executable it leads to (device,
+    # inode, size, mtime; symbolic links followed): a link pointed at another compiler, even one of the same size
+    # and mtime, is probed again
+    from enceladus.backends.cpu import toolchain
+
+    monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "c"))
+    runs = tmp_path / "runs"
+    for name in ("cxx-a", "cxx-b"):
+        script = tmp_path / name
+        script.write_text(f"#!/bin/sh\necho run >> '{runs}'\necho 'clang version 99.0.{name[-1]}'\n")
+        script.chmod(0o755)
+        os.utime(script, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    link = tmp_path / "bin" / "clang++"
+    link.parent.mkdir()
+    link.symlink_to(tmp_path / "cxx-a")
+    command = (str(link),)
+    first = toolchain._probe_cached(command)
+    assert first is not None and first.version == "clang version 99.0.a" and first.kind == "clang"
+    assert toolchain._probe_cached(command) == first
+    assert runs.read_text().count("run") == 1  # the second answer came from the cache
+    link.unlink()
+    link.symlink_to(tmp_path / "cxx-b")  # same size and mtime, another file
+    second = toolchain._probe_cached(command)
+    assert second is not None and second.version == "clang version 99.0.b"
+    assert runs.read_text().count("run") == 2
