@@ -34,7 +34,7 @@ def compiler_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     for sub in ("compiler", "language"):
         shutil.copytree(PKG / sub, pkg / sub, ignore=shutil.ignore_patterns("__pycache__"))
     (pkg / "runtime").mkdir()
-    shutil.copy(PKG / "runtime" / "serialize.py", pkg / "runtime")
+    shutil.copy(PKG / "runtime" / "cache.py", pkg / "runtime")
     shutil.copy(PKG / "errors.py", pkg)
     monkeypatch.setattr(cache, "_PACKAGE_DIR", str(pkg))
     monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "cache"))

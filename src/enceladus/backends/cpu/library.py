@@ -17,7 +17,7 @@ from ...compiler.kernel import (  # (not .signature nor msl_signature: no parser
     KernelSignature,
 )
 from ...compiler.metal_limits import MAX_GRID, MAX_THREADGROUP_MEMORY, MAX_THREADS_PER_THREADGROUP
-from .errors import CpuBackendError, KernelLaunchError, KernelTimeoutError
+from . import CpuBackendError, KernelLaunchError, KernelTimeoutError
 from .toolchain import (
     RUNTIME_FLAGS,
     RUNTIME_SOURCE,

@@ -9,7 +9,7 @@ import sys
 
 from ... import cachedir
 from ...cachedir import CacheSecurityError, sha256
-from .errors import CompilerNotFoundError, CpuBackendError, MSLCompileError
+from . import CompilerNotFoundError, CpuBackendError, MSLCompileError
 
 # plain strings and os.path throughout: importing pathlib would cost a fresh process ~3 ms
 _HERE = os.path.dirname(os.path.abspath(__file__))  # (realpath: ~7 lstat calls per process)
