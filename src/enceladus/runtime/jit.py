@@ -275,10 +275,12 @@ class JITFunction:
             const_key = tuple((k, type(v).__name__, repr(v)) for k, v in constexprs.items())
         return (tuple(signature.items()), const_key, tuple(facts.items()), num_warps)
 
-    def compile_for(self, values: dict[str, Any], options: dict[str, Any], _probed: bool = False) -> CompiledKernel:
+    def compile_for(self, values: dict[str, Any], options: dict[str, Any], _probed: bool = False,
+                    spec_keys: list | None = None) -> CompiledKernel:
         """The compiled kernel for these bound arguments: memory cache, then disk cache, then compile. Metal 4
-        matmul2d tiles are probed on first use; a tile the device refuses means one recompile without it."""
-        kernel = self._compile_for(values, options)
+        matmul2d tiles are probed on first use; a tile the device refuses means one recompile without it.
+        ``spec_keys``: a list the specialization key of the kernel is appended to (``run`` maps its fast key to it)."""
+        kernel = self._compile_for(values, options, spec_keys)
         tiles = kernel.metadata.get("matmul2d_tiles")
         if tiles and not _probed:
             backend = get_backend()
@@ -286,13 +288,16 @@ class JITFunction:
                 from . import probes
 
                 if probes.for_backend(backend).check_matmul2d(tiles):
-                    return self.compile_for(values, options, _probed=True)
+                    return self.compile_for(values, options, _probed=True, spec_keys=spec_keys)
         return kernel
 
-    def _compile_for(self, values: dict[str, Any], options: dict[str, Any]) -> CompiledKernel:
+    def _compile_for(self, values: dict[str, Any], options: dict[str, Any],
+                     spec_keys: list | None = None) -> CompiledKernel:
         num_warps = options.get("num_warps", 4)
         signature, constexprs, facts = self.specialization(values, options)
         key = self._key(signature, constexprs, facts, num_warps)
+        if spec_keys is not None:
+            spec_keys.append(key)
         kernel = self.cache.get(key)
         if kernel is None:
             with self._lock:
@@ -362,20 +367,24 @@ class JITFunction:
             return self._run_hooked(grid, values, options)
         debug = bool(options.get("debug", False) or self.debug or debug_enabled())
         timed = options.get("timeout") is not None  # a launch with a time limit takes the slow path
-        kernel = self._launch_bound(grid, values, options)
+        spec_keys: list = []
+        kernel = self._launch_bound(grid, values, options, spec_keys)
         if kernel is None:  # interpreted
             return None
         # kernels with a device log or 16-bit atomics (padded bindings: launch.launch) keep the slow path
         if fkey is not None and not debug and not timed and not kernel.metadata.get("log_sites") and \
                 not kernel.metadata.get("word_atomics") and not kernel.metadata.get("int_pointers"):
-            spec_key = self._key(*self.specialization(values, options), options.get("num_warps", 4))
+            # the key compile_for looked the kernel up by (debug off here: the same specialization)
+            spec_key = spec_keys[-1] if spec_keys else \
+                self._key(*self.specialization(values, options), options.get("num_warps", 4))
             if self.cache.get(spec_key) is kernel:
                 self._fast[fkey] = LaunchPlan(spec_key, launcher_for(kernel), self.param_names, self._defaults,
                                               len(args), [values[n] for n in self.param_names], guard_of(kernel))
         return kernel
 
-    def _launch_bound(self, grid: Any, values: dict[str, Any], options: dict[str, Any]) -> CompiledKernel | None:
-        """The launch of ``run`` after binding, without the fast path."""
+    def _launch_bound(self, grid: Any, values: dict[str, Any], options: dict[str, Any],
+                      spec_keys: list | None = None) -> CompiledKernel | None:
+        """The launch of ``run`` after binding, without the fast path (``spec_keys``: see ``compile_for``)."""
         if self.interpret:
             from ..interpreter import interpret_launch
             from .shader import run_msl_elementwise
@@ -385,7 +394,7 @@ class JITFunction:
             return None
         debug = bool(options.pop("debug", False) or self.debug or debug_enabled())
         timeout = options.pop("timeout", None)  # seconds (cpu backend): the launch is stopped after that long
-        kernel = self.compile_for(values, {**options, "debug": debug})
+        kernel = self.compile_for(values, {**options, "debug": debug}, spec_keys=spec_keys)
         check_globals(kernel)
         launch_values = values
         if any(structs.is_struct(values[p.name]) for p in self.params if not p.is_constexpr):
