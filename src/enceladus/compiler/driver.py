@@ -17,6 +17,9 @@ from .metal_limits import MAX_BUFFER_SLOTS, MAX_THREADS_PER_THREADGROUP  # noqa:
 from .passes import axis_info, device_order, fuse_fma, layouts, reciprocal_division
 
 
+_SCOPED_OR_CAST = frozenset({"atomic", "cast"})  # the ops the metadata's sys_scope and int_pointers come from
+
+
 def parse_signature_type(t: str, name: str) -> ir.Type | None:
     """``*fp32`` -> pointer type, ``i32`` -> scalar type, ``constexpr``/``none`` -> None (a constant)."""
     t = t.strip()
@@ -137,7 +140,7 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
         else:
             module = emitter(True).generate()
     sys_scope = int_pointers = False
-    for op in facts.ops:  # (op.name, not a local `name`: that is the kernel's name, used below)
+    for op in ir.select(facts.ops, _SCOPED_OR_CAST):  # (op.name, not a local `name`: that is the kernel's name)
         if op.name == "atomic" and op.attrs.get("scope") == "sys":
             sys_scope = True
         elif op.name == "cast" and op.result.type.element.is_ptr() and not op.operands[0].type.element.is_ptr():

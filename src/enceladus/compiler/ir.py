@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain, compress, count
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from ..language.core import tensor as tl_tensor
@@ -125,11 +127,36 @@ def walk(ops: list[Op]) -> list[Op]:
 
 
 def _walk_into(ops: list[Op], out: list[Op]) -> None:
-    for op in ops:
-        out.append(op)
-        if op.regions:
-            for region in op.regions:
-                _walk_into(region.ops, out)
+    # the ops with regions found by C iterators; the runs of ops between them are copied whole (no Python step per op)
+    start = 0
+    for i in compress(count(), map(_REGIONS, ops)):
+        out += ops[start:i + 1]
+        for region in ops[i].regions:
+            _walk_into(region.ops, out)
+        start = i + 1
+    out += ops[start:]
+
+
+_REGIONS = attrgetter("regions")
+_NAME = attrgetter("name")
+_OPERANDS = attrgetter("operands")
+_ID = attrgetter("id")
+
+
+# Scans over every op of a function, made by C iterators (no Python step per op: they run on every compile)
+def select(ops: list[Op], names: frozenset[str] | set[str]) -> list[Op]:
+    """The ops of ``ops`` whose name is in ``names``, in order."""
+    return list(compress(ops, map(names.__contains__, map(_NAME, ops))))
+
+
+def names(ops: list[Op]) -> set[str]:
+    """The names of the ops in ``ops`` (which kinds of op there are)."""
+    return set(map(_NAME, ops))
+
+
+def operand_ids(ops: list[Op]) -> frozenset[int]:
+    """The ids of the values the ops in ``ops`` read."""
+    return frozenset(map(_ID, chain.from_iterable(map(_OPERANDS, ops))))
 
 
 # Ops by family, derived from the one table of op traits (op_traits.OPS): each op there names its MSL emit rule.

@@ -198,6 +198,11 @@ _CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 
 def _common(b: Builder, x: Any, y: Any, div_or_mod: bool = False) -> tuple[Value, Value]:
     """Convert both operands to their computation type and a common shape."""
+    if isinstance(x, Value) and isinstance(y, Value):
+        tx, ty = x.type, y.type
+        e = tx.element
+        if e is ty.element and (e is D.float32 or e is D.int32 or e is D.int64) and tx.shape == ty.shape:
+            return x, y  # what the rule below gives two values of one such type and shape, without its steps
     xt, yt = element_type(x), element_type(y)
     try:
         ty = D.computation_type(xt, not isinstance(x, Value), yt, not isinstance(y, Value), div_or_mod)

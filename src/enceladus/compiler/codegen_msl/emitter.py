@@ -89,15 +89,16 @@ def function_facts(fn: ir.Function, roots: dict[int, str] | None = None,
     """``ops``: ``ir.walk(fn.ops)`` when the caller has it (the layout plan's)."""
     ops = ir.walk(fn.ops) if ops is None else ops
     roots = pointer_roots(fn) if roots is None else roots
-    word_roots = {roots.get(op.operands[0].id) for op in ops
-                  if op.name == "atomic" and op.operands[0].type.element.element_ty.itemsize < 4}
+    word_roots = {roots.get(op.operands[0].id) for op in ir.select(ops, _ATOMIC)
+                  if op.operands[0].type.element.element_ty.itemsize < 4}
     if None in word_roots:  # a pointer of unknown origin: every 8- and 16-bit buffer is bound padded
         word_roots = {a.name for a in fn.args if a.type.is_ptr and a.type.element.element_ty.itemsize < 4}
     return FunctionFacts(ops, roots, frozenset(written_roots(fn, roots, ops)),
-                         frozenset(o.id for op in ops for o in op.operands), tuple(sorted(word_roots)),
+                         ir.operand_ids(ops), tuple(sorted(word_roots)),
                          offset_arithmetic(fn, ops))
 
 
+_ATOMIC = frozenset({"atomic"})
 _HAS_MARKER = methodcaller("count", MARKER_PREFIX)  # line -> how many candidate barriers it holds
 _LINENO = itemgetter(1)  # an ir.Loc's line
 

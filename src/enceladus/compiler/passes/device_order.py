@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import operator
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, compress, repeat
 
 import numpy as np
 
@@ -51,6 +51,12 @@ READ_ONLY_ATOMICS = ("load", "poll")
 _COMMUTATIVE_ATOMICS = ("add", "max", "min", "and", "or", "xor")
 _THROUGH = ops_where(layout=TRANSPARENT) | ops_where(layout=VIEW)  # a thread's own registers in, its own out
 _MEMORY = ("load", "store", "atomic")
+_WRITES = frozenset({"store", "atomic"})  # the ops that may write device memory (atomics unless READ_ONLY_ATOMICS)
+# the ops whose result's polynomial _combine derives from its operands' (the others: a new symbol, or None)
+_COMBINED = frozenset({"splat", "multiple_of", "max_contiguous", "add", "sub", "mul", "neg", "addptr", "cast",
+                       "bitcast", "broadcast", "expand_dims", "squeeze", "permute"})
+_NAME, _REGIONS = operator.attrgetter("name"), operator.attrgetter("regions")
+_RESULTS, _ID = operator.attrgetter("results"), operator.attrgetter("id")
 _STEPS = frozenset((*_MEMORY, "dot", "barrier"))  # with the ops that have regions: what the program-order walk sees
 _PRIME = (1 << 31) - 1  # generic evaluation of symbolic offsets (modulo a prime: exact identities survive)
 
@@ -92,8 +98,8 @@ def pointer_roots(fn: ir.Function) -> dict[int, str]:
 
 def written_roots(fn: ir.Function, roots: dict[int, str], ops: list[ir.Op] | None = None) -> set[str]:
     """The pointer arguments the kernel stores to or changes atomically (``ops``: ``ir.walk(fn.ops)`` if known)."""
-    return {roots.get(op.operands[0].id) for op in (ir.walk(fn.ops) if ops is None else ops)
-            if op.name == "store" or (op.name == "atomic" and op.attrs["kind"] not in READ_ONLY_ATOMICS)} - {None}
+    return {roots.get(op.operands[0].id) for op in ir.select(ir.walk(fn.ops) if ops is None else ops, _WRITES)
+            if op.name == "store" or op.attrs["kind"] not in READ_ONLY_ATOMICS} - {None}
 
 
 # --- polynomials ---------------------------------------------------------------------------------------------------
@@ -417,22 +423,26 @@ class _Analysis:
             self.scope[a.id] = None
 
     def _scopes(self, block: ir.Block, loop: ir.Op | None) -> None:
+        scope = self.scope
         for a in block.args:
-            self.scope.setdefault(a.id, loop)
-        for op in block.ops:
-            for r in op.results:
-                self.scope[r.id] = loop
+            scope.setdefault(a.id, loop)
+        ops = block.ops
+        # every result of the block's ops, by C iterators (no Python step per op); then the ops with regions
+        scope.update(zip(map(_ID, chain.from_iterable(map(_RESULTS, ops))), repeat(loop)))
+        for op in compress(ops, map(_REGIONS, ops)):
             for region in op.regions:
                 self._scopes(region, op if op.name in ("for", "while") else loop)
 
     # --- polynomials of values -----------------------------------------------------------------------------------
     def poly(self, v: ir.Value, ctx: _Context) -> Poly | None:
         home = ctx
-        while home.loop is not self.scope.get(v.id) and home.parent is not None:
+        loop = self.scope.get(v.id)
+        while home.loop is not loop and home.parent is not None:
             home = home.parent
-        if v.id not in home.values:
-            home.values[v.id] = self._define(v, home)
-        return home.values[v.id]
+        values = home.values
+        if v.id not in values:
+            values[v.id] = self._define(v, home)
+        return values[v.id]
 
     def _atom(self, v: ir.Value, ctx: _Context) -> Poly | None:
         return None if v.type.is_tile else {(f"v{v.id}@{ctx.tag}",): 1}
@@ -452,6 +462,8 @@ class _Analysis:
         if name == "arange":
             start, end = op.attrs["start"], op.attrs["end"]
             return _add(_const(start), {("#0",): 1}) if end - start > 1 else _const(start)
+        if v.type.is_tile and name not in _COMBINED:
+            return None  # what _combine gives such an op, and then _atom a tile (its operands' polynomials unused)
         ops = [self.poly(o, ctx) for o in op.operands]
         shape = v.type.shape
         known = None not in ops
@@ -472,6 +484,7 @@ class _Analysis:
         return p  # nothing to drop: _rename would give p back as it is
 
     def _combine(self, op: ir.Op, ops: list[Poly], shape: tuple[int, ...]) -> Poly | None:
+        """The polynomial of ``op``'s result from its operands' (None for every op outside ``_COMBINED``)."""
         name = op.name
         if name in ("splat", "multiple_of", "max_contiguous"):
             return ops[0]
@@ -603,8 +616,10 @@ class _Analysis:
         """The ops of ``block`` that ``walk`` acts on (memory accesses, dots, barriers, ops with regions): the others
         change nothing pending and never get a barrier. Found once per block (loop bodies are walked many times)."""
         found = self._steps.get(id(block))
-        if found is None:
-            found = self._steps[id(block)] = [op for op in block.ops if op.name in _STEPS or op.regions]
+        if found is None:  # op.name in _STEPS or op.regions, evaluated by C iterators (no Python step per op)
+            ops = block.ops
+            found = self._steps[id(block)] = list(compress(ops, map(operator.or_, map(_STEPS.__contains__, map(_NAME, ops)),
+                                                                    map(bool, map(_REGIONS, ops)))))
         return found
 
     def walk(self, block: ir.Block, ctx: _Context, pending: list[_Access]) -> list[_Access]:
@@ -692,8 +707,8 @@ def plan_device_order(fn: ir.Function, plan: LayoutPlan, num_warps: int, roots: 
     """Where ``fn`` needs device-memory barriers so that its global accesses take effect in program order.
     ``roots``, ``written`` and ``ops``: ``pointer_roots(fn)``, ``written_roots(fn, roots)`` and ``ir.walk(fn.ops)``
     when the caller has them."""
-    for op in ir.walk(fn.ops) if ops is None else ops:
-        if op.name == "store" or (op.name == "atomic" and op.attrs["kind"] not in READ_ONLY_ATOMICS):
+    for op in ir.select(ir.walk(fn.ops) if ops is None else ops, _WRITES):
+        if op.name == "store" or op.attrs["kind"] not in READ_ONLY_ATOMICS:
             break
     else:
         return DeviceOrderPlan()  # nothing is written: no pair of accesses can conflict (``conflict``)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from .. import ir
 
 FUSED_TYPES = ("fp32", "fp16")
+_ADD_SUB = frozenset({"add", "sub"})
 
 
 def _uses(ops: list[ir.Op]) -> dict[int, int]:
@@ -36,8 +37,8 @@ def _single_use_mul(v: ir.Value, block_ops: set[int], uses: dict[int, int]) -> b
 def fuse_multiply_add(fn: ir.Function) -> int:
     """Rewrite ``fn`` in place; returns how many multiplies were fused."""
     ops = ir.walk(fn.ops)
-    if not any((op.name == "add" or op.name == "sub") and _fused_type(op)
-               and any(v.op is not None and v.op.name == "mul" for v in op.operands) for op in ops):
+    if not any(_fused_type(op) and any(v.op is not None and v.op.name == "mul" for v in op.operands)
+               for op in ir.select(ops, _ADD_SUB)):
         return 0  # no fp32/fp16 add or subtract of a product: nothing to fuse, every block stays as it is
     uses = _uses(ops)
     fused = 0

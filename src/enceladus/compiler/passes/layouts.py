@@ -33,6 +33,7 @@ _TRANSPARENT = ops_where(layout=TRANSPARENT) | ops_where(layout=VIEW)
 _VIA_SMEM = ops_where(layout=VIA_SMEM)
 # Ops with their own rule in the backward walk (_Assigner.special); every other op demands its operands in the
 # layouts its result is computed in (_Assigner.op)
+_LOAD_STORE = frozenset({"load", "store"})
 _OWN_RULES = frozenset({"store", "yield", "print", "assert", "for", "while", "if", "reduce", "scan",
                         "map_elementwise", "split"})
 
@@ -117,7 +118,7 @@ class _Assigner:
         self.plan = LayoutPlan()
         self.ops: list[ir.Op] = self.plan.ops  # every op, depth first (ir.walk), collected by _scan
         self._scan(fn.body, None)
-        self.names = {op.name for op in self.ops}  # the kinds of op the function has: passes with none to act on skip
+        self.names = ir.names(self.ops)  # the kinds of op the function has: passes with none to act on skip
         self._uses: dict[int, int] | None = None
         self.feeds_a = self._dots_feeding_a(fn) if "dot" in self.names else set()
         self.fn = fn
@@ -126,8 +127,8 @@ class _Assigner:
         self.itemsize: dict[tuple[int, ...], int] = {}
         self.blocked: dict[tuple[tuple[int, ...], int], BlockedLayout] = {}
         self.anchors: dict[tuple[tuple[int, ...], int], TileLayout] = {}
-        for op in self.ops:
-            if op.name in ("load", "store") and op.operands[0].type.shape:
+        for op in ir.select(self.ops, _LOAD_STORE):
+            if op.operands[0].type.shape:
                 shape = op.operands[0].type.shape
                 size = op.operands[0].type.element.element_ty.itemsize
                 self.itemsize[shape] = min(self.itemsize.get(shape, size), size)
@@ -349,7 +350,8 @@ class _Assigner:
 
     def run(self) -> LayoutPlan:
         self.pref: dict[int, TileLayout] = {}
-        self.prefer_block(self.fn.body)
+        if "dot" in self.names:  # every preference starts at a dot's accumulator: without one there is none
+            self.prefer_block(self.fn.body)
         self.block_walk()
         return self.plan
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from .. import ir
 
+_CONTROL = frozenset({"for", "if"})  # the ops _flows_into looks at
+_ADDPTR = frozenset({"addptr"})
 _ARITH = frozenset({"add", "sub", "mul", "shl"})
 _THROUGH = frozenset({"splat", "broadcast", "expand_dims", "squeeze", "permute", "reshape",
                       "multiple_of", "max_contiguous"})
@@ -29,7 +31,7 @@ def _widening_int_cast(op: ir.Op) -> bool:
 def _flows_into(ops: list[ir.Op]) -> dict[int, list[ir.Value]]:
     """For each loop-carried block argument and each result of a ``for``/``if``: the values that flow into it."""
     into: dict[int, list[ir.Value]] = {}
-    for op in ops:
+    for op in ir.select(ops, _CONTROL):
         if op.name == "for":
             region = op.regions[0]
             yields = region.terminator.operands if region.terminator is not None else []
@@ -52,7 +54,7 @@ def offset_arithmetic(fn: ir.Function, ops: list[ir.Op] | None = None) -> frozen
     ``ops``: ``ir.walk(fn.body.ops)`` when the caller has it."""
     ops = ir.walk(fn.body.ops) if ops is None else ops
     into = _flows_into(ops)
-    work = [op.operands[1] for op in ops if op.name == "addptr" and len(op.operands) > 1]
+    work = [op.operands[1] for op in ir.select(ops, _ADDPTR) if len(op.operands) > 1]
     seen: set[int] = set()
     found: set[int] = set()
     while work:

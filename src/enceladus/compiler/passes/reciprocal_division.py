@@ -28,7 +28,7 @@ _VIEWS = ("broadcast", "expand_dims", "splat")
 def divide_by_reciprocals(fn: ir.Function) -> int:
     """Rewrite ``fn`` in place; returns how many divisions now multiply by a reciprocal."""
     ops = ir.walk(fn.ops)
-    if not any(op.name == "fdiv" for op in ops):
+    if "fdiv" not in ir.names(ops):
         return 0  # no division: every block stays as it is
     blocks = [fn.body] + [region for op in ops for region in op.regions]
     return sum(_rewrite_block(fn, block) for block in blocks)
