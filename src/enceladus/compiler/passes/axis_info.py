@@ -256,28 +256,15 @@ def _mul_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...
     return _info(((1,) * n, div, _common_constancy(ins, n)))
 
 
-def _less_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
-    """lt and ge."""
-    a, b = ins
+def _compare_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
+    """lt and ge; gt and le mirror them (c > offs / c <= offs are offs < c / offs >= c)."""
+    a, b = ins if op.name in ("lt", "ge") else (ins[1], ins[0])
     const = _common_constancy(ins, n)
     out = []
     for i in range(n):
         k = const[i]
         if b.constancy[i] > 1 and a.contiguity[i] > 1:
             k = max(k, min(gcd(a.contiguity[i], gcd(a.divisibility[i], b.divisibility[i])), b.constancy[i]))
-        out.append(k)
-    return _info(((1,) * n, (1,) * n, tuple(out)))
-
-
-def _greater_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[int, ...], n: int) -> AxisInfo:
-    """gt and le: c > offs / c <= offs mirror lt / ge."""
-    a, b = ins
-    const = _common_constancy(ins, n)
-    out = []
-    for i in range(n):
-        k = const[i]
-        if a.constancy[i] > 1 and b.contiguity[i] > 1:
-            k = max(k, min(gcd(b.contiguity[i], gcd(a.divisibility[i], b.divisibility[i])), a.constancy[i]))
         out.append(k)
     return _info(((1,) * n, (1,) * n, tuple(out)))
 
@@ -302,8 +289,8 @@ def _elementwise_rule(op: ir.Op, ins: list[AxisInfo], r: ir.Value, shape: tuple[
 _OWN_RULES = {"const": _const_rule, "program_id": _program_id_rule, "num_programs": _program_id_rule,
               "arange": _arange_rule, "splat": _splat_rule, "expand_dims": _expand_dims_rule,
               "broadcast": _broadcast_rule, "multiple_of": _multiple_of_rule, "max_contiguous": _max_contiguous_rule,
-              "add": _add_rule, "sub": _add_rule, "addptr": _add_rule, "mul": _mul_rule, "lt": _less_rule,
-              "ge": _less_rule, "gt": _greater_rule, "le": _greater_rule, "cast": _cast_rule, "select": _select_rule}
+              "add": _add_rule, "sub": _add_rule, "addptr": _add_rule, "mul": _mul_rule, "lt": _compare_rule,
+              "ge": _compare_rule, "gt": _compare_rule, "le": _compare_rule, "cast": _cast_rule, "select": _select_rule}
 # op name -> its rule, for every op whose result facts are derived (op_traits' axis_rule)
 _RULES = {name: _OWN_RULES.get(name, _elementwise_rule) for name in _WITH_RULE}
 

@@ -89,8 +89,12 @@ def pointer_roots(fn: ir.Function) -> dict[int, str]:
                 for r, i in zip(op.results, inits):
                     if i.id in roots:
                         roots[r.id] = roots[i.id]
-            elif op.results and op.operands and op.results[0].type.is_ptr and op.operands[0].id in roots:
-                roots[op.results[0].id] = roots[op.operands[0].id]
+            else:  # (an operand in roots is a pointer: that test first, it fails for most ops)
+                operands = op.operands
+                if operands and operands[0].id in roots:
+                    results = op.results
+                    if results and results[0].type.is_ptr:
+                        roots[results[0].id] = roots[operands[0].id]
 
     block(fn.body)
     return roots

@@ -533,11 +533,17 @@ class _Assigner:
             if home is None and name == "load":
                 home = self.coalesced_load(op, layouts[0])
             layouts = [self.home(r, home or layouts[0])]  # computed once; others are conversions
-        reshapes = name in _RESHAPES
+        operands = op.operands
+        if name in _RESHAPES:
+            for layout in layouts:
+                for i, o in enumerate(operands):
+                    if o.type.is_tile:
+                        plan.demand(o, operand_layout(op, i, layout))
+            return
         for layout in layouts:
-            for i, o in enumerate(op.operands):
+            for o in operands:
                 if o.type.is_tile:
-                    plan.demand(o, operand_layout(op, i, layout) if reshapes else layout)
+                    plan.demand(o, layout)
 
     def special(self, op: ir.Op) -> None:
         """The ops of ``_OWN_RULES``: stores, terminators, debug output, control flow, reductions, scans,
