@@ -456,18 +456,19 @@ class _Analysis:
         if op is None:  # a kernel argument (block arguments are bound by their loop's context)
             return {} if v.type.is_ptr else ({(f"arg:{v.name}",): 1} if not v.type.is_tile else None)
         name = op.name
-        if name == "program_id" or name == "num_programs":
-            return {(f"{name}{op.attrs['axis']}",): 1}
-        if op.regions or name in ("load", "atomic") or len(op.results) != 1:
-            return self._atom(v, ctx)
-        if name == "const":
-            val = op.attrs["value"]
-            return _const(int(val)) if isinstance(val, (bool, int)) else self._atom(v, ctx)
-        if name == "arange":
-            start, end = op.attrs["start"], op.attrs["end"]
-            return _add(_const(start), {("#0",): 1}) if end - start > 1 else _const(start)
-        if v.type.is_tile and name not in _COMBINED:
-            return None  # what _combine gives such an op, and then _atom a tile (its operands' polynomials unused)
+        if name not in _COMBINED or op.regions or len(op.results) != 1:  # (the common ops go straight below)
+            if name == "program_id" or name == "num_programs":
+                return {(f"{name}{op.attrs['axis']}",): 1}
+            if op.regions or name in ("load", "atomic") or len(op.results) != 1:
+                return self._atom(v, ctx)
+            if name == "const":
+                val = op.attrs["value"]
+                return _const(int(val)) if isinstance(val, (bool, int)) else self._atom(v, ctx)
+            if name == "arange":
+                start, end = op.attrs["start"], op.attrs["end"]
+                return _add(_const(start), {("#0",): 1}) if end - start > 1 else _const(start)
+            if v.type.is_tile:  # (not in _COMBINED): what _combine gives it, then _atom for a tile; operands unused
+                return None
         ops = [self.poly(o, ctx) for o in op.operands]
         shape = v.type.shape
         known = None not in ops
