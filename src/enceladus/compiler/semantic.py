@@ -201,8 +201,12 @@ def _common(b: Builder, x: Any, y: Any, div_or_mod: bool = False) -> tuple[Value
     if isinstance(x, Value) and isinstance(y, Value):
         tx, ty = x.type, y.type
         e = tx.element
-        if e is ty.element and (e is D.float32 or e is D.int32 or e is D.int64) and tx.shape == ty.shape:
-            return x, y  # what the rule below gives two values of one such type and shape, without its steps
+        if e is ty.element and (e is D.float32 or e is D.int32 or e is D.int64):
+            # two values of one such type: that is their computation type, so to_value gives each back as it is
+            if tx.shape == ty.shape:
+                return x, y
+            shape = b.broadcast_shapes(tx.shape, ty.shape)
+            return b.broadcast_to(x, shape), b.broadcast_to(y, shape)
     xt, yt = element_type(x), element_type(y)
     try:
         ty = D.computation_type(xt, not isinstance(x, Value), yt, not isinstance(y, Value), div_or_mod)
