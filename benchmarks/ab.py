@@ -298,8 +298,8 @@ def compare(kind: str, rev: str, rounds: int) -> dict[str, Any]:
     for metric, row in rows.items():
         ratio = f"{row['speedup']:>9.2f}x" if row["speedup"] is not None else f"{'n/a':>10}"  # a count of 0
         print(f"{metric:<40}{row['current']:>12.3f}{row['baseline']:>12.3f}{ratio}")
-    return {"benchmark": f"ab_{kind}", "current": head, "current_dirty": dirty, "baseline": commit,
-            "rounds": rounds, "cpus": os.cpu_count(), "machine": {"platform": platform.platform(),
+    return {"benchmark": f"ab_{kind}", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "current": head, "current_dirty": dirty, "baseline": commit, "rounds": rounds, "cpus": os.cpu_count(), "machine": {"platform": platform.platform(),
                                                                   "python": platform.python_version(),
                                                                   "load_average": _load_average()},
             "speedup": "baseline / current (above 1: current is faster)", "results": rows}

@@ -98,6 +98,14 @@ def summarize(samples: list[dict[str, float]]) -> dict[str, dict[str, float]]:
                 "min_ms": 1e3 * min(s[c] for s in samples)} for c in COLUMNS}
 
 
+def _load_average() -> list[float] | None:
+    """The 1/5/15-minute load averages (how busy the machine was), where the system says."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=15, help="fresh processes per configuration (default 15)")
@@ -114,6 +122,7 @@ def main() -> None:
 
         ab.main(["--against", args.against, "--rounds", str(args.rounds)], kind="fresh")
         return
+    load_before = _load_average()
     with tempfile.TemporaryDirectory(prefix="enceladus-fresh-") as tmp:
         script = Path(tmp) / "child.py"
         script.write_text(CHILD)
@@ -146,7 +155,9 @@ def main() -> None:
                 "'ENCELADUS_CACHE=0': nothing cached, the cpu runtime and kernel libraries built in every process",
         "bytecode": "cached (PYTHONDONTWRITEBYTECODE unset, PYTHONPYCACHEPREFIX in a temporary directory)",
         "runs": args.runs,
-        "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
+                    "load_average_at_start": load_before, "load_average_at_end": _load_average()},
         "first_process_compiles_ms": {k: 1e3 * v for k, v in first.items() if k in COLUMNS},
         "results": results,
     }
