@@ -175,6 +175,38 @@ def test_cached_launch_in_a_fresh_process_imports_no_json_and_reads_no_runtime_s
     assert {n.split("-")[0] for n in libraries} == {"runtime", "kernel"}, names  # each verified (and loaded)
 
 
+# The child lists the modules the launch imported (after `import numpy, enceladus`), before numpy.testing runs.
+MODULES_SCRIPT = KERNEL_SCRIPT.replace("import enceladus.language as tl\n",
+                                       "import enceladus.language as tl\nimport sys\nbefore = set(sys.modules)\n") \
+    .replace("np.testing.assert_allclose(out, 2 * x + y)",
+             "print('MODULES ' + repr(sorted(set(sys.modules) - before)))\nassert (out == 2 * x + y).all()")
+
+# The Enceladus modules a launch of a cached kernel imports after `import enceladus` (#26: a fresh process pays each
+# module 0.15-0.25 ms): the backends packages, the cpu backend's library and toolchain, the cache directory and the
+# disk cache. Session 5's path also imported runtime/serialize.py and backends/cpu/errors.py.
+CACHED_PATH_MODULES = {"enceladus.backends", "enceladus.backends.cpu", "enceladus.backends.cpu.library",
+                       "enceladus.backends.cpu.toolchain", "enceladus.cachedir", "enceladus.runtime.cache"}
+
+
+def test_cached_launch_in_a_fresh_process_imports_six_enceladus_modules(tmp_path: Path) -> None:
+    import ast
+
+    cache_dir = tmp_path / "cache"
+    script = tmp_path / "axpy_modules.py"
+    script.write_text(MODULES_SCRIPT)
+    env = {**os.environ, "ENCELADUS_CACHE_DIR": str(cache_dir)}
+    env.pop("ENCELADUS_CACHE", None)
+    runs = []
+    for _ in range(2):  # the first process compiles and fills the cache
+        res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300,
+                             cwd=ROOT)
+        assert res.returncode == 0, res.stderr
+        runs.append(ast.literal_eval(next(ln for ln in res.stdout.splitlines() if ln.startswith("MODULES "))[8:]))
+    first, cached = runs
+    assert "enceladus.compiler.driver" in first  # (the check sees what a compile imports)
+    assert {m for m in cached if m.startswith("enceladus.")} == CACHED_PATH_MODULES, cached
+
+
 def stat_mode(p: Path) -> int:
     return p.stat().st_mode & 0o777
 
