@@ -1,6 +1,7 @@
 """Time from a new Python process to a cached kernel ready and launched.
 
     .venv/bin/python benchmarks/fresh_process.py [--runs 15]
+    .venv/bin/python benchmarks/fresh_process.py --imports   # each module the cached path imports, -X importtime
 
 A child script defines a vector-add kernel and launches it once. The first child compiles it (and
 the cpu backend builds its library); every later child finds both in the disk cache. Each child
@@ -106,6 +107,45 @@ def _load_average() -> list[float] | None:
         return None
 
 
+def imports_breakdown(runs: int, out: Path) -> None:
+    """Run the child (cached) under ``python -X importtime`` and report each module imported after ``import
+    enceladus``: its own import time (``self``, without the modules it imports), median and fastest over ``runs``
+    processes. The importtime hooks add their own cost, so the figures are upper bounds."""
+    child = CHILD.replace('print("RESULT " + __import__("json").dumps({', 'print("RESULT", repr({')
+    per_module: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="enceladus-fresh-imports-") as tmp:
+        script = Path(tmp) / "child.py"
+        script.write_text(child)
+        env = {**os.environ, "ENCELADUS_CACHE_DIR": str(Path(tmp) / "cache"), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc")}
+        for var in ("ENCELADUS_CACHE", "PYTHONDONTWRITEBYTECODE"):
+            env.pop(var, None)
+        for i in range(runs + 1):  # the first process compiles and fills the cache
+            res = subprocess.run([sys.executable, "-X", "importtime", str(script)], capture_output=True, text=True,
+                                 env=env, cwd=ROOT, timeout=300)
+            if res.returncode != 0:
+                raise SystemExit(f"child failed:\n{res.stderr}")
+            if i == 0:
+                continue
+            lines = [ln for ln in res.stderr.splitlines() if ln.startswith("import time:") and "|" in ln]
+            names = [ln.rsplit("|", 1)[1].strip() for ln in lines]
+            start = max(i for i, name in enumerate(names) if name == "enceladus") + 1  # after `import enceladus`
+            for ln, name in zip(lines[start:], names[start:]):
+                per_module.setdefault(name, []).append(float(ln.split("|")[0].split(":")[1]))
+    rows = {name: {"median_us": statistics.median(v), "min_us": min(v), "processes": len(v)}
+            for name, v in per_module.items()}
+    print(f"modules imported after `import enceladus` by a cached launch (self time, us; {runs} processes)")
+    for name, r in sorted(rows.items(), key=lambda kv: -kv[1]["median_us"]):
+        print(f"  {name:<40} {r['median_us']:8.0f} (min {r['min_us']:6.0f})  in {r['processes']} of {runs}")
+    total = sum(r["median_us"] for r in rows.values() if r["processes"] == runs)
+    print(f"  {'sum of medians (in every process)':<40} {total:8.0f}")
+    out.write_text(json.dumps({"benchmark": "fresh_process_imports", "date": time.strftime("%Y-%m-%d %H:%M UTC",
+                                                                                              time.gmtime()),
+                               "machine": {"platform": platform.platform(), "python": platform.python_version(),
+                                           "cpus": os.cpu_count(), "load_average": _load_average()},
+                               "runs": runs, "modules": rows}, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=15, help="fresh processes per configuration (default 15)")
@@ -115,7 +155,13 @@ def main() -> None:
     ap.add_argument("--baseline-note", default="", help="what the baseline measured (version, commit)")
     ap.add_argument("--against", metavar="REV", help="A/B mode: interleave this tree with commit REV (benchmarks/ab.py)")
     ap.add_argument("--rounds", type=int, default=6, help="A/B mode: interleaved rounds per tree")
+    ap.add_argument("--imports", action="store_true", help="instead: the modules the cached path imports after "
+                    "`import enceladus`, each one's own import time (python -X importtime) in --runs processes; "
+                    "writes benchmarks/results/fresh_process_imports.json")
     args = ap.parse_args()
+    if args.imports:
+        imports_breakdown(args.runs, ROOT / "benchmarks" / "results" / "fresh_process_imports.json")
+        return
     if args.against:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import ab
