@@ -7,6 +7,7 @@ decisions travel in their plan objects (``passes.layouts.LayoutPlan``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import chain, compress, count
 from operator import attrgetter
@@ -152,6 +153,16 @@ def select(ops: list[Op], names: frozenset[str] | set[str]) -> list[Op]:
 def names(ops: list[Op]) -> set[str]:
     """The names of the ops in ``ops`` (which kinds of op there are)."""
     return set(map(_NAME, ops))
+
+
+def with_regions(ops: list[Op]) -> list[Op]:
+    """The ops of ``ops`` that hold regions, in order."""
+    return list(compress(ops, map(_REGIONS, ops)))
+
+
+def use_counts(ops: list[Op]) -> Counter[int]:
+    """Value id -> how many operands of the ops in ``ops`` it is (a Counter: 0 for a value never read)."""
+    return Counter(map(_ID, chain.from_iterable(map(_OPERANDS, ops))))
 
 
 def operand_ids(ops: list[Op]) -> frozenset[int]:

@@ -20,15 +20,6 @@ FUSED_TYPES = ("fp32", "fp16")
 _ADD_SUB = frozenset({"add", "sub"})
 
 
-def _uses(ops: list[ir.Op]) -> dict[int, int]:
-    count: dict[int, int] = {}
-    get = count.get
-    for op in ops:
-        for v in op.operands:
-            count[v.id] = get(v.id, 0) + 1
-    return count
-
-
 def _single_use_mul(v: ir.Value, block_ops: set[int], uses: dict[int, int]) -> bool:
     op = v.op
     return op is not None and op.name == "mul" and id(op) in block_ops and uses.get(v.id, 0) == 1
@@ -40,9 +31,9 @@ def fuse_multiply_add(fn: ir.Function) -> int:
     if not any(_fused_type(op) and any(v.op is not None and v.op.name == "mul" for v in op.operands)
                for op in ir.select(ops, _ADD_SUB)):
         return 0  # no fp32/fp16 add or subtract of a product: nothing to fuse, every block stays as it is
-    uses = _uses(ops)
+    uses = ir.use_counts(ops)
     fused = 0
-    blocks = [fn.body] + [region for op in ops if op.regions for region in op.regions]
+    blocks = [fn.body] + [region for op in ir.with_regions(ops) for region in op.regions]
     for block in blocks:
         fused += _fuse_block(fn, block, uses)
     return fused
@@ -55,9 +46,9 @@ def _fused_type(op: ir.Op) -> bool:
 
 
 def _fuse_block(fn: ir.Function, block: ir.Block, uses: dict[int, int]) -> int:
-    if not any(op.name == "add" or op.name == "sub" for op in block.ops):
+    if _ADD_SUB.isdisjoint(ir.names(block.ops)):
         return 0  # nothing to fuse: the block stays as it is
-    in_block = {id(op) for op in block.ops}
+    in_block = set(map(id, block.ops))
     out: list[ir.Op] = []
     dead: set[int] = set()
     fused = 0
@@ -82,7 +73,7 @@ def _fuse_block(fn: ir.Function, block: ir.Block, uses: dict[int, int]) -> int:
                 fused += 1
                 continue
         out.append(op)
-    block.ops = [op for op in out if id(op) not in dead]
+    block.ops = [op for op in out if id(op) not in dead] if dead else out
     return fused
 
 

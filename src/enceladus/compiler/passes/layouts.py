@@ -341,11 +341,7 @@ class _Assigner:
         """Value id -> how many operands (of every op, terminators included) it is (counted once: the pass never
         changes the IR)."""
         if self._uses is None:
-            uses: dict[int, int] = {}
-            for op in self.ops:
-                for o in op.operands:
-                    uses[o.id] = uses.get(o.id, 0) + 1
-            self._uses = uses
+            self._uses = ir.use_counts(self.ops)
         return self._uses
 
     def run(self) -> LayoutPlan:
