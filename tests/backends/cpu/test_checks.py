@@ -353,3 +353,42 @@ def test_barrier_reports_name_the_kernel_lines():
     annotated = table.annotate(message)
     assert annotated.count(f"at MSL line {barrier} (from line ") == 2, annotated
     assert "s = tl.sum(x, axis=0)" in annotated, annotated
+
+
+MATRIX_TILES = """
+#include <metal_stdlib>
+using namespace metal;
+// an 8x8 tile copied through a simdgroup matrix (x and out have 8 columns); rv.x is a row, rv.y the mode: 0 loads
+// the tile of x at that row, 1 the tile of a threadgroup copy of x at that row, 2 stores into out at that row
+kernel void tile(device const float* x [[buffer(0)]], device float* out [[buffer(1)]], constant uint2& rv [[buffer(2)]],
+                 ushort lane [[thread_index_in_simdgroup]]) {
+    threadgroup float t[64];
+    simdgroup_float8x8 m;
+    const ulong load_row = rv.y == 2 ? 0 : rv.x;
+    if (rv.y == 1) {
+        for (uint i = lane; i < 64; i += 32) t[i] = x[i];
+        simdgroup_barrier(mem_flags::mem_threadgroup);
+        simdgroup_load(m, t, 8, ulong2(0, load_row));
+    } else {
+        simdgroup_load(m, x, 8, ulong2(0, load_row));
+    }
+    simdgroup_store(m, out, 8, ulong2(0, rv.y == 2 ? rv.x : 0));
+}
+"""
+
+
+@pytest.mark.parametrize("row, via, match", [
+    (1, 0, r"out-of-bounds read of 4 bytes through argument 'x' at element index 71\b.*'x' has 64 elements"),
+    (3, 1, r"out-of-bounds read of 4 bytes through threadgroup variable 't' at element index 87\b"),
+    (1, 2, r"out-of-bounds write of 4 bytes through argument 'out' at element index 71\b"),
+])
+def test_simdgroup_matrix_tiles_are_checked(row, via, match):
+    """simdgroup_load and simdgroup_store check the 8x8 tile as one extent (matrix.h's checked overloads); a tile
+    that reaches past its memory is reported at its last element, in device and in threadgroup memory."""
+    lib = enceladus.compile_shader(MATRIX_TILES)
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    lib.tile(x, out, np.array([0, via], np.uint32), threads=(32,), threads_per_threadgroup=(32,))
+    np.testing.assert_array_equal(out, x)  # the tile at row 0 is in bounds
+    with pytest.raises(KernelLaunchError, match=r"kernel 'tile'.*" + match):
+        lib.tile(x, out, np.array([row, via], np.uint32), threads=(32,), threads_per_threadgroup=(32,))

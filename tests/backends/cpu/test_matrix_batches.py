@@ -237,3 +237,24 @@ def test_group_loop_reports_the_failing_thread(backend: CpuBackend, run) -> None
     x = np.zeros(128, np.float32)
     with pytest.raises(KernelLaunchError, match=r"program \(0,0,0\), thread 37\b"):
         run(backend.compile(OOB), "oob", (2, 1, 1), (64, 1, 1), x, buffer_sizes={0: x.nbytes})
+
+
+def test_fiber_launchers_look_up_the_simd_group_state_once() -> None:
+    """A file that uses simdgroup_matrix: each fiber launcher looks up its SIMD group's state (matrix.h sgm_get)
+    before the kernel, so the compiler merges every lookup inlined into the kernel with that one (in loops too);
+    other files, and kernels that run as one loop per threadgroup, do not look it up."""
+    from enceladus.backends.cpu.signature import parse_kernels
+    from enceladus.backends.cpu.translate import translation_unit
+
+    lookup = "::metal::__enc::sgm_get();"
+    matrix = CHAIN.replace("T", "half").replace("D", "float")
+    cpp = translation_unit(matrix, parse_kernels(matrix))
+    launcher = cpp[cpp.index("void enceladus_thread_chain("):]
+    assert launcher.count(lookup) == 1 and launcher.index(lookup) < launcher.index("  chain(")
+    barrier = HEADER + """kernel void b(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    x[i] = 1.0f;
+}"""
+    plain = HEADER + "kernel void p(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = 1; }"
+    for src in (barrier, plain):
+        assert lookup not in translation_unit(src, parse_kernels(src))

@@ -49,6 +49,11 @@ _NEEDS_FIBERS = re.compile(
     r"\b(threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|simdgroup_load|simdgroup_store|"
     r"simdgroup_multiply\w*)\s*\(|\bmatmul2d\b|\bsimdgroup_(matrix|float8x8|half8x8|bfloat8x8)\b"
 )
+# simdgroup_matrix in the file: each fiber launcher finds its SIMD group's state once (see launcher).
+_SIMDGROUP_MATRIX = re.compile(
+    r"\b(simdgroup_load|simdgroup_store|simdgroup_multiply\w*|make_filled_simdgroup_matrix)\s*\(|"
+    r"\bsimdgroup_(matrix|float8x8|half8x8|bfloat8x8)\b"
+)
 _UNROLL_FULL = re.compile(r"^(\s*#\s*pragma\s+unroll)\s+full\b", re.MULTILINE)
 _TENSOR_INCLUDE = re.compile(r"^\s*#\s*include\s*<(?:metal_tensor|MetalPerformancePrimitives/)", re.MULTILINE)
 
@@ -238,17 +243,33 @@ def _arg(p: KernelParam, race_check: bool = False, checked: bool = False) -> str
     return f"({base})({comps})" if n == 1 else f"{base}({comps})"
 
 
-def launcher(sig: KernelSignature, race_check: bool = False, checked: bool = False, group: bool = False) -> str:
+def uses_simdgroup_matrix(msl: str) -> bool:
+    """Whether the file uses simdgroup_matrix (conservative: any mention anywhere counts)."""
+    return _SIMDGROUP_MATRIX.search(strip_comments(msl)) is not None
+
+
+# The lookup's result must be used (an empty asm statement reads it): a const call whose result is unused is dropped
+# before the calls in the kernel are merged with it.
+_SGM_LOOKUP = '  { const ::metal::__enc::sgm_ctx __c = ::metal::__enc::sgm_get(); __asm__ volatile("" : : "r"(__c.g)); }\n'
+
+
+def launcher(sig: KernelSignature, race_check: bool = False, checked: bool = False, group: bool = False,
+             matrix: bool = False) -> str:
     """C++ entry of a kernel: ``enceladus_thread_NAME(const EncThread*)`` (kernels on fibers: one call per thread)
     binds buffers and builtins, then calls the kernel; ``enceladus_group_NAME(EncThread*)`` (``group``: kernels
     without barriers or SIMD-group calls) runs every thread of a threadgroup in one loop: the runtime fills
     ``*__g`` for thread (0,0,0) and the loop moves it to each thread in turn (the runtime reads it for messages).
-    The kernel function is inlined into its launcher (translation_unit redefines ``kernel``)."""
+    The kernel function is inlined into its launcher (translation_unit redefines ``kernel``).
+
+    ``matrix`` (the file uses simdgroup_matrix): the fiber launcher looks up its SIMD group's state
+    (``sgm_get``, matrix.h) before the kernel runs. The lookup is a ``const`` function, so every call of it
+    inlined into the kernel is that same value: the compiler drops them all, even those in loops where it could
+    not move one out (a bounds check that may fail the launch comes first in the loop body)."""
     args = ",\n      ".join(_arg(p, race_check, checked) for p in sig.params)
     if not group:
         return (
             f'extern "C" __attribute__((visibility("default"))) void enceladus_thread_{sig.name}(const EncThread* __t) {{\n'
-            f"  (void)__t;\n  {sig.name}({args});\n}}\n"
+            f"  (void)__t;\n{_SGM_LOOKUP if matrix else ''}  {sig.name}({args});\n}}\n"
         )
     # Buffers are bound once per group (locals: kernel stores cannot make the compiler reload them); the
     # builtins come from a local copy of *__g (kept in registers) that moves with the loop, as does *__g.
@@ -312,5 +333,6 @@ def translation_unit(msl: str, kernels: dict[str, KernelSignature], race_check: 
             "  ::metal::__enc::rt = api;\n  return ENC_ABI_VERSION;\n}\n"
         ),
     ]
-    parts.extend(launcher(sig, race_check, checked, group) for sig in kernels.values())
+    matrix = not group and uses_simdgroup_matrix(msl)
+    parts.extend(launcher(sig, race_check, checked, group, matrix) for sig in kernels.values())
     return "".join(parts)

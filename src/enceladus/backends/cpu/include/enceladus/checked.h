@@ -299,13 +299,21 @@ __ENC_CHECKED_ATOMIC(atomic_min_explicit)
 #undef __ENC_CHECKED_ATOMIC
 
 // simdgroup_load/store: the 8x8 tile's first and last element are checked (rows in between lie between
-// them in memory for any elements_per_row >= 8).
+// them in memory for any elements_per_row >= 8): one range test of the whole extent (tile_in_bounds), and only
+// when it fails, the two elements' checks that report the access (checked_span).
+namespace __enc {
+template <class T> __ENC_INLINE void check_matrix_tile(const cptr<T>& first, ulong elements_per_row, unsigned kind,
+                                                       unsigned line) {
+  const unsigned long n = 7 * elements_per_row + 8;
+  if (__builtin_expect(!tile_in_bounds(first, long(n), alignof(T)), 0)) (void)checked_span(first, n, kind, line);
+}
+}  // namespace __enc
 template <class T, int R, int C, class S>
 __ENC_INLINE void simdgroup_load(thread simdgroup_matrix<T, R, C>& m, __enc::cptr<S> src, ulong elements_per_row = 8,
                                  ulong2 matrix_origin = ulong2(0), bool transpose = false,
                                  unsigned __line = __builtin_LINE()) {
   __enc::cptr<S> first = src + long(matrix_origin.y * elements_per_row + matrix_origin.x);
-  (void)__enc::checked_span(first, 7 * elements_per_row + 8, ENC_ACC_READ, __line);
+  __enc::check_matrix_tile(first, elements_per_row, ENC_ACC_READ, __line);
   simdgroup_load(m, static_cast<const S*>(src.__p), elements_per_row, matrix_origin, transpose, __line);
 }
 template <class T, int R, int C, class D>
@@ -313,7 +321,7 @@ __ENC_INLINE void simdgroup_store(const simdgroup_matrix<T, R, C>& m, __enc::cpt
                                   ulong2 matrix_origin = ulong2(0), bool transpose = false,
                                   unsigned __line = __builtin_LINE()) {
   __enc::cptr<D> first = dst + long(matrix_origin.y * elements_per_row + matrix_origin.x);
-  (void)__enc::checked_span(first, 7 * elements_per_row + 8, ENC_ACC_WRITE, __line);
+  __enc::check_matrix_tile(first, elements_per_row, ENC_ACC_WRITE, __line);
   simdgroup_store(m, dst.__p, elements_per_row, matrix_origin, transpose, __line);
 }
 template <class T, int R, int C, class S, unsigned long N>

@@ -102,7 +102,8 @@ __ENC_INLINE sgm_batch* sgm_batch_of(EncSgLog* g) {
 // The calling fiber's log and lane, read from the top of its stack (abi.h EncFiberTop): kernels that use
 // simdgroup_matrix always run on fibers (translate.py needs_fibers). The same for every call in one thread (a
 // fiber runs one thread of one threadgroup), hence `const`: the compiler reads it once per function (or loop)
-// instead of once per operation. Any call also makes the SIMD group's batch current (sgm_batch_of), and the
+// instead of once per operation; the launcher of a kernel that uses simdgroup_matrix calls it before the kernel
+// (translate.py launcher), so that every call inlined into the kernel is merged with that one. Any call also makes the SIMD group's batch current (sgm_batch_of), and the
 // batch stays current for the threadgroup (sgm_reset keeps the serials equal), so operations find it with
 // sgm_current, without the test.
 [[gnu::const, gnu::noinline]] inline sgm_ctx sgm_get() {
@@ -232,6 +233,9 @@ __ENC_INLINE void sgm_reset(EncSgLog* g, sgm_batch* bt) {
   bt->done = 0;
 }
 
+// A matrix row as one vector (an AVX register where the target has AVX; two SSE registers otherwise).
+typedef float sgm_row8 __attribute__((vector_size(32)));
+
 // Computes the multiplies of the batch that every lane has executed, in order; empties the batch when
 // all are done.
 inline void sgm_compute(EncSgLog* g) {
@@ -244,11 +248,14 @@ inline void sgm_compute(EncSgLog* g) {
     const float(*A)[8] = sgm_operand(bt, k, sgm_a, Am);
     const float(*B)[8] = sgm_operand(bt, k, sgm_b, Bm);
     const float(*C)[8] = sgm_operand_c(bt, k, Cm);
-    for (unsigned i = 0; i < 8; ++i) {  // per element: ((0 + a0*b0) + a1*b1 ...) + c, j innermost (vectorised)
-      float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-      for (unsigned q = 0; q < 8; ++q)
-        for (unsigned j = 0; j < 8; ++j) acc[j] += A[i][q] * B[q][j];
-      for (unsigned j = 0; j < 8; ++j) op.D[i][j] = acc[j] + C[i][j];
+    sgm_row8 b[8];
+    for (unsigned q = 0; q < 8; ++q) __builtin_memcpy(&b[q], B[q], sizeof(sgm_row8));
+    for (unsigned i = 0; i < 8; ++i) {  // per element: ((0 + a0*b0) + a1*b1 ...) + c, a row at a time
+      sgm_row8 acc = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, c;
+      for (unsigned q = 0; q < 8; ++q) acc += A[i][q] * b[q];
+      __builtin_memcpy(&c, C[i], sizeof c);
+      acc += c;
+      __builtin_memcpy(op.D[i], &acc, sizeof acc);
     }
     for (unsigned l = 0; l < ENC_SIMD_WIDTH; ++l) {
       if (!op.dst[l]) continue;
