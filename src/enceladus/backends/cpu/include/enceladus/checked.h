@@ -243,7 +243,10 @@ template <class T, unsigned long N> struct tg_array<T[N]> {
     __arg.kind = ENC_ARG_TG_VAR;
   }
   tg_array(const tg_array&) = delete;
+  // An element index in [0, N) is in bounds (and aligned): one compare with a constant; any other index is
+  // checked (and reported) as an access through the array's extent.
   __ENC_INLINE T* __at(ix i) const {
+    if (__builtin_expect((unsigned long)i.v < N, 1)) return &(*__p)[0] + i.v;
     return cptr<T>(&(*__p)[0] + i.v, &__arg, i.line).__checked(ENC_ACC_ACCESS, i.line);
   }
   __ENC_INLINE T& operator[](ix i) const { return *__at(i); }
@@ -324,17 +327,31 @@ __ENC_INLINE void simdgroup_store(const simdgroup_matrix<T, R, C>& m, __enc::cpt
   __enc::check_matrix_tile(first, elements_per_row, ENC_ACC_WRITE, __line);
   simdgroup_store(m, dst.__p, elements_per_row, matrix_origin, transpose, __line);
 }
+// A threadgroup array's tile: in bounds when its element offsets lie in [0, N) (compares with constants; the
+// tile's extent computed as above); any other tile is checked (and reported) as above.
+namespace __enc {
+template <unsigned long N> __ENC_INLINE bool tile_in_array(ulong elements_per_row, ulong2 matrix_origin) {
+  const ulong first = matrix_origin.y * elements_per_row + matrix_origin.x, n = 7 * elements_per_row + 8;
+  return first < N && n <= N - first;
+}
+}  // namespace __enc
 template <class T, int R, int C, class S, unsigned long N>
 __ENC_INLINE void simdgroup_load(thread simdgroup_matrix<T, R, C>& m, const __enc::tg_array<S[N]>& src,
                                  ulong elements_per_row = 8, ulong2 matrix_origin = ulong2(0), bool transpose = false,
                                  unsigned __line = __builtin_LINE()) {
-  simdgroup_load(m, src.__ptr(__line), elements_per_row, matrix_origin, transpose, __line);
+  if (__builtin_expect(__enc::tile_in_array<N>(elements_per_row, matrix_origin), 1))
+    simdgroup_load(m, static_cast<const S*>(&(*src.__p)[0]), elements_per_row, matrix_origin, transpose, __line);
+  else
+    simdgroup_load(m, src.__ptr(__line), elements_per_row, matrix_origin, transpose, __line);
 }
 template <class T, int R, int C, class D, unsigned long N>
 __ENC_INLINE void simdgroup_store(const simdgroup_matrix<T, R, C>& m, const __enc::tg_array<D[N]>& dst,
                                   ulong elements_per_row = 8, ulong2 matrix_origin = ulong2(0), bool transpose = false,
                                   unsigned __line = __builtin_LINE()) {
-  simdgroup_store(m, dst.__ptr(__line), elements_per_row, matrix_origin, transpose, __line);
+  if (__builtin_expect(__enc::tile_in_array<N>(elements_per_row, matrix_origin), 1))
+    simdgroup_store(m, &(*dst.__p)[0], elements_per_row, matrix_origin, transpose, __line);
+  else
+    simdgroup_store(m, dst.__ptr(__line), elements_per_row, matrix_origin, transpose, __line);
 }
 }  // namespace metal
 // Read (and reset) by the launcher after a launch of a kernel that makes pointers from integers.

@@ -313,17 +313,15 @@ template <class T, int R, int C> struct simdgroup_matrix {
   }
   // The slot of the batch (of serial `serial`) that holds this lane's elements, deposited there now unless
   // an earlier multiply of the batch did (there is room: sgm_max_slots).
+  // (The pair is compared, copied and stored whole: one access each instead of one per element.)
   __ENC_INLINE int __slot_in(__enc::sgm_batch* bt, unsigned serial, unsigned lane) const {
-    if (__slot >= 0 && __serial == serial && __enc::same_bits(__e.x, __deposited.x) &&
-        __enc::same_bits(__e.y, __deposited.y))
-      return __slot;
+    const vec<T, 2> v = __e;
+    if (__slot >= 0 && __serial == serial && __enc::same_bits(v, __deposited)) return __slot;
     unsigned s = bt->lpos[lane]++;
     unsigned r = __enc::sgm_row(lane), col = __enc::sgm_col(lane);
-    for (int e = 0; e < 2; ++e) {
-      T v = __e[e];
-      bt->slot[s][r][col + unsigned(e)] = float(v);
-      __deposited[e] = v;
-    }
+    const float f[2] = {float(v.x), float(v.y)};
+    __builtin_memcpy(&bt->slot[s][r][col], f, sizeof f);
+    __deposited = v;
     __slot = int(s);
     __serial = serial;
     return __slot;
@@ -420,10 +418,12 @@ __ENC_INLINE void simdgroup_load(thread simdgroup_matrix<T, R, C>& m, const S* s
   __enc::sgm_record(c, "simdgroup_load", __line);
   m.__forget();
   unsigned r = __enc::sgm_row(c.lane), col = __enc::sgm_col(c.lane);
+  vec<T, 2> v;
   for (unsigned e = 0; e < 2; ++e) {
     ulong i = transpose ? col + e : r, j = transpose ? r : col + e;
-    m.__e[int(e)] = src[(matrix_origin.y + i) * elements_per_row + matrix_origin.x + j];
+    v[int(e)] = src[(matrix_origin.y + i) * elements_per_row + matrix_origin.x + j];
   }
+  m.__e = v;  // one store
   m.__slot = -1;
 }
 
