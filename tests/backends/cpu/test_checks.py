@@ -392,3 +392,25 @@ def test_simdgroup_matrix_tiles_are_checked(row, via, match):
     np.testing.assert_array_equal(out, x)  # the tile at row 0 is in bounds
     with pytest.raises(KernelLaunchError, match=r"kernel 'tile'.*" + match):
         lib.tile(x, out, np.array([row, via], np.uint32), threads=(32,), threads_per_threadgroup=(32,))
+
+
+@pytest.mark.parametrize("shift, index", [(1, -1), (-32, 32), (1 << 20, -(1 << 20))])
+def test_threadgroup_array_indices_below_and_past_it(shift, index):
+    """A threadgroup array's element index is compared with its size; an index before element 0 or past the end,
+    near or far, is reported with the access's element index (checked.h tg_array)."""
+    lib = enceladus.compile_shader("""
+#include <metal_stdlib>
+using namespace metal;
+kernel void at(device float* out [[buffer(0)]], constant int& shift [[buffer(1)]], uint t [[thread_index_in_threadgroup]]) {
+    threadgroup float tile[32];
+    tile[t] = float(t);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[t] = tile[int(t) - shift];
+}
+""")
+    out = np.zeros(32, np.float32)
+    lib.at(out, 0, threads=(32,), threads_per_threadgroup=(32,))
+    np.testing.assert_array_equal(out, np.arange(32, dtype=np.float32))
+    with pytest.raises(KernelLaunchError, match=rf"kernel 'at'.*out-of-bounds access of 4 bytes through threadgroup "
+                                                rf"variable 'tile' at element index {index}\b"):
+        lib.at(out, shift, threads=(32,), threads_per_threadgroup=(32,))
