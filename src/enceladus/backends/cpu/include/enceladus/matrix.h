@@ -143,9 +143,10 @@ __ENC_INLINE void sgm_meet(const char* what, unsigned line) {
   rt->fail(m.b, line);
 }
 
-inline void sgm_record_slow(const sgm_ctx& c, const char* what, unsigned line);
+// (The context goes by value: a reference would keep it in memory, reloaded after every store of the kernel.)
+inline void sgm_record_slow(sgm_ctx c, const char* what, unsigned line);
 // Appends (or marks) this lane's entry in the group's log.
-__ENC_INLINE void sgm_record(const sgm_ctx& c, const char* what, unsigned line) {
+__ENC_INLINE void sgm_record(sgm_ctx c, const char* what, unsigned line) {
   EncSgLog* g = c.g;
   unsigned k = g->pos[c.lane];
   if (k < g->count) {  // another lane was here first: the common case
@@ -158,7 +159,7 @@ __ENC_INLINE void sgm_record(const sgm_ctx& c, const char* what, unsigned line) 
   }
   sgm_record_slow(c, what, line);
 }
-inline void sgm_record_slow(const sgm_ctx& c, const char* what, unsigned line) {
+inline void sgm_record_slow(sgm_ctx c, const char* what, unsigned line) {
   EncSgLog* g = c.g;
   if (g->pos[c.lane] == ENC_SG_LOG) {
     sgm_meet(what, line);  // the runtime retires the entries every lane executed
