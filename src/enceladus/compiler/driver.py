@@ -16,7 +16,6 @@ from .kernel import VERSION, CompiledKernel, KernelABI, KernelAsm, dump_kernel
 from .metal_limits import MAX_BUFFER_SLOTS, MAX_THREADS_PER_THREADGROUP  # noqa: F401  (re-exported)
 from .passes import axis_info, device_order, fuse_fma, layouts, reciprocal_division
 
-
 _SCOPED_OR_CAST = frozenset({"atomic", "cast"})  # the ops the metadata's sys_scope and int_pointers come from
 
 

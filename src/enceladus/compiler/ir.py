@@ -6,8 +6,8 @@ decisions travel in their plan objects (``passes.layouts.LayoutPlan``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain, compress, count
 from operator import attrgetter
@@ -32,13 +32,15 @@ class Type:
     is_fp8: bool = field(init=False, repr=False, compare=False)  # the frontend refuses arithmetic on fp8
 
     def __init__(self, element: ElementType, shape: tuple[int, ...] = ()) -> None:
-        # the frozen fields written straight into the instance's __dict__ (one Type is made for nearly every op)
-        d = self.__dict__
-        d["element"] = element
-        d["shape"] = shape
-        d["is_tile"] = bool(shape)
-        d["is_ptr"] = element.is_ptr()
-        d["is_fp8"] = element.is_fp8()
+        # the frozen fields set as the dataclass's own __init__ sets them (object.__setattr__), never through
+        # self.__dict__: reading __dict__ makes the instance keep a dict of its own, and every later attribute
+        # read of it (is_tile, shape... on every op of every pass) then takes the interpreter's slow path
+        _set = object.__setattr__
+        _set(self, "element", element)
+        _set(self, "shape", shape)
+        _set(self, "is_tile", bool(shape))
+        _set(self, "is_ptr", element.is_ptr())
+        _set(self, "is_fp8", element.is_fp8())
 
     @property
     def numel(self) -> int:

@@ -8,9 +8,10 @@ The values only, light on purpose: compiled kernels carry their layouts (``kerne
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 from operator import attrgetter
+from typing import Any
 
 from .metal_limits import SIMD_WIDTH
 
@@ -23,20 +24,42 @@ def order_stride(order: tuple[int, ...], sizes: tuple[int, ...], d: int) -> int:
     return math.prod(sizes[dd] for dd in order[: order.index(d)])
 
 
+class _derived:
+    """A size derived from a layout's fields, computed on first read and kept on the instance, as
+    ``functools.cached_property`` does, but set with ``object.__setattr__`` (the frozen dataclass's own way): an
+    instance whose ``__dict__`` is read keeps a dict of its own, and every later attribute read of it takes the
+    interpreter's slow path (several times the work of a read from a plain instance)."""
+
+    def __init__(self, fn: Callable[[Any], Any]):
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, cls: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = self.fn(obj)
+        object.__setattr__(obj, self.name, value)  # an instance attribute from now on: found before this descriptor
+        return value
+
+
 class _LayoutValue:
     """Equality and hashing of a layout by its fields, as the dataclass would give them, with the hash computed
     once per layout: layouts are immutable values used as dictionary keys on every register reference of the
-    code generator. (The derived sizes are cached_property: a frozen dataclass's __dict__ takes them; the
-    dataclass fields and repr are unchanged.) Subclasses name their fields in ``_fields``."""
+    code generator. (The derived sizes are ``_derived``; the dataclass fields and repr are unchanged.) Subclasses
+    name their fields in ``_fields``."""
 
     _fields: attrgetter
+    _hash = None  # the instance's own once computed (set as _derived sets its values)
 
     def __hash__(self) -> int:
-        try:
-            return self.__dict__["_hash"]
-        except KeyError:
-            h = self.__dict__["_hash"] = hash(self._fields(self))
-            return h
+        h = self._hash
+        if h is None:
+            h = hash(self._fields(self))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -56,24 +79,24 @@ class BlockedLayout(_LayoutValue):
 
     _fields = attrgetter("shape", "size_per_thread", "threads_per_warp", "warps_per_cta", "order")
 
-    @cached_property
+    @_derived
     def cta_tile(self) -> tuple[int, ...]:
         return tuple(s * t * w for s, t, w in zip(self.size_per_thread, self.threads_per_warp, self.warps_per_cta))
 
-    @cached_property
+    @_derived
     def reps(self) -> tuple[int, ...]:
         return tuple(max(1, n // c) for n, c in zip(self.shape, self.cta_tile))
 
-    @cached_property
+    @_derived
     def per_thread(self) -> tuple[int, ...]:
         """Elements a thread holds along each dimension."""
         return tuple(s * r for s, r in zip(self.size_per_thread, self.reps))
 
-    @cached_property
+    @_derived
     def elems_per_thread(self) -> int:
         return math.prod(self.per_thread)
 
-    @cached_property
+    @_derived
     def replicated(self) -> tuple[bool, ...]:
         """Dimensions where the layout covers more than the tile (several threads hold the same element)."""
         return tuple(c > n for n, c in zip(self.shape, self.cta_tile))
@@ -109,11 +132,11 @@ class MmaLayout(_LayoutValue):
 
     _fields = attrgetter("shape", "warps")
 
-    @cached_property
+    @_derived
     def frags(self) -> tuple[int, int]:
         return self.shape[0] // (8 * self.warps[0]), self.shape[1] // (8 * self.warps[1])
 
-    @cached_property
+    @_derived
     def elems_per_thread(self) -> int:
         fm, fn = self.frags
         return fm * fn * 2
@@ -123,7 +146,7 @@ class MmaLayout(_LayoutValue):
     size_per_thread = (1, 2)
     replicated = (False, False)
 
-    @cached_property
+    @_derived
     def per_thread(self) -> tuple[int, int]:
         fm, fn = self.frags
         return fm, 2 * fn
