@@ -8,11 +8,10 @@ The values only, light on purpose: compiled kernels carry their layouts (``kerne
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any
 
+from ..language.dtypes import derived
 from .metal_limits import SIMD_WIDTH
 
 WARP_SIZE = SIMD_WIDTH  # lanes per SIMD group (compiler/metal_limits.py)
@@ -24,35 +23,14 @@ def order_stride(order: tuple[int, ...], sizes: tuple[int, ...], d: int) -> int:
     return math.prod(sizes[dd] for dd in order[: order.index(d)])
 
 
-class _derived:
-    """A size derived from a layout's fields, computed on first read and kept on the instance, as
-    ``functools.cached_property`` does, but set with ``object.__setattr__`` (the frozen dataclass's own way): an
-    instance whose ``__dict__`` is read keeps a dict of its own, and every later attribute read of it takes the
-    interpreter's slow path (several times the work of a read from a plain instance)."""
-
-    def __init__(self, fn: Callable[[Any], Any]):
-        self.fn = fn
-        self.__doc__ = fn.__doc__
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, cls: type | None = None) -> Any:
-        if obj is None:
-            return self
-        value = self.fn(obj)
-        object.__setattr__(obj, self.name, value)  # an instance attribute from now on: found before this descriptor
-        return value
-
-
 class _LayoutValue:
     """Equality and hashing of a layout by its fields, as the dataclass would give them, with the hash computed
     once per layout: layouts are immutable values used as dictionary keys on every register reference of the
-    code generator. (The derived sizes are ``_derived``; the dataclass fields and repr are unchanged.) Subclasses
+    code generator. (The derived sizes are ``language.dtypes.derived``; the dataclass fields and repr are unchanged.) Subclasses
     name their fields in ``_fields``."""
 
     _fields: attrgetter
-    _hash = None  # the instance's own once computed (set as _derived sets its values)
+    _hash = None  # the instance's own once computed (set as ``derived`` sets its values)
 
     def __hash__(self) -> int:
         h = self._hash
@@ -79,24 +57,24 @@ class BlockedLayout(_LayoutValue):
 
     _fields = attrgetter("shape", "size_per_thread", "threads_per_warp", "warps_per_cta", "order")
 
-    @_derived
+    @derived
     def cta_tile(self) -> tuple[int, ...]:
         return tuple(s * t * w for s, t, w in zip(self.size_per_thread, self.threads_per_warp, self.warps_per_cta))
 
-    @_derived
+    @derived
     def reps(self) -> tuple[int, ...]:
         return tuple(max(1, n // c) for n, c in zip(self.shape, self.cta_tile))
 
-    @_derived
+    @derived
     def per_thread(self) -> tuple[int, ...]:
         """Elements a thread holds along each dimension."""
         return tuple(s * r for s, r in zip(self.size_per_thread, self.reps))
 
-    @_derived
+    @derived
     def elems_per_thread(self) -> int:
         return math.prod(self.per_thread)
 
-    @_derived
+    @derived
     def replicated(self) -> tuple[bool, ...]:
         """Dimensions where the layout covers more than the tile (several threads hold the same element)."""
         return tuple(c > n for n, c in zip(self.shape, self.cta_tile))
@@ -132,11 +110,11 @@ class MmaLayout(_LayoutValue):
 
     _fields = attrgetter("shape", "warps")
 
-    @_derived
+    @derived
     def frags(self) -> tuple[int, int]:
         return self.shape[0] // (8 * self.warps[0]), self.shape[1] // (8 * self.warps[1])
 
-    @_derived
+    @derived
     def elems_per_thread(self) -> int:
         fm, fn = self.frags
         return fm * fn * 2
@@ -146,7 +124,7 @@ class MmaLayout(_LayoutValue):
     size_per_thread = (1, 2)
     replicated = (False, False)
 
-    @_derived
+    @derived
     def per_thread(self) -> tuple[int, int]:
         fm, fn = self.frags
         return fm, 2 * fn

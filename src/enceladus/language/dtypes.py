@@ -5,11 +5,33 @@ These rules are part of the language definition, so the compiler and the interpr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
+
+
+class derived:
+    """A value derived from an immutable object's fields, computed on first read and kept on the instance, as
+    ``functools.cached_property`` does, but set with ``object.__setattr__`` (a frozen dataclass's own way): an
+    instance whose ``__dict__`` is read keeps a dict of its own, and every later attribute read of it takes the
+    interpreter's slow path (several times the work of a read from a plain instance; dtypes and layouts are read
+    on every op the compiler handles)."""
+
+    def __init__(self, fn: Callable[[Any], Any]):
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, cls: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = self.fn(obj)
+        object.__setattr__(obj, self.name, value)  # an instance attribute from now on: found before this descriptor
+        return value
 
 
 @dataclass(frozen=True)
@@ -25,16 +47,16 @@ class dtype:
     STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
 
     # --- classification (computed once per dtype object: the compiler asks them of every value) -----------------
-    @cached_property
+    @derived
     def kind(self) -> str:
         """'bool', 'uint', 'int' or 'float' (the order Triton promotes Python scalars in)."""
         return _INFO[self.name][0]
 
-    @cached_property
+    @derived
     def primitive_bitwidth(self) -> int:
         return _INFO[self.name][1]
 
-    @cached_property
+    @derived
     def itemsize(self) -> int:
         return max(1, self.primitive_bitwidth // 8)
 
