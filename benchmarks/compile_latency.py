@@ -200,6 +200,23 @@ class PhaseTimer:
         return {p: statistics.median(v) * 1e3 for p, v in self.times.items() if v}
 
 
+def forget_memoised_work() -> int:
+    """Empty every memo the compiler keeps between compiles in a process (its ``functools.lru_cache`` functions,
+    e.g. the device-order pass's thread maps and conflict answers), so that each timed compile does the work the
+    first compile of a new kernel in a new process does; returns how many memos it emptied. Repeated compiles of
+    one kernel would otherwise find that work done by the previous round. Generic, so that it applies to an
+    earlier commit's compiler in an A/B run too."""
+    emptied = 0
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("enceladus.compiler"):
+            continue
+        for obj in list(vars(module).values()):
+            if callable(getattr(obj, "cache_clear", None)) and getattr(obj, "__module__", None) == name:
+                obj.cache_clear()
+                emptied += 1
+    return emptied
+
+
 def time_enceladus(mod: Any, fn_name: str, signature: dict[str, str], constexprs: dict[str, Any], num_warps: int,
                    repeat: int) -> dict[str, Any]:
     import enceladus
@@ -210,6 +227,7 @@ def time_enceladus(mod: Any, fn_name: str, signature: dict[str, str], constexprs
 
     def once() -> float:
         kernel = enceladus.jit(raw)  # a new JITFunction: the source is parsed again, nothing is cached
+        forget_memoised_work()
         timer.start()
         t0 = time.perf_counter()
         enceladus.compile(kernel, signature=signature, constexprs=constexprs, num_warps=num_warps)
