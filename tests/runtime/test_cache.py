@@ -108,22 +108,27 @@ LOADED_SCRIPT = KERNEL_SCRIPT + textwrap.dedent("""
 """)
 
 
+def _first_and_cached_run(tmp_path: Path, script_text: str, tag: str, parse) -> tuple:
+    """Run ``script_text`` in two fresh processes sharing a new cache directory (the first compiles and fills it)
+    and return what each printed on its line starting with ``tag``, parsed."""
+    script = tmp_path / "child.py"
+    script.write_text(script_text)
+    env = {**os.environ, "ENCELADUS_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("ENCELADUS_CACHE", None)
+    runs = []
+    for _ in range(2):
+        res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300,
+                             cwd=ROOT)
+        assert res.returncode == 0, res.stderr
+        runs.append(parse(next(ln for ln in res.stdout.splitlines() if ln.startswith(tag))[len(tag):]))
+    return runs[0], runs[1]
+
+
 def test_cached_launch_in_a_fresh_process_loads_no_compiler(tmp_path: Path) -> None:
     """The cached path of a fresh process (#26): no compiler module beyond the kernel records, no MSL parser or
     translator of the cpu backend, no memory module or stream worker for a synchronous launch on NumPy arrays; the
     layouts still read back."""
-    cache_dir = tmp_path / "cache"
-    script = tmp_path / "axpy_loaded.py"
-    script.write_text(LOADED_SCRIPT)
-    env = {**os.environ, "ENCELADUS_CACHE_DIR": str(cache_dir)}
-    env.pop("ENCELADUS_CACHE", None)
-    runs = []
-    for _ in range(2):  # the first process compiles and fills the cache
-        res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300,
-                             cwd=ROOT)
-        assert res.returncode == 0, res.stderr
-        runs.append(json.loads(next(ln for ln in res.stdout.splitlines() if ln.startswith("LOADED "))[7:]))
-    first, cached = runs
+    first, cached = _first_and_cached_run(tmp_path, LOADED_SCRIPT, "LOADED ", json.loads)
     assert "enceladus.compiler.driver" in first["compiler"]  # (the check sees what a compile loads)
     assert set(cached["compiler"]) <= CACHED_PATH_COMPILER_MODULES, cached["compiler"]
     assert not {"enceladus.backends.cpu.signature", "enceladus.backends.cpu.translate",
@@ -191,18 +196,7 @@ CACHED_PATH_MODULES = {"enceladus.backends", "enceladus.backends.cpu", "enceladu
 def test_cached_launch_in_a_fresh_process_imports_six_enceladus_modules(tmp_path: Path) -> None:
     import ast
 
-    cache_dir = tmp_path / "cache"
-    script = tmp_path / "axpy_modules.py"
-    script.write_text(MODULES_SCRIPT)
-    env = {**os.environ, "ENCELADUS_CACHE_DIR": str(cache_dir)}
-    env.pop("ENCELADUS_CACHE", None)
-    runs = []
-    for _ in range(2):  # the first process compiles and fills the cache
-        res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300,
-                             cwd=ROOT)
-        assert res.returncode == 0, res.stderr
-        runs.append(ast.literal_eval(next(ln for ln in res.stdout.splitlines() if ln.startswith("MODULES "))[8:]))
-    first, cached = runs
+    first, cached = _first_and_cached_run(tmp_path, MODULES_SCRIPT, "MODULES ", ast.literal_eval)
     assert "enceladus.compiler.driver" in first  # (the check sees what a compile imports)
     assert {m for m in cached if m.startswith("enceladus.")} == CACHED_PATH_MODULES, cached
 
