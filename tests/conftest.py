@@ -7,15 +7,27 @@
   or nvcc needed). Checked once per session and xdist worker, over every kernel that worker launched;
   ENCELADUS_PROXY_CHECK=0 turns it off (the long fuzz campaign of docs/robustness.md; the child runs of
   tests/cpu_modes.py, whose parent checks the same kernels).
+- The kernel cache is a new folder per run (ENCELADUS_CACHE_DIR, unless given): never the user's own cache.
 - A child run of tests/cpu_modes.py (a cpu-backend build mode over the kernel corpus) records the ops of
   every launched kernel and the mode's reports, per test.
 """
 
+import atexit
 import hashlib
 import os
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# Hermetic: the suite never reads or writes the user's own kernel cache (~/.cache/enceladus), whose entries may
+# come from another checkout or an older version and would change what a test sees. One new folder per run,
+# created by the process that loads this file first (xdist's workers inherit the variable, so they share it),
+# removed when that process exits. An ENCELADUS_CACHE_DIR given by the caller is kept.
+if "ENCELADUS_CACHE_DIR" not in os.environ:
+    os.environ["ENCELADUS_CACHE_DIR"] = _SUITE_CACHE = tempfile.mkdtemp(prefix="enceladus-test-cache-")
+    atexit.register(shutil.rmtree, _SUITE_CACHE, True)
 
 settings.register_profile("default", deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -135,3 +135,50 @@ def test_changed_defaults_of_the_kernel_itself_are_used(monkeypatch: pytest.Monk
     out[:] = 0
     with_defaults[(1,)](x, out)
     np.testing.assert_array_equal(out, 3 * x)  # on main: 2 * x[:16], the old defaults
+
+
+COPY = """
+import enceladus
+import enceladus.language as tl
+SHIFT = 1
+
+@enceladus.jit
+def add_shift(x):
+    return x + SHIFT
+
+@enceladus.jit
+def copied(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, add_shift(tl.load(x_ptr + offs)))
+"""
+
+
+def test_a_kernel_from_the_disk_cache_names_this_copys_file(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk key holds a kernel's file name and lines but not its folder: a second checkout of the same code
+    loads the first one's entry, and a changed global must then be reported in the second checkout's file (the
+    cached entry used to name the first one's: CI's cache of an earlier clone made this test file's messages
+    point elsewhere)."""
+    import importlib.util
+
+    monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ENCELADUS_CACHE", raising=False)
+    from enceladus.runtime import cache
+
+    mods, hits = [], cache.stats.disk_hits
+    for tag in ("first", "second"):
+        path = tmp_path / tag / "kernels.py"
+        path.parent.mkdir()
+        path.write_text(COPY)
+        spec = importlib.util.spec_from_file_location("stale_copy", path)  # one module name, as in two checkouts
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        x = np.arange(8, dtype=np.float32)
+        mod.copied[(1,)](x, BLOCK=8)
+        np.testing.assert_array_equal(x, np.arange(8) + 1)
+        mods.append((mod, path))
+    assert cache.stats.disk_hits == hits + 1  # the second copy's kernel came from the first one's entry
+    (mod, path), first = mods[1], mods[0][1]
+    mod.SHIFT = 2
+    with pytest.raises(StaleGlobalError, match="Global variable SHIFT .* from 1 to 2") as info:
+        mod.copied[(1,)](np.zeros(8, dtype=np.float32), BLOCK=8)
+    assert f"{path}:8: return x + SHIFT" in str(info.value) and str(first) not in str(info.value)

@@ -783,7 +783,8 @@ class Lowering(ast.NodeVisitor):
         key = (id(owner), path)
         if key not in self.global_reads:
             lineno, _, line = self.src.locate(node)
-            self.global_reads[key] = GlobalRead(owner, path, value, f"{self.src.filename}:{lineno}", line.strip())
+            self.global_reads[key] = GlobalRead(owner, path, value, f"{self.src.filename}:{lineno}", line.strip(),
+                                                self.src.fn)
 
     def eval_Tuple(self, node: ast.Tuple) -> tuple:
         return tuple(self.eval(e) for e in node.elts)

@@ -339,7 +339,7 @@ def kernel_key(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],
 # Decoding refuses any class outside the ``enceladus`` package, so a tampered cache file cannot
 # make the loader import or construct arbitrary objects.
 
-FORMAT = 2  # 2: global_reads
+FORMAT = 3  # 2: global_reads; 3: each read names the function whose line it cites ("site")
 _RUNTIME_METADATA = ("read_globals", "global_reads", "cache", "target")  # not stored: read_globals separately, the rest per process
 _PACKAGE = "enceladus"
 
