@@ -200,12 +200,12 @@ def _age(seconds: float) -> str:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from .runtime import cache
+    from .runtime import cache, cache_listing
 
     kinds = tuple(args.kind) if getattr(args, "kind", None) else cache.KINDS
     base = cache.cache_base()
     if args.action == "list":
-        entries = cache.list_entries(kinds)
+        entries = cache_listing.list_entries(kinds)
         if args.json:
             print(json.dumps([{"kind": e.kind, "name": e.name, "size": e.size, "mtime": e.mtime, "path": str(e.path)}
                               for e in entries], indent=2))
@@ -222,16 +222,16 @@ def cmd_cache(args: argparse.Namespace) -> int:
             print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
         print(f"{len(entries)} entries in {base}")
     elif args.action == "size":
-        sizes = cache.total_size(kinds)
+        sizes = cache_listing.total_size(kinds)
         counts = dict.fromkeys(kinds, 0)
-        for e in cache.list_entries(kinds):
+        for e in cache_listing.list_entries(kinds):
             counts[e.kind] += 1
         for k in kinds:
             print(f"{k:<9} {counts[k]:>6} files  {_human(sizes[k]):>9}")
         print(f"{'total':<9} {sum(counts.values()):>6} files  {_human(sum(sizes.values())):>9}  ({base})")
     else:  # clear
         older = args.older_than * 86400 if args.older_than is not None else None
-        n, nbytes = cache.clear(kinds, older)
+        n, nbytes = cache_listing.clear(kinds, older)
         print(f"removed {n} files ({_human(nbytes)}) from {base}")
     return 0
 
@@ -292,7 +292,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", cachedir.CacheDirWarning)
                 used = os.path.dirname(cache.cache_dir("kernels"))
-            entries = cache.list_entries()
+            from .runtime.cache_listing import list_entries
+
+            entries = list_entries()
             state = f"{base} (private; {len(entries)} files, {_human(sum(e.size for e in entries))})"
             if used != base:
                 state = f"{base}: NOT USABLE (a file, not creatable or not writable); using a private temporary " \

@@ -34,7 +34,8 @@ def compiler_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     for sub in ("compiler", "language"):
         shutil.copytree(PKG / sub, pkg / sub, ignore=shutil.ignore_patterns("__pycache__"))
     (pkg / "runtime").mkdir()
-    shutil.copy(PKG / "runtime" / "cache.py", pkg / "runtime")
+    for name in ("cache.py", "serialize.py"):  # the entry format's sources (cache._FORMAT_SOURCES)
+        shutil.copy(PKG / "runtime" / name, pkg / "runtime")
     shutil.copy(PKG / "errors.py", pkg)
     monkeypatch.setattr(cache, "_PACKAGE_DIR", str(pkg))
     monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "cache"))

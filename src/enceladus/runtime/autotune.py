@@ -465,10 +465,10 @@ class Autotuner(KernelInterface):
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:48]
 
     def _load_choice(self, key: tuple) -> Config | None:
-        from . import cache
+        from . import cache, serialize
 
         dkey = self._disk_key(key) if cache.enabled() else None
-        data = cache.load_json("autotune", dkey) if dkey else None
+        data = serialize.load_json("autotune", dkey) if dkey else None
         if not isinstance(data, dict):
             return None
         i = data.get("best")
@@ -477,13 +477,13 @@ class Autotuner(KernelInterface):
         return self.configs[i]
 
     def _store_choice(self, key: tuple, best: Config) -> None:
-        from . import cache
+        from . import cache, serialize
 
         dkey = self._disk_key(key) if cache.enabled() else None
         if dkey is None:
             return
         timings = {str(c): t for c, t in (self.configs_timings or {}).items()}
-        cache.store_json("autotune", dkey, {"kernel": self.__name__, "key": repr(key), "best": self.configs.index(best),
+        serialize.store_json("autotune", dkey, {"kernel": self.__name__, "key": repr(key), "best": self.configs.index(best),
                                             "config": str(best), "timings_ms": timings})
 
     # --- launch ---------------------------------------------------------------------------------------------------

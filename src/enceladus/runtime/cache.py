@@ -30,10 +30,8 @@ import contextlib
 import dataclasses
 import functools
 import importlib
-import math
 import os
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -94,13 +92,6 @@ def _entry_path(kind: str, key: str) -> str:
     return os.path.join(cache_dir(kind), key[:2], f"{key}.json")
 
 
-def _writable_entry_path(kind: str, key: str) -> str:
-    """``_entry_path``; the first write of a process also removes temporaries interrupted writes left there."""
-    root = cache_dir(kind)
-    cachedir.sweep_stale_temporaries(root)
-    return os.path.join(root, key[:2], f"{key}.json")
-
-
 def _key_of(path: str | os.PathLike) -> str:
     return os.path.splitext(os.path.basename(path))[0]
 
@@ -126,8 +117,9 @@ def _note(message: str) -> None:
 
 
 # --- keys ----------------------------------------------------------------------------------------------------
-# besides compiler/ and language/: the compile errors, and this module (it decides how an entry is written and read)
-_FORMAT_SOURCES = (("errors.py",), ("runtime", "cache.py"))
+# besides compiler/ and language/: the compile errors, this module and serialize.py (they decide how an entry is read
+# and written)
+_FORMAT_SOURCES = (("errors.py",), ("runtime", "cache.py"), ("runtime", "serialize.py"))
 
 
 def _compiler_sources() -> list[tuple[str, int, int]]:
@@ -322,9 +314,9 @@ def kernel_key(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],
 
 
 # --- entries as JSON: CompiledKernel <-> JSON, no pickle ------------------------------------------------------------
-# (Here rather than in a module of its own: loading a cached kernel reads one, and a fresh process pays each module
-# it imports about 0.1-0.2 ms. ``runtime/serialize.py`` names the same functions.)
-# The JSON form of a cache entry. No pickle: only Enceladus's own dataclasses are rebuilt.
+# The JSON form of a cache entry. No pickle: only Enceladus's own dataclasses are rebuilt. Reading it back is here
+# (a fresh process loading a cached kernel imports this module anyway); writing it is ``runtime/serialize.py``
+# (``encode``, ``to_json``, ``store_kernel``), imported by a process that compiles.
 #
 # The encoding is generic over the compiler's frozen dataclasses (``KernelABI``, ``Param``, ``Access``,
 # ``BlockedLayout``, ``dtype``...), so a new layout class or a new ABI field needs no change here:
@@ -368,38 +360,6 @@ class Opaque:
 
     def __repr__(self) -> str:
         return self.text
-
-
-def encode(value: Any, *, strict: bool = True) -> Any:
-    """A JSON-compatible form of ``value``. ``strict=False`` turns unknown objects into :class:`Opaque`."""
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        return {"f": repr(value)}  # nan / inf: JSON has no literal for them
-    if isinstance(value, tuple):
-        return {"t": [encode(v, strict=strict) for v in value]}
-    if isinstance(value, list):
-        return [encode(v, strict=strict) for v in value]
-    if isinstance(value, dict):
-        if all(isinstance(k, str) and not k.startswith("~") for k in value):
-            return {"d": {k: encode(v, strict=strict) for k, v in value.items()}}
-        return {"~items": [[encode(k, strict=strict), encode(v, strict=strict)] for k, v in value.items()]}
-    if isinstance(value, Opaque):
-        return {"opaque": value.text}
-    cls = type(value)
-    if dataclasses.is_dataclass(value) and cls.__module__.split(".")[0] == _PACKAGE:
-        fields = {f.name: encode(getattr(value, f.name), strict=strict)
-                  for f in dataclasses.fields(value) if f.init}
-        return {"dc": f"{cls.__module__}:{cls.__qualname__}", "f": fields}
-    if hasattr(value, "item") and hasattr(value, "dtype") and getattr(value, "shape", None) == ():
-        return encode(value.item(), strict=strict)  # NumPy scalar
-    if strict:
-        raise SerializationError(f"cannot store a {cls.__module__}.{cls.__qualname__} in the disk cache")
-    return {"opaque": repr(value)}
 
 
 _CLASSES: dict[str, type] = {}  # "module:QualName" -> the dataclass, once resolved
@@ -458,32 +418,6 @@ def _hashable(v: Any) -> Any:
     return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
 
 
-def _asm_names(asm: dict[str, str]) -> list[str]:
-    return asm.names() if isinstance(asm, KernelAsm) else list(asm)
-
-
-def kernel_to_dict(kernel: CompiledKernel) -> dict[str, Any]:
-    """The JSON-compatible form of a compiled kernel (without its loaded backend program)."""
-    metadata = {k: v for k, v in kernel.metadata.items() if k not in _RUNTIME_METADATA}
-    read_globals = kernel.metadata.get("read_globals", {})
-    return {
-        "format": FORMAT,
-        "name": kernel.name,
-        "asm": encode({k: kernel.asm[k] for k in _asm_names(kernel.asm) if k != "cpp"}),
-        "abi": encode(kernel.abi),
-        "metadata": encode(metadata),
-        "read_globals": encode(dict(read_globals), strict=False),
-        "global_reads": _encode_reads(kernel.metadata.get("global_reads") or ()),
-        "accesses": encode(list(kernel.accesses)),
-    }
-
-
-def _encode_reads(reads: Any) -> list:
-    from .guards import encode_reads
-
-    return encode_reads(tuple(reads))
-
-
 def kernel_from_dict(data: dict[str, Any]) -> CompiledKernel:
     """Rebuild a compiled kernel written by :func:`kernel_to_dict`."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -508,13 +442,6 @@ def _decode_metadata(data: Any) -> dict[str, Any]:
     rest = decode({"d": {k: v for k, v in fields.items() if k != "layouts"}})
     raw = fields["layouts"]
     return LazyDict(rest, lazy={"layouts": lambda: decode(raw)})
-
-
-def to_json(kernel: CompiledKernel) -> str:
-    """A compiled kernel as JSON text."""
-    import json  # (readers use cachedir.loads: a process that only loads cached kernels never imports json)
-
-    return json.dumps(kernel_to_dict(kernel), separators=(",", ":"), allow_nan=False)
 
 
 def from_json(text: str | bytes) -> CompiledKernel:
@@ -578,6 +505,8 @@ def load_or_compile(fn: Any, signature: dict[str, str], constexprs: dict[str, An
                             num_warps=num_warps, origin=os.path.basename(fn.source.filename))
     stats.compiled += 1
     if key:
+        from .serialize import store_kernel
+
         store_kernel(key, kernel)
     return complete(kernel, target(), "compiled")
 
@@ -597,119 +526,3 @@ def load_kernel(key: str) -> CompiledKernel | None:
     stats.disk_hits += 1
     return kernel
 
-
-def store_kernel(key: str, kernel: CompiledKernel) -> bool:
-    """Write ``kernel`` under ``key``; returns False (with a note) if it could not be stored."""
-    try:
-        payload = to_json(kernel).encode()
-        write_entry(_writable_entry_path("kernels", key), payload, key)
-    except SerializationError as e:
-        log.info("kernel %s is not cached on disk: %s", kernel.name, e)
-        return False
-    except OSError as e:
-        _note(f"cannot write the disk cache ({e}); continuing without it")
-        return False
-    stats.stored += 1
-    return True
-
-
-def load_json(kind: str, key: str) -> Any:
-    """A JSON value stored with :func:`store_json`, or None."""
-    import json
-
-    payload = read_entry(_entry_path(kind, key), key)
-    if payload is None:
-        return None
-    try:
-        return json.loads(payload)
-    except ValueError:
-        stats.corrupt += 1
-        return None
-
-
-def store_json(kind: str, key: str, value: Any) -> None:
-    """Store a JSON value (e.g. an autotuning result) under ``key``."""
-    import json
-
-    try:
-        write_entry(_writable_entry_path(kind, key), json.dumps(value, sort_keys=True).encode(), key)
-    except OSError as e:
-        _note(f"cannot write the disk cache ({e}); continuing without it")
-
-
-# --- the CLI's view ------------------------------------------------------------------------------------------------
-class Entry:
-    """One file in the cache directory (a plain class: this module is on the cached path of a fresh process)."""
-
-    __slots__ = ("kind", "path", "size", "mtime", "name")
-
-    def __init__(self, kind: str, path: str, size: int, mtime: float, name: str) -> None:
-        self.kind = kind
-        self.path = path
-        self.size = size
-        self.mtime = mtime
-        self.name = name  # kernel name for kernel entries, file name otherwise
-
-    def __repr__(self) -> str:
-        return f"Entry({self.kind!r}, {self.path!r}, size={self.size}, name={self.name!r})"
-
-
-def list_entries(kinds: tuple[str, ...] = KINDS) -> list[Entry]:
-    """Every cache file, newest first (does not create the directory)."""
-    out: list[Entry] = []
-    base = cache_base()
-    for kind in kinds:
-        root = os.path.join(base, kind)
-        if not os.path.isdir(root):
-            continue
-        for directory, _dirs, names in os.walk(root):
-            for fname in names:
-                p = os.path.join(directory, fname)
-                if fname.startswith(".") or not os.path.isfile(p):
-                    continue
-                st = os.stat(p)
-                name = _kernel_name(p) if kind != "cpu" else fname
-                out.append(Entry(kind, p, st.st_size, st.st_mtime, name))
-    out.sort(key=lambda e: e.mtime, reverse=True)
-    return out
-
-
-def _kernel_name(path: str) -> str:
-    import json
-
-    try:
-        with open(path, "rb") as f:
-            f.readline()
-            head = f.read(4096)
-        for field_name in (b'"name":"', b'"kernel": "'):  # kernel entries, autotune entries
-            start = head.find(field_name)
-            if start >= 0:
-                end = head.find(b'"', start + len(field_name))
-                return json.loads(head[start + len(field_name) - 1:end + 1])
-    except (OSError, ValueError):
-        pass
-    return "?"
-
-
-def total_size(kinds: tuple[str, ...] = KINDS) -> dict[str, int]:
-    """Bytes used per kind of entry."""
-    sizes = dict.fromkeys(kinds, 0)
-    for e in list_entries(kinds):
-        sizes[e.kind] += e.size
-    return sizes
-
-
-def clear(kinds: tuple[str, ...] = KINDS, older_than_s: float | None = None) -> tuple[int, int]:
-    """Delete cache files (optionally only those not modified for ``older_than_s``). Returns (files, bytes)."""
-    now = time.time()
-    n = nbytes = 0
-    for e in list_entries(kinds):
-        if older_than_s is not None and now - e.mtime < older_than_s:
-            continue
-        try:
-            os.unlink(e.path)
-        except OSError:
-            continue
-        n += 1
-        nbytes += e.size
-    return n, nbytes

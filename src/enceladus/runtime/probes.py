@@ -151,19 +151,19 @@ class DeviceProbes:
     def _load(self) -> None:
         if self._key is None:
             return
-        from . import cache
+        from . import cache, serialize
 
-        data = cache.load_json("probes", self._key) if cache.enabled() else None
+        data = serialize.load_json("probes", self._key) if cache.enabled() else None
         if isinstance(data, dict) and data.get("version") == PROBE_VERSION and isinstance(data.get("results"), dict):
             self.results = dict(data["results"])
 
     def _save(self) -> None:
         if self._key is None:
             return
-        from . import cache
+        from . import cache, serialize
 
         if cache.enabled():
-            cache.store_json("probes", self._key, {"version": PROBE_VERSION, "results": self.results})
+            serialize.store_json("probes", self._key, {"version": PROBE_VERSION, "results": self.results})
 
     def _record(self, key: str, result: ProbeResult) -> ProbeResult:
         with self.lock:

@@ -1,25 +1,150 @@
-"""``CompiledKernel`` <-> JSON, for the disk cache. No pickle: only Enceladus's own dataclasses are rebuilt.
+"""Writing the disk cache: ``CompiledKernel`` -> JSON, and the entries a compiling process stores. No pickle: only
+Enceladus's own dataclasses are rebuilt.
 
-The format is described and implemented in ``runtime/cache.py`` ("entries as JSON"), which a fresh process
-loading a cached kernel imports anyway: a module of its own cost that process about 0.2 ms. This module keeps
-the names: ``to_json`` / ``from_json``, ``encode`` / ``decode``, ``kernel_to_dict`` / ``kernel_from_dict``,
-``complete``, :class:`Opaque` and :class:`SerializationError`.
+The format is described in ``runtime/cache.py`` ("entries as JSON"), which reads it back: a fresh process that only
+loads cached kernels imports that module and never this one (#26: each module on that path costs it 0.1-0.4 ms,
+most of it unmarshalling the module's code). This module also names the reading side: ``from_json``, ``decode``,
+``kernel_from_dict``, ``complete``, :class:`Opaque` and :class:`SerializationError`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import os
+from typing import Any
+
+from .. import cachedir
+from ..compiler.kernel import CompiledKernel, KernelAsm
 from .cache import (
+    _PACKAGE,
+    _RUNTIME_METADATA,
     FORMAT,
     Opaque,
     SerializationError,
+    _entry_path,
+    _note,
+    cache_dir,
     complete,
     decode,
-    encode,
     from_json,
     kernel_from_dict,
-    kernel_to_dict,
-    to_json,
+    log,
+    read_entry,
+    stats,
+    write_entry,
 )
 
 __all__ = ["FORMAT", "Opaque", "SerializationError", "complete", "decode", "encode", "from_json", "kernel_from_dict",
-           "kernel_to_dict", "to_json"]
+           "kernel_to_dict", "load_json", "store_json", "store_kernel", "to_json", "write_entry"]
+
+
+def _writable_entry_path(kind: str, key: str) -> str:
+    """``_entry_path``; the first write of a process also removes temporaries interrupted writes left there."""
+    root = cache_dir(kind)
+    cachedir.sweep_stale_temporaries(root)
+    return os.path.join(root, key[:2], f"{key}.json")
+
+
+def encode(value: Any, *, strict: bool = True) -> Any:
+    """A JSON-compatible form of ``value``. ``strict=False`` turns unknown objects into :class:`Opaque`."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return {"f": repr(value)}  # nan / inf: JSON has no literal for them
+    if isinstance(value, tuple):
+        return {"t": [encode(v, strict=strict) for v in value]}
+    if isinstance(value, list):
+        return [encode(v, strict=strict) for v in value]
+    if isinstance(value, dict):
+        if all(isinstance(k, str) and not k.startswith("~") for k in value):
+            return {"d": {k: encode(v, strict=strict) for k, v in value.items()}}
+        return {"~items": [[encode(k, strict=strict), encode(v, strict=strict)] for k, v in value.items()]}
+    if isinstance(value, Opaque):
+        return {"opaque": value.text}
+    cls = type(value)
+    if dataclasses.is_dataclass(value) and cls.__module__.split(".")[0] == _PACKAGE:
+        fields = {f.name: encode(getattr(value, f.name), strict=strict)
+                  for f in dataclasses.fields(value) if f.init}
+        return {"dc": f"{cls.__module__}:{cls.__qualname__}", "f": fields}
+    if hasattr(value, "item") and hasattr(value, "dtype") and getattr(value, "shape", None) == ():
+        return encode(value.item(), strict=strict)  # NumPy scalar
+    if strict:
+        raise SerializationError(f"cannot store a {cls.__module__}.{cls.__qualname__} in the disk cache")
+    return {"opaque": repr(value)}
+
+
+def _asm_names(asm: dict[str, str]) -> list[str]:
+    return asm.names() if isinstance(asm, KernelAsm) else list(asm)
+
+
+def kernel_to_dict(kernel: CompiledKernel) -> dict[str, Any]:
+    """The JSON-compatible form of a compiled kernel (without its loaded backend program)."""
+    metadata = {k: v for k, v in kernel.metadata.items() if k not in _RUNTIME_METADATA}
+    read_globals = kernel.metadata.get("read_globals", {})
+    return {
+        "format": FORMAT,
+        "name": kernel.name,
+        "asm": encode({k: kernel.asm[k] for k in _asm_names(kernel.asm) if k != "cpp"}),
+        "abi": encode(kernel.abi),
+        "metadata": encode(metadata),
+        "read_globals": encode(dict(read_globals), strict=False),
+        "global_reads": _encode_reads(kernel.metadata.get("global_reads") or ()),
+        "accesses": encode(list(kernel.accesses)),
+    }
+
+
+def _encode_reads(reads: Any) -> list:
+    from .guards import encode_reads
+
+    return encode_reads(tuple(reads))
+
+
+def to_json(kernel: CompiledKernel) -> str:
+    """A compiled kernel as JSON text."""
+    import json  # (readers use cachedir.loads: a process that only loads cached kernels never imports json)
+
+    return json.dumps(kernel_to_dict(kernel), separators=(",", ":"), allow_nan=False)
+
+
+def store_kernel(key: str, kernel: CompiledKernel) -> bool:
+    """Write ``kernel`` under ``key``; returns False (with a note) if it could not be stored."""
+    try:
+        payload = to_json(kernel).encode()
+        write_entry(_writable_entry_path("kernels", key), payload, key)
+    except SerializationError as e:
+        log.info("kernel %s is not cached on disk: %s", kernel.name, e)
+        return False
+    except OSError as e:
+        _note(f"cannot write the disk cache ({e}); continuing without it")
+        return False
+    stats.stored += 1
+    return True
+
+
+def load_json(kind: str, key: str) -> Any:
+    """A JSON value stored with :func:`store_json`, or None."""
+    import json
+
+    payload = read_entry(_entry_path(kind, key), key)
+    if payload is None:
+        return None
+    try:
+        return json.loads(payload)
+    except ValueError:
+        stats.corrupt += 1
+        return None
+
+
+def store_json(kind: str, key: str, value: Any) -> None:
+    """Store a JSON value (e.g. an autotuning result) under ``key``."""
+    import json
+
+    try:
+        write_entry(_writable_entry_path(kind, key), json.dumps(value, sort_keys=True).encode(), key)
+    except OSError as e:
+        _note(f"cannot write the disk cache ({e}); continuing without it")

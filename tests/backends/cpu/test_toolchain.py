@@ -100,12 +100,12 @@ def test_bad_signature() -> None:
 def test_library_cache_key_includes_the_runtime_abi(monkeypatch):
     # a library built for another runtime ABI (an upgrade, another checkout sharing the cache) gets another key, so
     # it is rebuilt instead of being loaded and refused ("built for another runtime ABI")
-    from enceladus.backends.cpu import library, toolchain
+    from enceladus.backends.cpu import build, library, toolchain
 
     compiler = toolchain.CompilerInfo(("/usr/bin/c++",), "clang", "test identity")
-    before = toolchain.cache_key("kernel void k() {}", compiler, ("-O2",))
+    before = build.cache_key("kernel void k() {}", compiler, ("-O2",))
     monkeypatch.setattr(library, "ABI_VERSION", library.ABI_VERSION + 1)
-    assert toolchain.cache_key("kernel void k() {}", compiler, ("-O2",)) != before
+    assert build.cache_key("kernel void k() {}", compiler, ("-O2",)) != before
 
 
 def _clang() -> CpuBackend:
@@ -151,7 +151,7 @@ def test_a_precompiled_prelude_clang_refuses_is_rebuilt(tmp_path: Path, monkeypa
     # a header whose bytes match its record but that clang cannot use (made by another clang, or a compatibility
     # header changed in place): the kernel is built without it, the header is dropped, the next build makes a new one
     from enceladus import cachedir
-    from enceladus.backends.cpu import toolchain
+    from enceladus.backends.cpu import build, toolchain
 
     clang = _clang()
     monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "c"))
@@ -160,7 +160,7 @@ def test_a_precompiled_prelude_clang_refuses_is_rebuilt(tmp_path: Path, monkeypa
     key = name.rsplit("-", 1)[0]
     bad = tmp_path / "c" / "cpu" / f".{key}.bad.tmp"
     bad.write_bytes(b"not a precompiled header")
-    bad = Path(toolchain._install(str(bad), key, ".pch"))
+    bad = Path(build.install(str(bad), key, ".pch"))
     assert toolchain.verified_library(key, ".pch") == str(bad)
     notes = len(cachedir.notes)
     lib = clang.compile(SRC % "2.0f")
@@ -193,7 +193,7 @@ def test_a_cached_library_is_checked_against_its_index_without_reading_its_recor
     # #26: the index entry carries a copy of the library's record (name, size, SHA-256), so a fresh process loading a
     # cached kernel reads one small file fewer; the bytes are still hashed and compared before dlopen
     from enceladus import cachedir
-    from enceladus.backends.cpu import toolchain
+    from enceladus.backends.cpu import build
 
     monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "c"))
     built = backend.compile(SRC % "5.0f")
@@ -222,7 +222,7 @@ def test_a_cached_library_is_checked_against_its_index_without_reading_its_recor
     entry = cachedir.loads(real_read(index_path, index[:-5]))
     key = so.rsplit("-", 1)[0]
     entry["record"] = [f"{key}-{'0' * 16}.so", 1, "0" * 64]
-    cachedir.write_entry(index_path, toolchain._dumps(entry).encode(), index[:-5])
+    cachedir.write_entry(index_path, build.dumps(entry).encode(), index[:-5])
     hashed.clear()
     third = backend.compile(SRC % "5.0f")
     assert not third.built and third.path == built.path

@@ -22,14 +22,12 @@ from .toolchain import (
     RUNTIME_FLAGS,
     RUNTIME_SOURCE,
     CompilerInfo,
-    build_shared_library,
     find_compiler,
     kernel_flags,
     library_index_path,
     read_library_index,
     runtime_library_key,
     verified_library,
-    write_library_index,
 )
 
 if TYPE_CHECKING:
@@ -171,6 +169,8 @@ class _Runtime:
         key = runtime_library_key(compiler)
         path = verified_library(key)  # cached: runtime.cpp is not read
         if path is None:
+            from .build import build_shared_library
+
             with open(RUNTIME_SOURCE) as f:
                 source = f.read()
             path, _ = build_shared_library(source, compiler, RUNTIME_FLAGS, "runtime", "the cpu runtime (runtime.cpp)",
@@ -569,6 +569,7 @@ class CpuLibrary:
         self._functions: dict[str, CpuFunction] = {}
 
     def _build(self, index: str) -> None:
+        from .build import build_shared_library, write_library_index
         from .signature import parse_kernels
         from .translate import PRELUDE_END, needs_fibers, uses_tensor_ops
 

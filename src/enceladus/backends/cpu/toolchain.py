@@ -1,15 +1,16 @@
-"""Host C++ compiler discovery and the on-disk build cache for compiled kernel libraries."""
+"""Host C++ compiler discovery and the lookups of the on-disk build cache: the keys, flags, records and index entries
+through which a process finds a compiler's answer, the cpu runtime and a kernel's library already built. Probing a
+compiler and building (and recording what was built) is ``build.py``, imported only then."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import sys
 
 from ... import cachedir
 from ...cachedir import CacheSecurityError, sha256
-from . import CompilerNotFoundError, CpuBackendError, MSLCompileError
+from . import CompilerNotFoundError, CpuBackendError
 
 # plain strings and os.path throughout: importing pathlib would cost a fresh process ~3 ms
 _HERE = os.path.dirname(os.path.abspath(__file__))  # (realpath: ~7 lstat calls per process)
@@ -105,28 +106,6 @@ class CompilerInfo:
         return f"{' '.join(self.command)}\n{self.version}"
 
 
-def _probe(command: tuple[str, ...]) -> CompilerInfo | None:
-    import subprocess  # not imported at startup: a cached probe and a cached library need no process
-
-    try:
-        out = subprocess.run([*command, "--version"], check=False, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0:
-        return None
-    banner = out.stdout.strip() or out.stderr.strip()
-    first = banner.splitlines()[0] if banner else ""
-    if "zig" in " ".join(command):
-        kind = "zig"
-    elif "clang" in banner.lower():
-        kind = "clang"
-    elif "g++" in first or "gcc" in banner.lower() or "free software foundation" in banner.lower():
-        kind = "gcc"
-    else:
-        kind = "clang"
-    return CompilerInfo(command=command, kind=kind, version=first)
-
-
 def _which(name: str) -> str | None:
     """``shutil.which`` for an executable name (shutil itself imports bz2 and lzma: ~5 ms at startup)."""
     for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
@@ -169,23 +148,29 @@ def _probe_cached(command: tuple[str, ...]) -> CompilerInfo | None:
     the compiler is probed every time."""
     stamp = _executable_stamp(command)
     if stamp is None:
-        return _probe(command)
+        from .build import probe
+
+        return probe(command)
     key = "cxx-" + sha256(cachedir.dumps_plain([list(command), stamp]).encode()).hexdigest()[:40]
     try:
         path = os.path.join(cache_dir(), f"{key}.json")
     except (OSError, CacheSecurityError):
-        return _probe(command)
+        from .build import probe
+
+        return probe(command)
     try:
         data = cachedir.loads(cachedir.read_entry(path, key) or b"null")
         if data["command"] == list(command) and data["stamp"] == stamp:
             return CompilerInfo(command=command, kind=str(data["kind"]), version=str(data["version"]))
     except (ValueError, KeyError, TypeError):
         pass
-    info = _probe(command)
+    from .build import dumps, probe, write_small_entry
+
+    info = probe(command)
     if info is None:
         return None
     record = {"command": list(command), "stamp": stamp, "kind": info.kind, "version": info.version}
-    _write_entry(path, _dumps(record), key)
+    write_small_entry(path, dumps(record), key)
     return info
 
 
@@ -337,28 +322,12 @@ def headers_digest() -> str:
         digest = (cachedir.read_entry(memo, key) or b"").decode(errors="replace")
         if len(digest) == 64 and all(c in "0123456789abcdef" for c in digest):
             return digest
-    h = sha256()
-    for p in files:
-        h.update(os.path.relpath(p, root).encode())
-        with open(p, "rb") as f:
-            h.update(f.read())
-    digest = h.hexdigest()
+    from .build import hash_sources, write_small_entry
+
+    digest = hash_sources(root, files)
     if memo is not None and key is not None:
-        _write_entry(memo, digest, key)
+        write_small_entry(memo, digest, key)
     return digest
-
-
-def _dumps(record: object) -> str:
-    """JSON text of a record being written (json is imported by writers only: readers use cachedir.loads)."""
-    import json
-
-    return json.dumps(record)
-
-
-def _write_entry(path: str, text: str, key: str) -> None:
-    """A small keyed, checksummed cache entry (see enceladus/cachedir.py); failures are ignored."""
-    with contextlib.suppress(OSError):
-        cachedir.write_entry(path, text.encode(), key)
 
 
 def library_index_path(msl: str, compiler: CompilerInfo, mode: str, ubsan: bool = False,
@@ -405,35 +374,9 @@ def read_library_index(path: str) -> dict | None:
     return data
 
 
-def write_library_index(path: str, so: str, kernels: list, uses_fibers: bool) -> None:
-    """Record a built (or found) library for :func:`read_library_index`, with a copy of its record."""
-    found = cachedir.file_digest(so)
-    record: dict = {"library": _library_key_of(so), "kernels": kernels, "uses_fibers": uses_fibers}
-    if found is not None:
-        record["record"] = [os.path.basename(so), *found]
-    _write_entry(path, _dumps(record), _key_of(path))
-
-
 def _library_name_ok(name: str, key: str, suffix: str) -> bool:
     """Whether ``name`` is a file name the library of ``key`` may have (``<key>-<content hash><suffix>``)."""
     return os.sep not in name and "/" not in name and name.startswith(key + "-") and name.endswith(suffix)
-
-
-def cache_key(source: str, compiler: CompilerInfo, flags: tuple[str, ...]) -> str:
-    # the runtime ABI too: a library built by another Enceladus whose Python side expects another ABI (an upgrade,
-    # another checkout sharing the cache) must be rebuilt, never loaded and refused
-    from .library import ABI_VERSION
-
-    h = sha256()
-    for part in (source, headers_digest(), compiler.identity, " ".join(flags), f"abi {ABI_VERSION}"):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()[:40]
-
-
-def _library_key_of(so: str) -> str:
-    """``kernel-<key>`` of ``kernel-<key>-<content hash>.so``."""
-    return os.path.basename(so).rsplit("-", 1)[0]
 
 
 def verified_library(key: str, suffix: str = ".so") -> str | None:
@@ -478,96 +421,3 @@ def runtime_library_key(compiler: CompilerInfo) -> str:
         h.update(part.encode())
         h.update(b"\0")
     return f"runtime-{h.hexdigest()[:40]}"
-
-
-def _install(partial: str, key: str, suffix: str) -> str:
-    """Move a freshly built file into the cache as ``<key>-<content hash><suffix>`` and record its size and SHA-256
-    in ``<key>.json`` (what :func:`verified_library` checks); returns its path."""
-    size, digest = cachedir.file_digest(partial) or (0, "")
-    target = os.path.join(cache_dir(), f"{key}-{digest[:16]}{suffix}")
-    os.chmod(partial, 0o700)
-    os.replace(partial, target)  # atomic: concurrent builders of the same key both succeed
-    _write_entry(os.path.join(cache_dir(), f"{key}.json"),
-                 _dumps({"so": os.path.basename(target), "size": size, "sha256": digest}), key)
-    return target
-
-
-def precompiled_prelude(source: str, prelude_end: str, compiler: CompilerInfo, flags: tuple[str, ...]) -> str | None:
-    """The cached precompiled header of ``source``'s prelude (its text up to the end of the first ``prelude_end``),
-    built on first use; None where there is none to use: not clang, no prelude, ENCELADUS_CPU_PCH=0, or clang could
-    not build it (the kernel is then compiled without one, as before)."""
-    end = source.find(prelude_end)
-    if compiler.kind != "clang" or end < 0 or os.environ.get(PCH_ENV, "").strip() == "0":
-        return None
-    prelude = source[:end + len(prelude_end)]
-    pch_flags = tuple(f for f in flags if f != "-shared" and not f.startswith("-Wl,")) + PCH_FLAGS
-    key = f"pch-{cache_key(prelude, compiler, pch_flags)}"
-    found = verified_library(key, ".pch")
-    if found is not None:
-        return found
-    import subprocess
-
-    partial = cachedir.temporary_path(os.path.join(cache_dir(), f"{key}.pch"))
-    cmd = [*compiler.command, *pch_flags, "-x", "c++-header", "-I", INCLUDE_DIR, "-", "-o", partial]
-    try:
-        res = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600, input=prelude)
-        if res.returncode == 0:
-            return _install(partial, key, ".pch")
-    except subprocess.TimeoutExpired:
-        pass
-    with contextlib.suppress(OSError):
-        os.unlink(partial)
-    return None
-
-
-def build_shared_library(
-    source: str, compiler: CompilerInfo, flags: tuple[str, ...], prefix: str, what: str, key: str | None = None,
-    prelude_end: str | None = None,
-) -> tuple[str, bool]:
-    """Compile ``source`` (C++) into a cached shared library; returns (path, built_now).
-
-    The library is ``<prefix>-<key>-<content hash>.so`` with a record ``<prefix>-<key>.json`` (its file name,
-    size and SHA-256); a cached library is used only when both agree (:func:`verified_library`). ``key``
-    (``<prefix>-<hash>``): a key the caller derived from what decides ``source`` (default: hash of ``source``).
-    ``prelude_end``: the text that ends the part of ``source`` that many libraries share, compiled through a
-    precompiled header (:func:`precompiled_prelude`)."""
-    key = key or f"{prefix}-{cache_key(source, compiler, flags)}"
-    found = verified_library(key)
-    if found is not None:
-        return found, False
-    import subprocess
-    import tempfile
-
-    pch = precompiled_prelude(source, prelude_end, compiler, flags) if prelude_end else None
-    with tempfile.TemporaryDirectory(prefix="enceladus-build-") as tmp:
-        with open(os.path.join(tmp, "kernel.cpp"), "w") as f:
-            f.write(source)
-        partial = cachedir.temporary_path(os.path.join(cache_dir(), f"{key}.so"))
-        # a relative source name: the library's bytes do not depend on the temporary directory
-        cmd = [*compiler.command, *flags, "-I", INCLUDE_DIR, "kernel.cpp", "-o", partial]
-        try:
-            res = None
-            if pch is not None:
-                res = subprocess.run([*cmd[:-3], "-include-pch", pch, *cmd[-3:]], check=False, capture_output=True,
-                                     text=True, timeout=600, cwd=tmp)
-            if res is None or res.returncode != 0:
-                # no precompiled header, or the build with it failed: the plain build decides, and its errors are
-                # the ones reported (a header that no longer fits is dropped, to be rebuilt next time)
-                res_pch, res = res, subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600,
-                                                   cwd=tmp)
-                if res_pch is not None and res.returncode == 0:
-                    cachedir.discard(pch, f"the precompiled header {pch} did not build {what}; it is rebuilt:\n"
-                                     + (res_pch.stderr + res_pch.stdout).strip()[:2000])
-        except subprocess.TimeoutExpired as exc:
-            os.unlink(partial)
-            raise MSLCompileError(f"{what}: the C++ compiler timed out after 600 s", "", source) from exc
-        if res.returncode != 0:
-            os.unlink(partial)
-            output = (res.stderr + res.stdout).replace(os.path.join(tmp, "kernel.cpp"), "kernel.cpp")
-            raise MSLCompileError(
-                f"{what} failed to compile with {compiler.version or compiler.command[0]}:\n{output.strip()}",
-                output,
-                source,
-            )
-        target = _install(partial, key, ".so")
-    return target, True

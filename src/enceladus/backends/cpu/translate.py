@@ -296,7 +296,7 @@ def launcher(sig: KernelSignature, race_check: bool = False, checked: bool = Fal
 
 
 # Ends the part of every translation unit that the build compiles through a precompiled header (the compatibility
-# headers; toolchain.precompiled_prelude). race.h and ubsan.h stay out: clang would emit their out-of-line functions
+# headers; build.precompiled_prelude). race.h and ubsan.h stay out: clang would emit their out-of-line functions
 # in another order from a precompiled header, and the library would no longer be byte for byte the same.
 PRELUDE_END = "#include <metal_stdlib>\n"
 
