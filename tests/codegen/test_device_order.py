@@ -18,6 +18,31 @@ from . import order_kernels as ok
 DEVICE_BARRIER = "threadgroup_barrier(mem_flags::mem_device)"
 
 
+@pytest.fixture(autouse=True)
+def fast_answers_checked(monkeypatch):
+    """Every pair that the pass decides without thread maps (``_never_shared``) in this file's kernels is decided
+    again by comparing the thread maps element by element, which must agree (no barrier needed)."""
+    from enceladus.compiler.passes import device_order
+
+    never_shared = device_order._never_shared
+    checked = []
+
+    def checking(a, b, ga, gb, d, symbolic):
+        shown = never_shared(a, b, ga, gb, d, symbolic)
+        if shown:
+            monkeypatch.setattr(device_order, "_never_shared", lambda *args: False)
+            try:
+                assert device_order.conflict(a, b) is None, (a.op, b.op, ga, gb, d)
+            finally:
+                monkeypatch.setattr(device_order, "_never_shared", checking)
+            checked.append((a, b))
+        return shown
+
+    checking.original = never_shared
+    monkeypatch.setattr(device_order, "_never_shared", checking)
+    return checked
+
+
 @pytest.mark.parametrize("col", [False, True])
 @pytest.mark.parametrize("shape", [(16, 16), (64, 128), (8, 256)])
 def test_broadcast_row_then_store(shape, col):
@@ -115,7 +140,7 @@ def _msl(kernel, signature, constexprs):
 
 
 @pytest.mark.parametrize("case", ["in place", "in place loop", "copy2d", "dot epilogue", "matrix epilogue"])
-def test_same_thread_pairs_need_no_barrier(case):
+def test_same_thread_pairs_need_no_barrier(case, fast_answers_checked):
     """Each element loaded and stored by the same thread (or loads consumed by a dot): no device barrier."""
     msl = {
         "in place": lambda: _msl(ok.in_place_kernel, "*fp32, i32", {"BLOCK": 1024}),
@@ -128,6 +153,8 @@ def test_same_thread_pairs_need_no_barrier(case):
                                         {"M": 64, "N": 64, "K": 32, "EPILOGUE": "matrix"}),
     }[case]()
     assert DEVICE_BARRIER not in msl
+    if case != "dot epilogue":  # (its loads feed the dot: no pair with the store is left to decide)
+        assert fast_answers_checked  # decided without thread maps, and checked against them
 
 
 def test_in_place_kernels_run_on_all_paths():
@@ -186,24 +213,28 @@ def test_thread_maps_are_memoised_and_read_only(monkeypatch):
             tids[0] = 1
 
 
-def test_symbolic_pair_decisions_are_memoised():
+def test_symbolic_pairs_in_one_layout_are_decided_without_thread_maps(monkeypatch):
     """Pairs of accesses whose offsets hold runtime strides (an epilogue reading the whole output it stores,
-    through stride arguments) are decided once per (offsets, shift, thread maps): compiling again makes no new
-    decision and gives the same MSL."""
+    through stride arguments) in one layout that holds each element once are decided from the offsets and the
+    layout alone (``_never_shared``): no thread map is built, no element-by-element comparison is made, and the
+    MSL is the same as that comparison gives (the pair needs no barrier)."""
     from enceladus.compiler.passes import device_order
 
     def compile_once():
         return enceladus.compile(ok.dot_epilogue_kernel, signature="*fp32, *fp32, *fp32, i32, i32",
                                  constexprs={"M": 32, "N": 64, "K": 32, "EPILOGUE": "matrix"})
 
-    device_order._symbolic_conflict.cache_clear()
+    monkeypatch.setattr(device_order, "_never_shared", device_order._never_shared.original)  # (not checked here)
+    for memo in (device_order._symbolic_conflict, device_order._exact_conflict, device_order.element_threads):
+        memo.cache_clear()
     first = compile_once()
-    decided = device_order._symbolic_conflict.cache_info()
-    assert decided.misses > 0  # the pair was decided by evaluating the offsets with generic stride values
-    second = compile_once()
-    again = device_order._symbolic_conflict.cache_info()
-    assert again.misses == decided.misses and again.hits > decided.hits
-    assert first.asm["msl"] == second.asm["msl"]
+    assert device_order._symbolic_conflict.cache_info().misses == 0
+    assert device_order._exact_conflict.cache_info().misses == 0
+    assert device_order.element_threads.cache_info().misses == 0
+    monkeypatch.setattr(device_order, "_never_shared", lambda *args: False)
+    compared = compile_once()  # the element-by-element comparison gives the same MSL
+    assert device_order._symbolic_conflict.cache_info().misses > 0  # the pair is there, with runtime strides
+    assert compared.asm["msl"] == first.asm["msl"]
 
 
 # --- debug mode: device-memory races within a threadgroup (ENCELADUS_DEBUG_DEVICE_RACES=1) -------------------------
@@ -270,3 +301,23 @@ def test_debug_mode_without_device_races_is_silent(monkeypatch, tmp_path):
     monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(device_order, "plan_device_order", lambda *a, **k: device_order.DeviceOrderPlan())
     JITFunction(ok.store_twice_kernel.fn)[(1,)](np.zeros(256, np.int32), BLOCK=256, debug=True)
+
+
+def test_offsets_decided_without_thread_maps():
+    """The two shortcuts of ``_never_shared`` on offsets alone: distinct elements at least one element apart
+    (``_disjoint_elements``: a mixed radix of the index coefficients), and byte ranges apart (``_apart``)."""
+    from enceladus.compiler.passes.device_order import _apart, _disjoint_elements
+
+    row_major = ((("#0",), 256), (("#1",), 4))  # 16 x 64 fp32, rows 256 bytes apart
+    assert _disjoint_elements(row_major, (16, 64), 4)
+    assert not _disjoint_elements(((("#0",), 128), (("#1",), 4)), (16, 64), 4)  # rows overlap
+    assert not _disjoint_elements(((("#0",), 2),), (64,), 4)  # fp32 elements 2 bytes apart share bytes
+    assert not _disjoint_elements(((("#1",), 4),), (16, 64), 4)  # the rows all read one row
+    assert not _disjoint_elements(((("#0", "#1"), 4),), (16, 64), 4)  # a product of index variables
+    assert not _disjoint_elements(((("#0",), 4), (("#0",), 8)), (16,), 4)  # one variable twice
+    strided = ((("#0", "arg:stride"), 1), (("#1",), 4))
+    assert _disjoint_elements(strided, (16, 64), 4)  # generic strides: rows never coincide
+    assert not _disjoint_elements(((("#0", "arg:s"), 1), (("#1", "arg:s"), 1)), (16, 64), 4)  # i*s + j*s
+    assert _apart(((("#0",), 4),), ((("#0",), 4),), -4096, (1024,), (1024,), 4, 4)  # the next block
+    assert not _apart(((("#0",), 4),), ((("#0",), 4),), -4092, (1024,), (1024,), 4, 4)  # one element shared
+    assert _apart((), (), 4, (), (), 4, 4) and not _apart((), (), 2, (), (), 4, 4)  # scalars

@@ -25,6 +25,10 @@ What "may touch the same bytes" means (docs/memory.md, "Order of device-memory a
   the element's owner only (``layout`` of the access, as the emitter lowers it). Pairs where one thread does
   both accesses of every shared address need no barrier: elementwise kernels and matmul epilogues get none.
 
+Most pairs are decided from the offsets and layouts alone (``_never_shared``), without building the thread
+maps: byte ranges that are apart (a loop's next block), or one tile in one layout that holds each element in
+exactly one register, addressed alike (its load's holder is its store's owner). The thread maps decide the rest.
+
 A ``tl.dot`` consumes its operands: each thread writes the values it loaded to threadgroup memory before a
 threadgroup barrier, so a later store by any thread cannot change what those loads returned (the loads are
 dropped from the pending set when their layouts hold each element once). ``tl.debug_barrier`` orders device
@@ -34,6 +38,7 @@ memory itself. Barriers never order different programs (threadgroups); Triton gi
 from __future__ import annotations
 
 import functools
+import math
 import operator
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
@@ -275,7 +280,10 @@ class _Access:
     @property
     def replicated(self) -> bool:
         """Some element is touched by several threads."""
-        return _thread_facts(self.threads)[0]
+        t = self.threads
+        if t[0] == "tile" and _one_register_per_element(t[1], t[2]):
+            return False
+        return _thread_facts(t)[0]
 
     @property
     def one_thread(self) -> int | None:
@@ -343,30 +351,116 @@ def conflict(a: _Access, b: _Access) -> str | None:
     different threads, or neither writes)."""
     if not (a.writes or b.writes) or (a.commutative and b.commutative):
         return None
+    reason = None
+    if a.poly is None or b.poly is None:
+        reason = "their addresses are not known at compile time"
+    else:
+        ca, ga = _split(a.poly)
+        cb, gb = _split(b.poly)
+        diff = _add(ca, cb, -1)
+        # the same block of the same shape, addressed the same way (strides may be different arguments): it is
+        # assumed to be the same memory element for element (an array passed twice) or disjoint memory
+        same_form = a.shape == b.shape and a.itemsize == b.itemsize and _form(ga) == _form(gb)
+        symbolic = any(not s.startswith("#") for p in (ga, gb) for m in p for s in m)
+        if any(m for m in diff) or (symbolic and _key(ga) != _key(gb)):
+            if not same_form:
+                reason = "their addresses differ by a runtime value" if any(m for m in diff) else \
+                    "their addresses may coincide (different runtime strides)"
+            gb = ga  # compared as one block (a constant shift inside it still counts)
+        d = diff.get((), 0)
+        if reason is None and _never_shared(a, b, _key(ga), _key(gb), d, symbolic):
+            return None  # shown without the thread maps below (their NumPy work is most of this pass's time)
     ta, tb = a.one_thread, b.one_thread
     if ta is not None and ta == tb:
         return None  # one thread does both, in program order
-    if a.poly is None or b.poly is None:
-        return "their addresses are not known at compile time"
-    ca, ga = _split(a.poly)
-    cb, gb = _split(b.poly)
-    diff = _add(ca, cb, -1)
-    # the same block of the same shape, addressed the same way (strides may be different arguments): it is
-    # assumed to be the same memory element for element (an array passed twice) or disjoint memory
-    same_form = a.shape == b.shape and a.itemsize == b.itemsize and _form(ga) == _form(gb)
-    symbolic = any(not s.startswith("#") for p in (ga, gb) for m in p for s in m)
-    if any(m for m in diff) or (symbolic and _key(ga) != _key(gb)):
-        if not same_form:
-            return "their addresses differ by a runtime value" if any(m for m in diff) else \
-                "their addresses may coincide (different runtime strides)"
-        gb = ga  # compared as one block (a constant shift inside it still counts)
-    d = diff.get((), 0)
+    if reason is not None:
+        return reason
     if not symbolic:
         return _exact_conflict(_key(ga), _key(gb), d, tuple(a.shape), tuple(b.shape), a.itemsize, b.itemsize,
                                a.threads, b.threads)
     # runtime strides: taken as generic values (distinct elements of a tile never share an address unless the
     # offsets say so for every value of the strides)
     return _symbolic_conflict(_key(ga), d, tuple(a.shape), a.threads, b.threads)
+
+
+def _never_shared(a: _Access, b: _Access, ga: tuple, gb: tuple, d: int, symbolic: bool) -> bool:
+    """Whether ``ga + d`` over ``a``'s elements and ``gb`` over ``b``'s (index terms as ``_key`` tuples) provably
+    never put one address in two threads, decided from the offsets and layouts alone: the answer
+    ``_exact_conflict`` / ``_symbolic_conflict`` would give, for the common pairs, with no NumPy work. Either
+    the two byte ranges are apart (exact offsets: a loop's next block, another row), or both are one tile in
+    one layout, addressed alike (``_same_owner_of_each_address``). False means "not shown": the caller then
+    compares the thread maps."""
+    if not symbolic and _apart(ga, gb, d, tuple(a.shape), tuple(b.shape), a.itemsize, b.itemsize):
+        return True
+    return d == 0 and ga == gb and _same_owner_of_each_address(a, b, ga)
+
+
+@functools.lru_cache(maxsize=1024)
+def _apart(ga: tuple, gb: tuple, d: int, shape_a: tuple, shape_b: tuple, itemsize_a: int, itemsize_b: int) -> bool:
+    """Whether the bytes of ``ga + d`` (elements of ``shape_a``) and of ``gb`` (``shape_b``) lie in two disjoint
+    intervals, bounded term by term (terms with a product of index variables: not shown)."""
+    spans = []
+    for g, shape in ((ga, shape_a), (gb, shape_b)):
+        lo = hi = 0
+        for m, c in g:
+            if len(m) != 1:
+                return False
+            ext = c * (shape[int(m[0][1:])] - 1)
+            lo, hi = lo + min(0, ext), hi + max(0, ext)
+        spans.append((lo, hi))
+    (lo_a, hi_a), (lo_b, hi_b) = spans
+    return hi_a + d + itemsize_a <= lo_b or hi_b + itemsize_b <= lo_a + d
+
+
+def _same_owner_of_each_address(a: _Access, b: _Access, g: tuple) -> bool:
+    """Whether ``a`` and ``b`` (whose offsets have no difference outside their index terms) provably never touch
+    one address from two threads, decided without the thread maps: the answer ``_exact_conflict`` and
+    ``_symbolic_conflict`` give for the most common pair (a load and a store of ``ptr + offs`` in one layout),
+    found with no NumPy work. It holds when both are tiles of one shape in one layout that holds each element
+    in exactly one register of one thread (so the holders of a load are the owners of a store: the same thread
+    for the same element), with the same index terms, and when those terms give distinct elements disjoint
+    bytes (``_disjoint_elements``). False means "not shown": the caller then compares the maps."""
+    ta, tb = a.threads, b.threads
+    return (ta[0] == "tile" == tb[0] and ta[1] == tb[1] and ta[2] == tb[2] and a.itemsize == b.itemsize
+            and _one_register_per_element(ta[1], ta[2]) and _disjoint_elements(g, ta[2], a.itemsize))
+
+
+@functools.lru_cache(maxsize=256)
+def _one_register_per_element(layout: TileLayout, shape: tuple[int, ...]) -> bool:
+    """Whether a ``shape`` tile in ``layout`` has as many registers (threads x elements per thread) as elements:
+    since every element is held by some register, each is then held by exactly one (no replica), and that
+    register's thread is also its owner (``element_threads`` with and without ``owners_only`` agree)."""
+    p = layout.parent
+    nthreads = WARP_SIZE * (p.warps[0] * p.warps[1] if isinstance(p, MmaLayout) else math.prod(p.warps_per_cta))
+    return nthreads * p.elems_per_thread == math.prod(shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _disjoint_elements(g: tuple, shape: tuple[int, ...], itemsize: int) -> bool:
+    """Whether the index terms ``g`` (a ``_key``) give every two distinct elements of ``shape`` addresses that
+    are ``itemsize`` bytes apart or more (exact terms), or that differ for generic values of the runtime symbols
+    (terms with strides: the model of ``_symbolic_conflict``). Shown for linear terms, each index variable of a
+    dimension longer than 1 in one monomial of degree 1: grouped by their runtime factor, each group's integer
+    coefficients must form a mixed radix (sorted by size, each at least the span of the smaller ones plus the
+    separation: itemsize for exact terms, 1 for symbolic ones). Anything else is "not shown"."""
+    groups: dict[tuple, list[tuple[int, int]]] = {}
+    seen = set()
+    for m, c in g:
+        idx = [s for s in m if s[0] == "#"]
+        if len(idx) != 1 or idx[0] in seen:
+            return False
+        seen.add(idx[0])
+        groups.setdefault(tuple(s for s in m if s[0] != "#"), []).append((abs(c), shape[int(idx[0][1:])]))
+    if len(seen) != sum(1 for n in shape if n > 1):
+        return False  # a dimension longer than 1 that the address does not depend on: its elements coincide
+    for factor, terms in groups.items():
+        gap = 1 if factor else itemsize
+        span = 0
+        for c, n in sorted(terms):
+            if c < span + gap:
+                return False
+            span += c * (n - 1)
+    return True
 
 
 @functools.lru_cache(maxsize=1024)
@@ -422,6 +516,9 @@ class _Analysis:
         self.records: dict[tuple[int, str], _Access] = {}
         self.conflicts: dict[tuple[int, int], str | None] = {}  # (earlier, later access) -> why they conflict
         self._steps: dict[int, list[ir.Op]] = {}  # id(block) -> its ops that walk and collect look at
+        # a loop without results is named by the order in which the walk meets it (never by id(): symbol names
+        # order the generic values of _symbolic_conflict, so they must not depend on memory addresses)
+        self._unnamed_loops: dict[int, int] = {}
         self._scopes(fn.body, None)
         for a in fn.args:
             self.scope[a.id] = None
@@ -534,8 +631,10 @@ class _Analysis:
         carried = [region.args[1:] if is_for else region.args for region in op.regions]
         yields = body.terminator.operands
         uniform_shift = [v.type.is_tile for v in op.results]  # tiles advanced by a scalar each iteration
+        unnamed = self._unnamed_loops
+        name = op.results[0].id if op.results else f"n{unnamed.setdefault(id(op), len(unnamed))}"
         while True:
-            first = _Context(f"{ctx.tag}/{op.results[0].id if op.results else id(op)}.0", ctx, op)
+            first = _Context(f"{ctx.tag}/{name}.0", ctx, op)
             for args in carried:
                 for k, a in enumerate(args):
                     init = self.poly(inits[k], ctx)
