@@ -263,11 +263,16 @@ def _raw_coord(p: BlockedLayout | MmaLayout, d: int, lane, warp, e):
 class _Access:
     """One global load, store or atomic (in one iteration of its loops): its bytes and the threads touching them."""
 
-    def __init__(self, op: ir.Op, writes: bool, commutative: bool, poly: Poly | None, shape: tuple[int, ...],
+    def __init__(self, op: ir.Op, writes: bool, commutative: bool, poly_of, shape: tuple[int, ...],
                  itemsize: int, threads: tuple):
-        self.op, self.writes, self.commutative, self.poly = op, writes, commutative, poly
+        self.op, self.writes, self.commutative = op, writes, commutative
+        self._poly_of = poly_of  # () -> its offset polynomial: found only for pairs with a write (``conflict``)
         self.shape, self.itemsize = shape, itemsize
         self.threads = threads  # the key of every (thread, element) pair that touches memory (``_thread_map``)
+
+    @functools.cached_property
+    def poly(self) -> Poly | None:
+        return self._poly_of()
 
     @property
     def tids(self) -> np.ndarray:
@@ -288,7 +293,10 @@ class _Access:
     @property
     def one_thread(self) -> int | None:
         """The thread making every access, if only one does."""
-        return _thread_facts(self.threads)[1]
+        t = self.threads
+        if t[0] == "tile" and _one_register_per_element(t[1], t[2]):
+            return None  # every thread of the threadgroup (32 or more) holds a register of the tile
+        return _thread_facts(t)[1]
 
 
 def _cross_thread(addr_a, tid_a, addr_b, tid_b) -> bool:
@@ -358,20 +366,19 @@ def conflict(a: _Access, b: _Access) -> str | None:
         ca, ga = _split(a.poly)
         cb, gb = _split(b.poly)
         diff = _add(ca, cb, -1)
-        # the same block of the same shape, addressed the same way (strides may be different arguments): it is
-        # assumed to be the same memory element for element (an array passed twice) or disjoint memory
-        same_form = a.shape == b.shape and a.itemsize == b.itemsize and _form(ga) == _form(gb)
         symbolic = any(not s.startswith("#") for p in (ga, gb) for m in p for s in m)
         if any(m for m in diff) or (symbolic and _key(ga) != _key(gb)):
-            if not same_form:
+            # the same block of the same shape, addressed the same way (strides may be different arguments): it
+            # is assumed to be the same memory element for element (an array passed twice) or disjoint memory
+            if not (a.shape == b.shape and a.itemsize == b.itemsize and _form(ga) == _form(gb)):
                 reason = "their addresses differ by a runtime value" if any(m for m in diff) else \
                     "their addresses may coincide (different runtime strides)"
             gb = ga  # compared as one block (a constant shift inside it still counts)
         d = diff.get((), 0)
         if reason is None and _never_shared(a, b, _key(ga), _key(gb), d, symbolic):
             return None  # shown without the thread maps below (their NumPy work is most of this pass's time)
-    ta, tb = a.one_thread, b.one_thread
-    if ta is not None and ta == tb:
+    ta = a.one_thread
+    if ta is not None and ta == b.one_thread:
         return None  # one thread does both, in program order
     if reason is not None:
         return reason
@@ -503,6 +510,7 @@ class _Context:
     def __init__(self, tag: str, parent: _Context | None, loop: ir.Op | None):
         self.tag, self.parent, self.loop = tag, parent, loop
         self.values: dict[int, Poly | None] = {}
+        self.prepare = None  # a loop's iterations: fills in the loop variables when a polynomial is first asked for
 
 
 class _Analysis:
@@ -540,6 +548,8 @@ class _Analysis:
         loop = self.scope.get(v.id)
         while home.loop is not loop and home.parent is not None:
             home = home.parent
+        if home.prepare is not None:
+            home.prepare()
         values = home.values
         if v.id not in values:
             values[v.id] = self._define(v, home)
@@ -624,17 +634,30 @@ class _Analysis:
         return None
 
     def loop_contexts(self, op: ir.Op, ctx: _Context) -> tuple[_Context, _Context]:
-        """Two consecutive iterations of a loop: the second's loop variables written in terms of the first's."""
+        """Two consecutive iterations of a loop: the second's loop variables written in terms of the first's.
+        Filled in when a polynomial of either is first asked for: a loop whose accesses never meet a write (the
+        loads of a matmul's K loop) costs no polynomial at all."""
+        unnamed = self._unnamed_loops
+        name = op.results[0].id if op.results else f"n{unnamed.setdefault(id(op), len(unnamed))}"
+        first = _Context(f"{ctx.tag}/{name}.0", ctx, op)
+        second = _Context(first.tag[:-1] + "1", ctx, op)
+
+        def prepare() -> None:
+            first.prepare = second.prepare = None
+            self._fill_loop_contexts(op, ctx, first, second)
+
+        first.prepare = second.prepare = prepare
+        return first, second
+
+    def _fill_loop_contexts(self, op: ir.Op, ctx: _Context, first: _Context, second: _Context) -> None:
         is_for = op.name == "for"
         inits = op.operands[3:] if is_for else op.operands
         body = op.regions[-1]
         carried = [region.args[1:] if is_for else region.args for region in op.regions]
         yields = body.terminator.operands
         uniform_shift = [v.type.is_tile for v in op.results]  # tiles advanced by a scalar each iteration
-        unnamed = self._unnamed_loops
-        name = op.results[0].id if op.results else f"n{unnamed.setdefault(id(op), len(unnamed))}"
         while True:
-            first = _Context(f"{ctx.tag}/{name}.0", ctx, op)
+            first.values = {}
             for args in carried:
                 for k, a in enumerate(args):
                     init = self.poly(inits[k], ctx)
@@ -655,7 +678,6 @@ class _Analysis:
                         again = True
             if not again:
                 break
-        second = _Context(first.tag[:-1] + "1", ctx, op)
         for args in carried:
             for a, y in zip(args, yields):
                 second.values[a.id] = self.poly(y, first)
@@ -664,7 +686,6 @@ class _Analysis:
             step = self.poly(op.operands[2], ctx)
             second.values[iv.id] = _add(first.values[iv.id], step) if step is not None else {
                 (f"iv{iv.id}@{second.tag}",): 1}
-        return first, second
 
     # --- accesses ----------------------------------------------------------------------------------------------------
     def record(self, op: ir.Op, ctx: _Context) -> _Access:
@@ -683,7 +704,7 @@ class _Analysis:
             threads = ("all", nthreads)  # every thread loads it
         else:
             threads = ("one",)  # thread 0 performs it (a scalar store or atomic, or a load the others receive from it)
-        rec = _Access(op, writes, kind in _COMMUTATIVE_ATOMICS, self.poly(ptr, ctx), ptr.type.shape, itemsize,
+        rec = _Access(op, writes, kind in _COMMUTATIVE_ATOMICS, lambda: self.poly(ptr, ctx), ptr.type.shape, itemsize,
                       threads)
         self.records[key] = rec
         return rec
