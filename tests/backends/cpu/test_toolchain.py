@@ -256,3 +256,28 @@ def test_the_compiler_probe_is_cached_by_the_file_its_command_leads_to(tmp_path:
     second = toolchain._probe_cached(command)
     assert second is not None and second.version == "clang version 99.0.b"
     assert runs.read_text().count("run") == 2
+
+
+def _elf_section_names(path: str) -> list[str]:
+    """The section names of a 64-bit little-endian ELF file (its section header table and string table)."""
+    import struct
+
+    data = Path(path).read_bytes()
+    assert data[:6] == b"\x7fELF\x02\x01", "not a 64-bit little-endian ELF file"
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_at, names_size = sections[shstrndx][4], sections[shstrndx][5]
+    names = data[names_at:names_at + names_size]
+    return [names[s[0]:names.index(b"\0", s[0])].decode() for s in sections]
+
+
+@pytest.mark.skipif(os.uname().sysname != "Linux", reason="the runtime is stripped on Linux (ELF)")
+def test_the_runtime_library_has_no_local_symbol_table(backend: CpuBackend) -> None:
+    # #26: every launching process hashes the runtime library before dlopen; its local symbols (.symtab, .strtab:
+    # ~10 KB of 58) are not needed to load it, the exported functions are in the dynamic symbol table
+    from enceladus.backends.cpu import library
+
+    backend.compile(SRC % "1.0f")
+    sections = _elf_section_names(library._Runtime._instance.lib._name)
+    assert ".dynsym" in sections and ".symtab" not in sections, sections

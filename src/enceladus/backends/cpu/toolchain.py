@@ -54,9 +54,11 @@ UBSAN_CHECKS = "signed-integer-overflow,shift"
 UBSAN_FLAGS = (f"-fsanitize={UBSAN_CHECKS}", f"-fsanitize-recover={UBSAN_CHECKS}")
 # The runtime library is loaded and its SHA-256 checked by every process that launches: without a page-aligned
 # segment of its own for the code (-z noseparate-code, as for kernels) the file is 58 KB instead of 66 KB, and takes
-# two memory mappings fewer (RELRO is kept).
+# two memory mappings fewer (RELRO is kept); without its local symbol table (-s: the exported functions stay in the
+# dynamic one, which is all dlopen and dladdr read; a debugger no longer names the runtime's hidden functions) 48 KB
+# (#26: 0.03 ms less to hash per process).
 RUNTIME_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden",
-                 *(("-Wl,-z,noseparate-code",) if sys.platform.startswith("linux") else ()))
+                 *(("-Wl,-z,noseparate-code", "-Wl,-s") if sys.platform.startswith("linux") else ()))
 # Every kernel translation unit starts with the same prelude (the compatibility headers, ~2,700 lines). With clang it
 # is parsed once into a precompiled header per prelude, compiler and flags, cached like a library: a small kernel's
 # build takes about a quarter less CPU time, and the library is byte for byte the same
