@@ -498,17 +498,57 @@ def load_or_compile(fn: Any, signature: dict[str, str], constexprs: dict[str, An
             kernel = None
         else:
             kernel.metadata["global_reads"] = reads
+            _relocate_line_table(kernel.metadata, fn, constexprs)
     if kernel is not None:
         dump_kernel(kernel)  # ENCELADUS_DUMP: the same files as for a kernel compiled now
         return complete(kernel, target(), "disk")
     kernel = compile_kernel(fn.source, fn.__name__, fn.param_names, signature, constexprs, facts,
                             num_warps=num_warps, origin=os.path.basename(fn.source.filename))
+    _name_line_table_site(kernel.metadata, fn, constexprs)
     stats.compiled += 1
     if key:
         from .serialize import store_kernel
 
         store_kernel(key, kernel)
     return complete(kernel, target(), "compiled")
+
+
+def _name_line_table_site(metadata: dict[str, Any], fn: Any, constexprs: dict[str, Any]) -> None:
+    """Record in a kernel's line table (MSL line -> kernel line, for the cpu backend's error messages) which
+    function's file it cites (``"site"``, as ``module:qualname``), so that a process loading the entry can name
+    that file as it has it (``_relocate_line_table``)."""
+    table = metadata.get("line_table")
+    file = table.get("file") if isinstance(table, dict) else None
+    if not file:
+        return
+    from .guards import _owner_id, _reachable_functions
+
+    if getattr(fn.fn.__code__, "co_filename", None) == file:  # the kernel's own file (the common case)
+        table["site"] = _owner_id(fn.fn)
+        return
+    for key, f in _reachable_functions(fn, constexprs).items():
+        if getattr(getattr(f, "__code__", None), "co_filename", None) == file:
+            table["site"] = key
+            return
+
+
+def _relocate_line_table(metadata: dict[str, Any], fn: Any, constexprs: dict[str, Any]) -> None:
+    """Point a cached kernel's line table at its file as this process has it. The key holds a function's file name
+    and lines but not its folder, so the entry may have been written by a copy of the same code elsewhere (another
+    checkout, a moved project), whose file may since hold other text. A table whose function is not found here
+    is dropped (messages then cite MSL lines only) rather than cite another copy's file."""
+    table = metadata.get("line_table")
+    site = table.get("site") if isinstance(table, dict) else None
+    if not site:
+        return
+    from .guards import _owner_id, _reachable_functions
+
+    f = fn.fn if _owner_id(fn.fn) == site else _reachable_functions(fn, constexprs).get(site)
+    here = getattr(getattr(f, "__code__", None), "co_filename", None)
+    if here is None:
+        metadata["line_table"] = {}
+    elif here != table["file"]:
+        metadata["line_table"] = {**table, "file": here}
 
 
 def load_kernel(key: str) -> CompiledKernel | None:
