@@ -498,13 +498,13 @@ def load_or_compile(fn: Any, signature: dict[str, str], constexprs: dict[str, An
             kernel = None
         else:
             kernel.metadata["global_reads"] = reads
-            _relocate_line_table(kernel.metadata, fn, constexprs)
+            _relocate_cited_files(kernel.metadata, fn, constexprs)
     if kernel is not None:
         dump_kernel(kernel)  # ENCELADUS_DUMP: the same files as for a kernel compiled now
         return complete(kernel, target(), "disk")
     kernel = compile_kernel(fn.source, fn.__name__, fn.param_names, signature, constexprs, facts,
                             num_warps=num_warps, origin=os.path.basename(fn.source.filename))
-    _name_line_table_site(kernel.metadata, fn, constexprs)
+    _name_cited_files(kernel.metadata, fn, constexprs)
     stats.compiled += 1
     if key:
         from .serialize import store_kernel
@@ -513,42 +513,65 @@ def load_or_compile(fn: Any, signature: dict[str, str], constexprs: dict[str, An
     return complete(kernel, target(), "compiled")
 
 
-def _name_line_table_site(metadata: dict[str, Any], fn: Any, constexprs: dict[str, Any]) -> None:
-    """Record in a kernel's line table (MSL line -> kernel line, for the cpu backend's error messages) which
-    function's file it cites (``"site"``, as ``module:qualname``), so that a process loading the entry can name
-    that file as it has it (``_relocate_line_table``)."""
+def _cited_files(metadata: dict[str, Any]) -> set[str]:
+    """The source files a compiled kernel's messages cite: its line table (MSL line -> kernel line, for the cpu
+    backend's checks) and its device-log sites (tl.device_assert, tl.device_print, the MSL's bounds checks)."""
     table = metadata.get("line_table")
-    file = table.get("file") if isinstance(table, dict) else None
-    if not file:
+    files = {table.get("file")} if isinstance(table, dict) else set()
+    files.update(site.get("file") for site in metadata.get("log_sites") or ())
+    files.discard(None)
+    files.discard("")
+    return files
+
+
+def _name_cited_files(metadata: dict[str, Any], fn: Any, constexprs: dict[str, Any]) -> None:
+    """Record which function each cited file belongs to (``metadata["cited_files"]``: path -> ``module:qualname``),
+    so that a process loading the entry can name those files as it has them (``_relocate_cited_files``)."""
+    files = _cited_files(metadata)
+    if not files:
         return
     from .guards import _owner_id, _reachable_functions
 
-    if getattr(fn.fn.__code__, "co_filename", None) == file:  # the kernel's own file (the common case)
-        table["site"] = _owner_id(fn.fn)
-        return
-    for key, f in _reachable_functions(fn, constexprs).items():
-        if getattr(getattr(f, "__code__", None), "co_filename", None) == file:
-            table["site"] = key
-            return
+    own = fn.fn.__code__.co_filename
+    sites = {own: _owner_id(fn.fn)} if own in files else {}
+    if files - sites.keys():
+        for key, f in _reachable_functions(fn, constexprs).items():
+            file = getattr(getattr(f, "__code__", None), "co_filename", None)
+            if file in files:
+                sites.setdefault(file, key)
+    metadata["cited_files"] = sites
 
 
-def _relocate_line_table(metadata: dict[str, Any], fn: Any, constexprs: dict[str, Any]) -> None:
-    """Point a cached kernel's line table at its file as this process has it. The key holds a function's file name
-    and lines but not its folder, so the entry may have been written by a copy of the same code elsewhere (another
-    checkout, a moved project), whose file may since hold other text. A table whose function is not found here
-    is dropped (messages then cite MSL lines only) rather than cite another copy's file."""
-    table = metadata.get("line_table")
-    site = table.get("site") if isinstance(table, dict) else None
-    if not site:
+def _relocate_cited_files(metadata: dict[str, Any], fn: Any, constexprs: dict[str, Any]) -> None:
+    """Point a cached kernel's cited files at the files as this process has them. The key holds a function's file
+    name and lines but not its folder, so the entry may have been written by a copy of the same code elsewhere
+    (another checkout, a moved project), whose files may since hold other text. A file whose function is not found
+    here is cited by name only."""
+    sites = metadata.get("cited_files")
+    if not sites:
         return
     from .guards import _owner_id, _reachable_functions
 
-    f = fn.fn if _owner_id(fn.fn) == site else _reachable_functions(fn, constexprs).get(site)
-    here = getattr(getattr(f, "__code__", None), "co_filename", None)
-    if here is None:
-        metadata["line_table"] = {}
-    elif here != table["file"]:
-        metadata["line_table"] = {**table, "file": here}
+    own = _owner_id(fn.fn)
+    owners = None
+    moved = {}
+    for old, site in sites.items():
+        if site == own:
+            f = fn.fn
+        else:
+            owners = _reachable_functions(fn, constexprs) if owners is None else owners
+            f = owners.get(site)
+        here = getattr(getattr(f, "__code__", None), "co_filename", None) or os.path.basename(old)
+        if here != old:
+            moved[old] = here
+    if not moved:
+        return
+    table = metadata.get("line_table")
+    if isinstance(table, dict) and table.get("file") in moved:
+        metadata["line_table"] = {**table, "file": moved[table["file"]]}
+    if metadata.get("log_sites"):
+        metadata["log_sites"] = [{**site, "file": moved[site["file"]]} if site.get("file") in moved else site
+                                 for site in metadata["log_sites"]]
 
 
 def load_kernel(key: str) -> CompiledKernel | None:
