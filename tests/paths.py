@@ -70,6 +70,22 @@ needs_cpu = pytest.mark.skipif(not cpu_available() and not in_ci(),
                                reason="the cpu path did not run: no C++ compiler (see README)")
 
 
+def clang_available() -> bool:
+    """Whether the cpu backend's compiler is clang (its UBSan mode needs clang's sanitizers)."""
+    from enceladus.backends.cpu.errors import CompilerNotFoundError
+    from enceladus.backends.cpu.toolchain import find_compiler
+
+    try:
+        return find_compiler().kind == "clang"
+    except CompilerNotFoundError:
+        return False
+
+
+# The same for tests of what only clang builds (the UBSan mode): skipped with g++, except in CI (README: clang).
+needs_clang = pytest.mark.skipif(not clang_available() and not in_ci(),
+                                 reason="needs clang as the cpu backend's compiler (apt-get install -y clang, see README)")
+
+
 def on_path(kernel: JITFunction, path: str) -> JITFunction:
     """``kernel`` as launched on ``path`` (cached, so compiled kernels are reused)."""
     if path not in ALL_PATHS:

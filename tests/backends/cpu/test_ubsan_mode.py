@@ -9,6 +9,7 @@ import pytest
 import enceladus
 from enceladus.backends.cpu import CompilerNotFoundError, CpuBackend, KernelLaunchError
 from enceladus.backends.cpu.toolchain import CompilerInfo, kernel_flags
+from paths import needs_clang
 
 # Raw MSL (not generated): a signed add that overflows for the largest input, and a shift by the type's width.
 OVERFLOW_MSL = """
@@ -34,6 +35,7 @@ def _launch(lib, name, x):
     return y
 
 
+@needs_clang
 def test_ubsan_mode_reports_a_signed_overflow_in_raw_msl(ubsan):
     lib = CpuBackend().compile(OVERFLOW_MSL)
     assert lib.ubsan and "-fwrapv" not in lib._flags and any(f.startswith("-fsanitize=") for f in lib._flags)
@@ -46,6 +48,7 @@ def test_ubsan_mode_reports_a_signed_overflow_in_raw_msl(ubsan):
         _launch(lib, "shift", np.array([1, 32], np.int32))
 
 
+@needs_clang
 def test_ubsan_mode_through_compile_shader(ubsan):
     lib = enceladus.compile_shader(OVERFLOW_MSL)  # the test suite's backend is cpu
     x = np.array([2**31 - 1], np.int32)
