@@ -225,9 +225,9 @@ def perturb_requested() -> bool:
 
 # Instruction-set extensions for kernel libraries, chosen by a probe of the machine that builds them (the cpu
 # backend builds and runs kernels on the same machine). x86-64 with F16C: -mf16c (with 128-bit vectors
-# preferred), so half <-> float conversions
-# are one instruction (include/enceladus/half.h; results bit-identical to the software conversion, which the
-# generic build keeps). The flags are part of every cache key (library index and build key), so a cache
+# preferred), so half <-> float conversions are one instruction (include/enceladus/half.h; results bit-identical
+# to the software conversion, which the generic build keeps), and with FMA also -mfma, so fma() is one
+# instruction (bit-identical to libm's fmaf, which the generic build calls). The flags are part of every cache key (library index and build key), so a cache
 # directory shared with a machine without them never hands it a library it cannot run.
 TARGET_ENV = "ENCELADUS_CPU_TARGET"
 TARGET_MODES = ("native", "generic")
@@ -267,8 +267,13 @@ def target_flags(compiler: CompilerInfo) -> tuple[str, ...]:
     if mode == "generic" or compiler.kind not in ("clang", "gcc") or os.uname().machine not in ("x86_64", "amd64"):
         return ()
     # -mf16c implies AVX; without -mprefer-vector-width=128 g++ 12 vectorises with 256-bit registers and ran the
-    # fp16 dot kernels 10-14% slower than the generic build (clang: the same either way)
-    return ("-mf16c", "-mprefer-vector-width=128") if {"f16c", "avx"} <= _host_cpu_features() else ()
+    # fp16 dot kernels 10-14% slower than the generic build (clang: the same either way). -mfma makes each fma() of
+    # a kernel one instruction instead of a call of libm's fmaf (both round once: the same bits); -ffp-contract=off
+    # still keeps every other a * b + c unfused.
+    features = _host_cpu_features()
+    if not {"f16c", "avx"} <= features:
+        return ()
+    return ("-mf16c", *(("-mfma",) if "fma" in features else ()), "-mprefer-vector-width=128")
 
 
 def ubsan_requested() -> bool:
