@@ -940,7 +940,8 @@ struct Pool {
   unsigned long total = 0;
   std::atomic<unsigned long> next{0};
   unsigned long generation = 0;
-  unsigned busy = 0;
+  bool open = false;  // the current job takes helpers (until the launching thread has claimed its last group)
+  unsigned busy = 0;  // helpers that joined the current job and have not finished it
   unsigned wanted = 0;
   bool stop = false;
   std::mutex launch_mu;  // one dispatch at a time
@@ -992,7 +993,9 @@ void kick_workers() {
     if (w && w->in_launch && w->armed) pthread_kill(w->thread, g_abort_signal);
 }
 
-// `seen`: the pool's generation when the thread was started (under launch_mu); it takes the jobs after it.
+// `seen`: the pool's generation when the thread was started (under launch_mu); it takes the jobs after it. A helper
+// joins a job only while it is open (counted in `busy`, which the launching thread waits for): one that wakes after
+// the launching thread has claimed the last group leaves the job alone, and the launch did not wait for it.
 void worker_loop(unsigned idx, unsigned long seen) {
   Worker* w = g_pool->workers[idx];
   w->thread = pthread_self();
@@ -1003,6 +1006,8 @@ void worker_loop(unsigned idx, unsigned long seen) {
       g_pool->cv_work.wait(lk, [&] { return g_pool->stop || (g_pool->generation != seen && idx < g_pool->wanted); });
       if (g_pool->stop) return;
       seen = g_pool->generation;
+      if (!g_pool->open) continue;
+      ++g_pool->busy;
       L = g_pool->job;
     }
     work(w, L);
@@ -1527,14 +1532,19 @@ __attribute__((visibility("default"))) int enc_launch(const EncLaunch* L, char* 
     g_pool->job = L;
     g_pool->total = total;
     g_pool->next.store(0);
-    g_pool->busy = helpers;
+    g_pool->open = helpers > 0;
+    g_pool->busy = 0;
     g_pool->wanted = helpers + 1;
     g_pool->generation++;
   }
   if (helpers) g_pool->cv_work.notify_all();
   work(g_pool->workers[0], L);
   if (helpers) {
+    // every group is claimed (or the launch stops): close the job to helpers that have not joined it yet (a helper
+    // thread started by this launch may still be starting: #26, a fresh process's first launch waited for it), then
+    // wait for those that did
     std::unique_lock<std::mutex> lk(g_pool->mu);
+    g_pool->open = false;
     g_pool->cv_done.wait(lk, [] { return g_pool->busy == 0; });
   }
   if (L->timeout_ms) watchdog_stop();
