@@ -337,6 +337,43 @@ def test_default_pool_follows_the_cpu_affinity_mask(tmp_path) -> None:
     assert line.split()[1:] == ["0", "0", "0"]
 
 
+# The memory pages the launching thread touched for the first time during a launch that starts 15 helper threads.
+FIRST_HELPERS_SCRIPT = POOL_SCRIPT[:POOL_SCRIPT.index("x = np.arange")] + """
+import resource
+from enceladus.backends.cpu import find_compiler
+from enceladus.backends.cpu.library import _Runtime
+
+
+def faults():
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+
+
+x = np.arange(16 * 256, dtype=np.float32)
+y = np.empty_like(x)
+double.warmup(x, y, x.size, B=256, grid=(16,))
+_Runtime.get(find_compiler())
+double[(1,)](x, y, x.size, B=256)  # (the launch path's own first-time work, without a helper)
+before = faults()
+double[(16,)](x, y, x.size, B=256)  # 15 helper threads start
+print("FAULTS", faults() - before)
+np.testing.assert_array_equal(y, 2 * x)
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("resource"), "RUSAGE_THREAD"), reason="per-thread page faults (Linux)")
+def test_the_launch_that_starts_helpers_does_not_make_their_workers(tmp_path) -> None:
+    """#26: each helper makes its own worker (~72 KiB of zeroed state) on its own thread; the launch that starts the
+    helpers made them all first (the first launch of a fresh process on a 16-CPU host: 15 workers, 228 pages first
+    touched by the launching thread, about 25 us per helper); now it touches about one page per thread it starts."""
+    script = tmp_path / "first_helpers.py"
+    script.write_text(FIRST_HELPERS_SCRIPT)
+    env = {**os.environ, "ENCELADUS_CPU_THREADS": "16", "ENCELADUS_CACHE_DIR": str(tmp_path / "cache")}
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    touched = int(next(ln for ln in res.stdout.splitlines() if ln.startswith("FAULTS ")).split()[1])
+    assert touched < 4 * 15, f"the launching thread touched {touched} new pages starting 15 helpers"
+
+
 # Launches whose helper threads cannot run while the launching thread does (one CPU, helpers at SCHED_IDLE): how often
 # the launching thread blocked (voluntary context switches).
 IDLE_HELPERS_SCRIPT = POOL_SCRIPT[:POOL_SCRIPT.index("x = np.arange")] + """

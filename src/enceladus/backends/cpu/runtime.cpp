@@ -997,7 +997,10 @@ void kick_workers() {
 // joins a job only while it is open (counted in `busy`, which the launching thread waits for): one that wakes after
 // the launching thread has claimed the last group leaves the job alone, and the launch did not wait for it.
 void worker_loop(unsigned idx, unsigned long seen) {
+  // the helper's worker is made here, on its own thread (not by the launch that starts it: #26); the slot is written
+  // once, and kick_workers skips it while empty (a helper without a worker is in no launch)
   Worker* w = g_pool->workers[idx];
+  if (!w) w = g_pool->workers[idx] = new_worker();
   w->thread = pthread_self();
   for (;;) {
     const EncLaunch* L;
@@ -1421,7 +1424,6 @@ __attribute__((visibility("default"))) unsigned enc_abi_version() { return ENC_A
 unsigned start_helpers(unsigned wanted) {
   while (g_pool->threads.size() < wanted) {
     unsigned idx = unsigned(g_pool->threads.size()) + 1;
-    if (!g_pool->workers[idx]) g_pool->workers[idx] = new_worker();  // made with its thread (see enc_runtime_init)
     try {
       g_pool->threads.emplace_back(worker_loop, idx, g_pool->generation);
     } catch (const std::system_error&) {
