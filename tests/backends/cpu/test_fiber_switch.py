@@ -1,10 +1,15 @@
-"""Fibers run with the default floating-point control registers, whatever the launching thread has set.
+"""Fiber switches and stacks.
+
+Fibers run with the default floating-point control registers, whatever the launching thread has set.
 
 A fiber starts with the default MXCSR (round to nearest, no flush to zero) and x87 control word (runtime.cpp
 init_fiber). Switches between the runtime and a fiber save and restore both; switches from one fiber to another
 (enc_switch_fibers) do not read them, because kernel code never changes them. So a kernel keeps subnormal
 results across barriers and SIMD-group calls (the stops where one fiber hands over to the next) even when the
 launching thread flushes subnormals to zero, and that thread has its own settings back after the launch.
+
+The frames of the fibers of a group start at staggered offsets below their stacks' tops (runtime.cpp stagger):
+the stacks are aligned to their size, so the hot tops would otherwise all fall into the same cache sets.
 """
 
 from __future__ import annotations
@@ -71,3 +76,29 @@ def test_fibers_keep_subnormals_when_the_launching_thread_flushes_them(backend: 
         control_registers.set_mxcsr(saved)
     assert after & ~0x3F == flush & ~0x3F  # the launching thread's settings are back (exception flags aside)
     np.testing.assert_array_equal(out, want)
+
+
+WHERE = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void where(device ulong* out [[buffer(0)]], uint i [[thread_index_in_threadgroup]]) {
+    volatile int local = int(i);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    out[i] = (ulong)&local;
+}
+"""
+
+
+def test_fiber_frames_start_at_staggered_offsets(backend: CpuBackend) -> None:
+    """Fibers 0-15 of a group put the same local at 16 offsets from their stacks' tops, 2 KiB and a cache line
+    apart (each in other sets of a 4 KiB-period cache), together at most an eighth of the default 256 KiB stack;
+    fiber 16 starts where fiber 0 does."""
+    out = np.zeros(64, np.uint64)
+    backend.compile(WHERE).function("where").launch((1, 1, 1), (64, 1, 1), {0: out.ctypes.data})
+    stack = 256 * 1024
+    depth = (-out.astype(np.int64)) % stack  # distance below the next stack-size boundary: the top
+    stagger = depth - depth[0]
+    assert list(stagger[:16]) == [i * (2048 + 64) for i in range(16)]
+    assert stagger.max() < stack // 8
+    np.testing.assert_array_equal(stagger[16:], np.tile(stagger[:16], 3))
+    assert len({int(s) // 64 % 64 for s in stagger[:16]}) == 16

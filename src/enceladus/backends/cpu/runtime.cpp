@@ -286,10 +286,19 @@ void ucontext_entry(unsigned lo, unsigned hi) {
 }
 #endif
 
-void init_fiber(Fiber* f) {
+// The frames of fiber i start stagger(i) bytes below its stack's top. Stacks are aligned to their (power-of-two)
+// size, so unstaggered, the hot tops of all of a group's stacks (the saved context, the runtime's and the kernel's
+// frames) fall into the same few sets of every cache level and evict each other at every hand-over: 16 offsets,
+// 2 KiB + one line apart, at most an eighth of the stack (tutorial matmul 9% less CPU time, flash attention 4%).
+uintptr_t stagger(unsigned index) {
+  return uintptr_t(index % 16) * (2048 + 64) % (g_stack_size / 8);
+}
+
+void init_fiber(Fiber* f, unsigned index = 0) {
 #if defined(__x86_64__)
   // Stack image popped by enc_switch: [mxcsr|fpucw][r15][r14][r13][r12][rbx][rbp][ret].
-  uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + g_stack_size - ENC_FIBER_TOP) & ~uintptr_t(15);
+  uintptr_t top = (reinterpret_cast<uintptr_t>(f->stack) + g_stack_size - ENC_FIBER_TOP - stagger(index)) &
+                  ~uintptr_t(15);
   void** sp = reinterpret_cast<void**>(top);
   // After `ret` into enc_fiber_entry rsp == top (16-aligned), so its `call` enters fiber_main with
   // rsp == 8 (mod 16) as the ABI requires.
@@ -307,7 +316,7 @@ void init_fiber(Fiber* f) {
 #else
   getcontext(&f->ctx.uc);
   f->ctx.uc.uc_stack.ss_sp = f->stack;
-  f->ctx.uc.uc_stack.ss_size = g_stack_size - ENC_FIBER_TOP;
+  f->ctx.uc.uc_stack.ss_size = g_stack_size - ENC_FIBER_TOP - stagger(index);
   f->ctx.uc.uc_link = nullptr;
   uintptr_t p = reinterpret_cast<uintptr_t>(f);
   makecontext(&f->ctx.uc, reinterpret_cast<void (*)()>(ucontext_entry), 2, unsigned(p), unsigned(p >> 32));
@@ -519,7 +528,7 @@ bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
     EncFiberTop* top = fiber_top(f.stack);
     top->sg = &w->sglogs[i / ENC_SIMD_WIDTH];
     top->lane = i % ENC_SIMD_WIDTH;
-    init_fiber(&f);
+    init_fiber(&f, i);
   }
   for (unsigned s = 0; s < nsg; ++s) {
     unsigned lo = s * ENC_SIMD_WIDTH;
