@@ -129,16 +129,20 @@ def read_corpus(folder: Path) -> list[bytes]:
 
 
 def _canon(x: Any) -> str:
-    """repr without memory addresses or the folder Enceladus was imported from (module reprs name it)."""
+    """repr without memory addresses, the folder Enceladus was imported from (module reprs name it) or this
+    checkout's (the tests' kernels are imported from it)."""
     import enceladus
 
-    return _ADDRESS.sub("", repr(x)).replace(str(Path(enceladus.__file__).resolve().parent.parent), "<src>")
+    return _ADDRESS.sub("", repr(x)).replace(str(Path(enceladus.__file__).resolve().parent.parent), "<src>") \
+        .replace(str(ROOT), "<root>")
 
 
 def fingerprint(ck: Any, dump: Path | None = None) -> str:
     parts = [ck.asm["msl"], ck.asm["ir"], ck.asm["ir_layouts"], _canon(ck.abi),
              _canon(sorted(ck.metadata.items())), _canon(ck.accesses)]
-    digest = hashlib.sha256("\n\x00".join(parts).encode()).hexdigest()
+    # the checkout the tests' kernels were imported from (paths in the metadata): replays run from two checkouts
+    # of one commit compare equal
+    digest = hashlib.sha256("\n\x00".join(parts).replace(str(ROOT), "<root>").encode()).hexdigest()
     if dump is not None:  # the parts themselves, to diff two replays that disagree
         (dump / digest[:16]).write_text("\n\n=====\n\n".join(parts))
     return digest
