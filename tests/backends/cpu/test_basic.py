@@ -389,8 +389,12 @@ y = np.empty_like(x)
 before = set(os.listdir("/proc/self/task"))
 double[(4,)](x, y, x.size, B=256)  # starts the 3 helper threads
 helpers = set(os.listdir("/proc/self/task")) - before
-for tid in helpers:  # they run only when the process's one CPU has nothing else to do
-    os.sched_setscheduler(int(tid), os.SCHED_IDLE, os.sched_param(0))
+try:
+    for tid in helpers:  # they run only when the process's one CPU has nothing else to do
+        os.sched_setscheduler(int(tid), os.SCHED_IDLE, os.sched_param(0))
+except OSError as e:  # (a sandbox that refuses scheduling changes)
+    print("CANNOT", e)
+    sys.exit(0)
 before = blocked()
 for _ in range(20):
     y[:] = 0
@@ -416,6 +420,8 @@ def test_a_launch_does_not_wait_for_helper_threads_that_have_not_joined_it(tmp_p
     res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300,
                          preexec_fn=lambda: os.sched_setaffinity(0, one_cpu))
     assert res.returncode == 0, res.stderr
+    if res.stdout.startswith("CANNOT "):
+        pytest.skip(f"cannot change the helpers' scheduling class here: {res.stdout.strip()}")
     blocked, helpers = map(int, next(ln for ln in res.stdout.splitlines() if ln.startswith("BLOCKED ")).split()[1:])
     assert helpers == 3
     # (SCHED_IDLE threads still get a sliver of the CPU: a helper may now and then join, and be waited for)
