@@ -1,4 +1,4 @@
-"""The cpu backend (clang and g++) next to the NumPy interpreter and NumPy, on every example and the tutorial matmul.
+"""The cpu backend (clang and g++) next to the NumPy interpreter and NumPy: every example, the tutorial matmul, scale+shift.
 
 Run: ``python benchmarks/cpu_backend.py [--repeat N] [--compilers clang++,g++] [--targets native,generic]``.
 Prints one table and writes benchmarks/results/cpu_backend.json.
@@ -6,7 +6,8 @@ Prints one table and writes benchmarks/results/cpu_backend.json.
 ``--targets native,generic`` adds a worker per ``ENCELADUS_CPU_TARGET`` (this machine's instruction-set
 extensions, e.g. F16C half conversions, against the compiler's default target).
 
-Per case: the best wall-clock time of a launch (after a warm-up launch whose result is checked against NumPy)
+The cases: every example, the tutorial matmul, and an elementwise kernel with scalar arguments (x * scale + shift,
+one fma per element). Per case: the best wall-clock time of a launch (after a warm-up launch whose result is checked against NumPy)
 on the cpu backend with each compiler (default access checks on, default thread pool), in Enceladus's NumPy
 interpreter and in NumPy itself, the ratios cpu/interpreter and cpu/NumPy, and the cold build time of each
 kernel on the cpu backend: generated MSL -> C++ compile -> loaded library, with an empty cache. Each compiler
@@ -60,6 +61,14 @@ def tutorial_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty))
 
 
+@enceladus.jit
+def scale_shift(x_ptr, out_ptr, n, scale, shift, BLOCK: tl.constexpr):
+    # elementwise with scalar arguments: x * scale + shift is one fma per element (enable_fp_fusion)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * scale + shift, mask=mask)
+
+
 def load_example(name: str) -> Any:
     path = ROOT / "examples" / name
     spec = importlib.util.spec_from_file_location(f"example_{path.stem}", path)
@@ -90,6 +99,14 @@ def cases() -> dict[str, Case]:
         lambda: ex1.add_kernel[(enceladus.cdiv(n, 1024),)](x, y, z, n, BLOCK=1024),
         lambda: np.add(x, y, out=np.empty_like(x)),
         lambda _: float(np.abs(z - (x + y)).max()), True)
+    zs = np.empty_like(x)
+    def numpy_scale_shift() -> np.ndarray:  # two passes into a new array (NumPy has no fused multiply-add)
+        r = np.multiply(x, np.float32(1.5), out=np.empty_like(x))
+        return np.add(r, np.float32(-0.25), out=r)
+
+    out["scale and shift (1M fp32)"] = (
+        lambda: scale_shift[(enceladus.cdiv(n, 1024),)](x, zs, n, 1.5, -0.25, BLOCK=1024), numpy_scale_shift,
+        lambda _: float(np.abs(zs - (x * np.float32(1.5) + np.float32(-0.25))).max()), True)
 
     s = rng.standard_normal((1024, 1024), dtype=np.float32)
 
@@ -248,6 +265,7 @@ def worker(repeat: int) -> None:
 
 KERNELS = {  # case -> kernel names whose cold builds it needs
     "01 vector add (1M fp32)": ["add_kernel"],
+    "scale and shift (1M fp32)": ["scale_shift"],
     "02 softmax (1024x1024 fp32)": ["softmax_kernel"],
     "03 matmul, autotuned (256^3 fp16)": ["matmul_kernel"],
     "tutorial matmul (256^3 fp16, 64x64x32)": ["tutorial_matmul"],
