@@ -6,7 +6,9 @@ A fiber starts with the default MXCSR (round to nearest, no flush to zero) and x
 init_fiber). Switches between the runtime and a fiber save and restore both; switches from one fiber to another
 (enc_switch_fibers) do not read them, because kernel code never changes them. So a kernel keeps subnormal
 results across barriers and SIMD-group calls (the stops where one fiber hands over to the next) even when the
-launching thread flushes subnormals to zero, and that thread has its own settings back after the launch.
+launching thread flushes subnormals to zero, and that thread has its own settings back after the launch. Kernels
+without barriers or SIMD-group calls, which run as a plain loop on the worker threads themselves, run with the
+same defaults (docs/floating_point.md: the cpu backend keeps subnormals).
 
 The frames of the fibers of a group start at staggered offsets below their stacks' tops (runtime.cpp stagger):
 the stacks are aligned to their size, so the hot tops would otherwise all fall into the same cache sets.
@@ -75,6 +77,39 @@ def test_fibers_keep_subnormals_when_the_launching_thread_flushes_them(backend: 
     finally:
         control_registers.set_mxcsr(saved)
     assert after & ~0x3F == flush & ~0x3F  # the launching thread's settings are back (exception flags aside)
+    np.testing.assert_array_equal(out, want)
+
+
+PLAIN = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void tiny_plain(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                       uint i [[thread_position_in_grid]]) {
+    out[i] = x[i] * 1e-30f + x[i] * 1e-31f;
+}
+"""
+
+
+@pytest.mark.parametrize("groups", [1, 64])
+def test_plain_loop_kernels_keep_subnormals_when_the_launching_thread_flushes_them(
+        backend: CpuBackend, control_registers, groups: int) -> None:
+    """One threadgroup (the launching thread runs it) and 64 (the pool's helper threads too, which may have been
+    started while the launching thread flushed)."""
+    n = 128 * groups
+    x = np.linspace(1e-10, 2e-10, n, dtype=np.float32)
+    want = x * np.float32(1e-30) + x * np.float32(1e-31)
+    assert np.all((want != 0) & (want < np.finfo(np.float32).tiny))
+    out = np.zeros(n, np.float32)
+    fn = backend.compile(PLAIN).function("tiny_plain")
+    saved = control_registers.get_mxcsr()
+    flush = 0x9FC0
+    try:
+        control_registers.set_mxcsr(flush)
+        fn.launch((groups, 1, 1), (128, 1, 1), {0: x.ctypes.data, 1: out.ctypes.data})
+        after = control_registers.get_mxcsr()
+    finally:
+        control_registers.set_mxcsr(saved)
+    assert after & ~0x3F == flush & ~0x3F
     np.testing.assert_array_equal(out, want)
 
 

@@ -121,6 +121,11 @@ struct Context {
 };
 #endif
 
+// The floating-point controls kernels run with (round to nearest, all exceptions masked, subnormals kept; see
+// enter_default_fp_control). enc_switch_fibers writes the two as one immediate.
+constexpr unsigned kMxcsrDefault = 0x1f80u, kMxcsrFlags = 0x3fu;
+constexpr unsigned short kFpuCwDefault = 0x037f;
+
 struct Fiber;
 struct Worker;
 void fiber_main(Fiber* f);
@@ -309,7 +314,7 @@ void init_fiber(Fiber* f, unsigned index = 0) {
   *--sp = reinterpret_cast<void*>(&fiber_main);          // r13: entry
   *--sp = nullptr;                                       // r14
   *--sp = nullptr;                                       // r15
-  unsigned csr[2] = {0x1f80u, 0x037fu};                  // default MXCSR and x87 control word
+  unsigned csr[2] = {kMxcsrDefault, kFpuCwDefault};      // default MXCSR and x87 control word
   *--sp = nullptr;
   std::memcpy(sp, csr, sizeof(csr));
   f->ctx.sp = sp;
@@ -966,11 +971,41 @@ Worker* new_worker() {
   return w;
 }
 
+// Kernels run with the default floating-point controls (round to nearest, subnormals kept: docs/floating_point.md),
+// the values every fiber starts with (init_fiber), whatever the thread that runs them has set: a library built
+// with -ffast-math sets flush-to-zero when it is loaded, and a helper thread inherits its creator's settings. A
+// worker sets them for its part of a launch (for the plain loops; the fibers' switches with it then reload nothing)
+// and gets its own back after. Only the control bits are compared; restoring drops the exception flags raised
+// by kernel code, which no caller reads.
+struct FpControl {
+  unsigned mxcsr = 0;
+  unsigned short cw = 0;
+};
+FpControl enter_default_fp_control() {
+  FpControl saved;
+#if defined(__x86_64__)
+  __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(saved.mxcsr), "=m"(saved.cw));
+  if ((saved.mxcsr & ~kMxcsrFlags) != kMxcsrDefault) __asm__ volatile("ldmxcsr %0" : : "m"(kMxcsrDefault));
+  if (saved.cw != kFpuCwDefault) __asm__ volatile("fldcw %0" : : "m"(kFpuCwDefault));
+#endif
+  return saved;
+}
+
+void leave_default_fp_control(const FpControl& saved) {
+#if defined(__x86_64__)
+  if ((saved.mxcsr & ~kMxcsrFlags) != kMxcsrDefault) __asm__ volatile("ldmxcsr %0" : : "m"(saved.mxcsr));
+  if (saved.cw != kFpuCwDefault) __asm__ volatile("fldcw %0" : : "m"(saved.cw));
+#else
+  (void)saved;
+#endif
+}
+
 void work(Worker* w, const EncLaunch* L) {
   tls_worker = w;
   w->launch = L;
   if (L->debug) ensure_altstack();
   w->in_launch = 1;
+  const FpControl fp = enter_default_fp_control();
   int why = sigsetjmp(w->jmp, 0);
   if (why) {
     // Left kernel code early: the group's fibers are abandoned (re-created by the next launch).
@@ -979,6 +1014,7 @@ void work(Worker* w, const EncLaunch* L) {
     w->aborted = false;
     w->cur = nullptr;
     if (why == 1) report_fault(w, L);
+    leave_default_fp_control(fp);
     w->in_launch = 0;
     return;
   }
@@ -992,6 +1028,7 @@ void work(Worker* w, const EncLaunch* L) {
     w->armed = 0;
     if (!ok) break;
   }
+  leave_default_fp_control(fp);
   w->in_launch = 0;
 }
 
