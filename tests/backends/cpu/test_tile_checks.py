@@ -167,3 +167,46 @@ def test_the_translation_keeps_alignment_and_bounds_exact():
         CpuBackend().compile(MSL, tile_checks=[[7, "(x + 0)", 32, 12, ["(x + o)"]]])
     with pytest.raises(ValueError, match=r"malformed tile check .*expected \[msl_line, start, n, align"):
         CpuBackend().compile(MSL, tile_checks=[[7, "(x + 0)", 32]])
+
+
+
+LOWEST_FAILING = """
+import re
+import numpy as np
+import enceladus
+import enceladus.language as tl
+
+@enceladus.jit
+def late_first(x_ptr, out_ptr, spins, shift, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for _ in range(spins * (pid == 0)):  # program 0 reaches its bad read last
+        acc += 1.0
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs + shift) + acc)
+
+x, out = np.arange(1 << 14, dtype=np.float32), np.zeros(1 << 14, np.float32)
+for _ in range(10):
+    try:
+        late_first[(64,)](x, out, 100000, -100000, BLOCK=256)
+    except enceladus.LaunchError as e:
+        print(re.search(r"program \\((\\d+),0,0\\), thread (\\d+): .* element index (-?\\d+)", str(e)).groups())
+"""
+
+
+def test_the_lowest_failing_program_is_reported_whichever_thread_fails_first(tmp_path):
+    """Every program of the launch reads out of bounds, program 0 last in time, and eight pool threads run them
+    side by side: the report names program 0 at its first element, as a sequential run would, at every launch. It
+    used to name the program of whichever thread failed first, which depended on how the programs were shared
+    among the threads (test_a_tile_partly_out_of_bounds_is_reported_at_its_first_bad_element saw program 1)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "lowest.py"
+    script.write_text(LOWEST_FAILING)
+    env = {**os.environ, "ENCELADUS_CPU_THREADS": "8"}
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    reports = res.stdout.split("\n")[:-1]
+    assert reports == ["('0', '0', '-100000')"] * 10

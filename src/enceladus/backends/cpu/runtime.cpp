@@ -159,6 +159,7 @@ struct Worker {
   Fiber* cur = nullptr;
   const EncLaunch* launch = nullptr;
   unsigned group[3] = {0, 0, 0};
+  unsigned long gi = ~0ul;  // the linear index of that threadgroup (which error a launch reports: record_error)
   bool in_fibers = false;
   bool aborted = false;
   // threadgroup memory of the running group
@@ -221,7 +222,13 @@ std::atomic<int> g_abort{ABORT_NONE};
 // The dispatch in flight (one at a time, under Pool::launch_mu): where errors go, the bound buffers.
 char* g_err = nullptr;
 unsigned long g_err_cap = 0;
-unsigned g_err_line = 0;  // MSL line of the first error (0: none known)
+unsigned g_err_line = 0;  // MSL line of the reported error (0: none known)
+// The linear index of the threadgroup whose error is kept: when several threadgroups fail in one launch, the one
+// with the lowest index is reported, whichever thread failed first, so that a launch's error does not depend on how
+// the threadgroups were shared among threads. Groups are claimed in increasing order, so every group below a failed
+// one has started; each runs on unless a group below it failed (failed_below).
+std::atomic<unsigned long> g_err_group{~0ul};
+thread_local unsigned tls_err_line = 0;  // MSL line of the error the calling thread is about to record
 void* g_bufs[ENC_MAX_BUFFERS];
 EncArg g_args[ENC_MAX_BUFFERS];  // checked builds: what each [[buffer(i)]] may touch
 
@@ -229,9 +236,15 @@ void record_error(const EncLaunch* /*L*/, const char* fmt, ...) {
   Worker* w = tls_worker;
   int armed = w ? w->armed.load() : 0;
   if (w) w->armed = 0;  // never leave kernel code while holding the lock
+  const unsigned long gi = w ? w->gi : ~0ul;
+  const unsigned line = tls_err_line;
+  tls_err_line = 0;
   {
     std::lock_guard<std::mutex> lk(g_err_mu);
-    if (!g_failed.exchange(true)) {  // the first error wins
+    if (!g_failed.load() || gi < g_err_group.load()) {  // the lowest threadgroup's error wins (g_err_group)
+      g_err_group.store(gi);
+      g_err_line = line;
+      g_failed.store(true);
       va_list ap;
       va_start(ap, fmt);
       if (g_err && g_err_cap) vsnprintf(g_err, g_err_cap, fmt, ap);
@@ -239,6 +252,12 @@ void record_error(const EncLaunch* /*L*/, const char* fmt, ...) {
     }
   }
   if (w) w->armed = armed;
+}
+
+// Whether a threadgroup with an index at or below `gi` has failed: the group `gi` then stops (its error could not
+// be the one reported); groups above it run on.
+bool failed_below(unsigned long gi) {
+  return g_failed.load(std::memory_order_relaxed) && g_err_group.load(std::memory_order_relaxed) <= gi;
 }
 
 // Abandons the calling thread's threadgroup: back to work(), which stops this worker.
@@ -569,7 +588,7 @@ bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
         if (--w->running[s] == 0 && !resolve_simd(w, s, n)) ok = false;
       }
     }
-    if (!ok || g_failed.load(std::memory_order_relaxed)) { ok = false; break; }
+    if (!ok || failed_below(w->gi)) { ok = false; break; }
     if (ran) continue;
     // Nothing can run: every live thread waits at a threadgroup barrier (SIMD calls resolve eagerly).
     int first = -1;
@@ -623,6 +642,7 @@ bool run_fibers(Worker* w, const EncLaunch* L, const unsigned sz[3]) {
 }
 
 bool run_group(Worker* w, const EncLaunch* L, unsigned long gi) {
+  w->gi = gi;
   unsigned g[3];
   g[0] = unsigned(gi % L->groups[0]);
   g[1] = unsigned((gi / L->groups[0]) % L->groups[1]);
@@ -845,7 +865,7 @@ void api_check_access(const EncArg* arg, const void* addr, unsigned long n, unsi
   unsigned long span = arg->hi - arg->lo;
   bool inside = a >= arg->lo && n <= span && a - arg->lo <= span - n;
   if (align > 1 && (a & (align - 1)) != 0) {
-    g_err_line = line;
+    tls_err_line = line;
     record_error(L,
                  "%s: misaligned %lu-byte %s through %s '%s' at element index %ld (byte offset %ld): the "
                  "address is not a multiple of %lu, which Metal requires for this type (pass a view whose "
@@ -862,7 +882,7 @@ void api_check_access(const EncArg* arg, const void* addr, unsigned long n, unsi
       off = start + long(arg->layout->itemsize);
     }
     if (ok) return;
-    g_err_line = line;
+    tls_err_line = line;
     record_error(L,
                  "%s: out-of-bounds %s of %lu bytes through %s '%s' at byte offset %ld from its element 0: "
                  "the bytes lie between the elements of the strided view (shape and strides of '%s' do not "
@@ -870,7 +890,7 @@ void api_check_access(const EncArg* arg, const void* addr, unsigned long n, unsi
                  where, access_word(kind), n, what, name, rel, name);
     leave_kernel(3);
   }
-  g_err_line = line;
+  tls_err_line = line;
   if (arg->kind == ENC_ARG_DEVICE)
     record_error(L,
                  "%s: out-of-bounds %s of %lu bytes through %s '%s' at element index %ld (byte offset %ld); "
@@ -904,7 +924,7 @@ void api_offset_overflow(char op, long a, long b, unsigned line) {
   // the exact result: |a|, |b| < 2^31 (and b < 32 for a shift), so it fits in 64 bits
   long exact = op == '+' ? a + b : op == '-' ? a - b : op == '*' ? a * b : a * (1L << b);
   int wrapped = int(static_cast<unsigned>(static_cast<unsigned long>(exact) & 0xffffffffUL));
-  g_err_line = line;
+  tls_err_line = line;
   record_error(L,
                "kernel '%s', program (%u,%u,%u), thread %u: int32 overflow in pointer-offset arithmetic: %ld %s "
                "%ld = %ld does not fit in int32 (compiled code would wrap it to %d and address the wrong "
@@ -1311,7 +1331,7 @@ void api_device_access(const void* addr, unsigned long n, int is_write, unsigned
                "accesses take effect in program order: put threadgroup_barrier(mem_flags::mem_device) between the "
                "two accesses)",
                me, what, written ? " with mem_flags::mem_device" : "");
-      g_err_line = line;
+      tls_err_line = line;
       api_fail(msg, line);
       return;
     }
@@ -1528,6 +1548,7 @@ __attribute__((visibility("default"))) int enc_launch(const EncLaunch* L, char* 
   std::lock_guard<std::mutex> guard(g_pool->launch_mu);
   free_dead_allocations();  // no launch holds them now
   g_failed.store(false);
+  g_err_group.store(~0ul);
   g_abort.store(ABORT_NONE);
   g_err = msg;
   g_err_cap = msg_cap;
