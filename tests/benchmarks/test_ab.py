@@ -91,22 +91,22 @@ def test_bytecode_count_of_a_small_function_is_positive_and_stable():
 
 def test_timed_compiles_start_without_memoised_work():
     """Each timed compile does what a new kernel's first compile in a new process does: the compiler's memos between
-    compiles (the device-order pass's lru_caches) are emptied first, else a round finds the previous round's work
-    done (session 6 found the benchmark flattered that way)."""
+    compiles (the lru_caches of the device-order pass's pair decisions, passes/access_pairs.py) are emptied first,
+    else a round finds the previous round's work done (session 6 found the benchmark flattered that way)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import compile_latency as cl
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
     import enceladus
-    from enceladus.compiler.passes import device_order
+    from enceladus.compiler.passes import access_pairs
 
     spec = next(k for k in cl.KERNELS if k[0] == "softmax")
     _, origin, fn_name, signature, constexprs, num_warps = spec
     with tempfile.TemporaryDirectory() as tmp:
         raw = getattr(cl.import_path(cl.write_modules(pathlib.Path(tmp))[origin][0]), fn_name).fn
         enceladus.compile(enceladus.jit(raw), signature=signature, constexprs=constexprs, num_warps=num_warps)
-    memos = [f for f in vars(device_order).values() if hasattr(f, "cache_info")]
+    memos = [f for f in vars(access_pairs).values() if hasattr(f, "cache_info")]
     assert memos and any(f.cache_info().currsize for f in memos)
     assert cl.forget_memoised_work() >= len(memos)
     assert all(f.cache_info().currsize == 0 for f in memos)

@@ -22,24 +22,24 @@ DEVICE_BARRIER = "threadgroup_barrier(mem_flags::mem_device)"
 def fast_answers_checked(monkeypatch):
     """Every pair that the pass decides without thread maps (``_never_shared``) in this file's kernels is decided
     again by comparing the thread maps element by element, which must agree (no barrier needed)."""
-    from enceladus.compiler.passes import device_order
+    from enceladus.compiler.passes import access_pairs
 
-    never_shared = device_order._never_shared
+    never_shared = access_pairs._never_shared
     checked = []
 
     def checking(a, b, ga, gb, d, symbolic):
         shown = never_shared(a, b, ga, gb, d, symbolic)
         if shown:
-            monkeypatch.setattr(device_order, "_never_shared", lambda *args: False)
+            monkeypatch.setattr(access_pairs, "_never_shared", lambda *args: False)
             try:
-                assert device_order.conflict(a, b) is None, (a.op, b.op, ga, gb, d)
+                assert access_pairs.conflict(a, b) is None, (a.op, b.op, ga, gb, d)
             finally:
-                monkeypatch.setattr(device_order, "_never_shared", checking)
+                monkeypatch.setattr(access_pairs, "_never_shared", checking)
             checked.append((a, b))
         return shown
 
     checking.original = never_shared
-    monkeypatch.setattr(device_order, "_never_shared", checking)
+    monkeypatch.setattr(access_pairs, "_never_shared", checking)
     return checked
 
 
@@ -181,18 +181,18 @@ def test_barrier_is_explained():
 def test_thread_maps_are_memoised_and_read_only(monkeypatch):
     """The pass memoises thread-of-element maps and exact pair decisions (compile latency): compiling a kernel
     again reuses them and decides the same barrier, and no caller can change a shared map."""
-    from enceladus.compiler.passes import device_order
+    from enceladus.compiler.passes import access_pairs
 
     def compile_once():
         return enceladus.compile(ok.add_broadcast_kernel, signature="*fp32",
                                  constexprs={"M": 16, "N": 16, "COL": False})
 
     first = compile_once()
-    maps, pairs = device_order.element_threads.cache_info(), device_order._exact_conflict.cache_info()
+    maps, pairs = access_pairs.element_threads.cache_info(), access_pairs._exact_conflict.cache_info()
     second = compile_once()
-    assert device_order.element_threads.cache_info().misses == maps.misses
-    assert device_order._exact_conflict.cache_info().misses == pairs.misses
-    assert device_order._exact_conflict.cache_info().hits > pairs.hits
+    assert access_pairs.element_threads.cache_info().misses == maps.misses
+    assert access_pairs._exact_conflict.cache_info().misses == pairs.misses
+    assert access_pairs._exact_conflict.cache_info().hits > pairs.hits
     assert first.asm["msl"] == second.asm["msl"] and second.asm["msl"].count(DEVICE_BARRIER) == 1
 
     handed_out = []
@@ -201,10 +201,10 @@ def test_thread_maps_are_memoised_and_read_only(monkeypatch):
         handed_out.append(orig(*key))
         return handed_out[-1]
 
-    orig = device_order.element_threads
-    monkeypatch.setattr(device_order, "element_threads", spy)
-    device_order._thread_facts.cache_clear()
-    device_order._exact_conflict.cache_clear()
+    orig = access_pairs.element_threads
+    monkeypatch.setattr(access_pairs, "element_threads", spy)
+    access_pairs._thread_facts.cache_clear()
+    access_pairs._exact_conflict.cache_clear()
     compile_once()
     assert handed_out
     for tids, elems in handed_out:
@@ -218,22 +218,22 @@ def test_symbolic_pairs_in_one_layout_are_decided_without_thread_maps(monkeypatc
     through stride arguments) in one layout that holds each element once are decided from the offsets and the
     layout alone (``_never_shared``): no thread map is built, no element-by-element comparison is made, and the
     MSL is the same as that comparison gives (the pair needs no barrier)."""
-    from enceladus.compiler.passes import device_order
+    from enceladus.compiler.passes import access_pairs
 
     def compile_once():
         return enceladus.compile(ok.dot_epilogue_kernel, signature="*fp32, *fp32, *fp32, i32, i32",
                                  constexprs={"M": 32, "N": 64, "K": 32, "EPILOGUE": "matrix"})
 
-    monkeypatch.setattr(device_order, "_never_shared", device_order._never_shared.original)  # (not checked here)
-    for memo in (device_order._symbolic_conflict, device_order._exact_conflict, device_order.element_threads):
+    monkeypatch.setattr(access_pairs, "_never_shared", access_pairs._never_shared.original)  # (not checked here)
+    for memo in (access_pairs._symbolic_conflict, access_pairs._exact_conflict, access_pairs.element_threads):
         memo.cache_clear()
     first = compile_once()
-    assert device_order._symbolic_conflict.cache_info().misses == 0
-    assert device_order._exact_conflict.cache_info().misses == 0
-    assert device_order.element_threads.cache_info().misses == 0
-    monkeypatch.setattr(device_order, "_never_shared", lambda *args: False)
+    assert access_pairs._symbolic_conflict.cache_info().misses == 0
+    assert access_pairs._exact_conflict.cache_info().misses == 0
+    assert access_pairs.element_threads.cache_info().misses == 0
+    monkeypatch.setattr(access_pairs, "_never_shared", lambda *args: False)
     compared = compile_once()  # the element-by-element comparison gives the same MSL
-    assert device_order._symbolic_conflict.cache_info().misses > 0  # the pair is there, with runtime strides
+    assert access_pairs._symbolic_conflict.cache_info().misses > 0  # the pair is there, with runtime strides
     assert compared.asm["msl"] == first.asm["msl"]
 
 
@@ -306,7 +306,7 @@ def test_debug_mode_without_device_races_is_silent(monkeypatch, tmp_path):
 def test_offsets_decided_without_thread_maps():
     """The two shortcuts of ``_never_shared`` on offsets alone: distinct elements at least one element apart
     (``_disjoint_elements``: a mixed radix of the index coefficients), and byte ranges apart (``_apart``)."""
-    from enceladus.compiler.passes.device_order import _apart, _disjoint_elements
+    from enceladus.compiler.passes.access_pairs import _apart, _disjoint_elements
 
     row_major = ((("#0",), 256), (("#1",), 4))  # 16 x 64 fp32, rows 256 bytes apart
     assert _disjoint_elements(row_major, (16, 64), 4)
