@@ -783,8 +783,7 @@ class Lowering(ast.NodeVisitor):
         key = (id(owner), path)
         if key not in self.global_reads:
             lineno, _, line = self.src.locate(node)
-            self.global_reads[key] = GlobalRead(owner, path, value, f"{self.src.filename}:{lineno}", line.strip(),
-                                                self.src.fn)
+            self.global_reads[key] = GlobalRead(owner, path, value, f"{self.src.filename}:{lineno}", line.strip())
 
     def eval_Tuple(self, node: ast.Tuple) -> tuple:
         return tuple(self.eval(e) for e in node.elts)

@@ -177,7 +177,6 @@ class GlobalRead:
     value: Any
     where: str  # file:line of the first read
     source_line: str = ""
-    site: Any = None  # the Python function whose source holds that line (a disk-cached kernel's path is redone)
 
     @property
     def name(self) -> str:

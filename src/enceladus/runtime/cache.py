@@ -331,7 +331,7 @@ def kernel_key(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],
 # Decoding refuses any class outside the ``enceladus`` package, so a tampered cache file cannot
 # make the loader import or construct arbitrary objects.
 
-FORMAT = 3  # 2: global_reads; 3: each read names the function whose line it cites ("site")
+FORMAT = 3  # 2: global_reads; 3: metadata["cited_files"] (the function of each file a message cites)
 _RUNTIME_METADATA = ("read_globals", "global_reads", "cache", "target")  # not stored: read_globals separately, the rest per process
 _PACKAGE = "enceladus"
 
@@ -515,10 +515,12 @@ def load_or_compile(fn: Any, signature: dict[str, str], constexprs: dict[str, An
 
 def _cited_files(metadata: dict[str, Any]) -> set[str]:
     """The source files a compiled kernel's messages cite: its line table (MSL line -> kernel line, for the cpu
-    backend's checks) and its device-log sites (tl.device_assert, tl.device_print, the MSL's bounds checks)."""
+    backend's checks), its device-log sites (tl.device_assert, tl.device_print, the MSL's bounds checks) and the
+    lines that read globals (StaleGlobalError)."""
     table = metadata.get("line_table")
     files = {table.get("file")} if isinstance(table, dict) else set()
     files.update(site.get("file") for site in metadata.get("log_sites") or ())
+    files.update(read.where.rpartition(":")[0] for read in metadata.get("global_reads") or ())
     files.discard(None)
     files.discard("")
     return files
@@ -572,6 +574,10 @@ def _relocate_cited_files(metadata: dict[str, Any], fn: Any, constexprs: dict[st
     if metadata.get("log_sites"):
         metadata["log_sites"] = [{**site, "file": moved[site["file"]]} if site.get("file") in moved else site
                                  for site in metadata["log_sites"]]
+    for read in metadata.get("global_reads") or ():
+        file, _, line = read.where.rpartition(":")
+        if file in moved:
+            read.where = f"{moved[file]}:{line}"
 
 
 def load_kernel(key: str) -> CompiledKernel | None:

@@ -145,7 +145,7 @@ def encode_reads(reads: tuple[GlobalRead, ...]) -> list[dict[str, Any]]:
         except Unkeyable:
             desc = None
         out.append({"owner": _owner_id(r.owner), "path": list(r.path), "desc": desc, "where": r.where,
-                    "line": r.source_line, "site": None if r.site is None else _owner_id(r.site)})
+                    "line": r.source_line})
     return out
 
 
@@ -170,17 +170,8 @@ def bind_reads(fn: Any, constexprs: dict[str, Any], stored: list[dict[str, Any]]
                     return None
             except Unkeyable:
                 return None
-        site = owners.get(s["site"])
-        out.append(GlobalRead(owner, path, value, _relocated(str(s["where"]), site), str(s["line"]), site))
+        out.append(GlobalRead(owner, path, value, str(s["where"]), str(s["line"])))
     return tuple(out)
-
-
-def _relocated(where: str, site: Any) -> str:
-    """A stored ``file:line`` with the file of ``site`` as this process has it: the disk key holds a function's
-    file name and line numbers but not its folder, so the entry may come from a copy of the same code elsewhere
-    (another checkout, a moved project). Unchanged when the function is not found."""
-    file = getattr(getattr(site, "__code__", None), "co_filename", None)
-    return f"{file}:{where.rsplit(':', 1)[-1]}" if file else where
 
 
 def _resolve(owner: Any, path: tuple[str, ...]) -> Any:
