@@ -107,6 +107,15 @@ def _load_average() -> list[float] | None:
         return None
 
 
+def _child_env(tmp: Path) -> dict[str, str]:
+    """The children's environment: a new kernel cache in ``tmp``, bytecode cached there too (as in any installed
+    package), the cache enabled."""
+    env = {**os.environ, "ENCELADUS_CACHE_DIR": str(tmp / "cache"), "PYTHONPYCACHEPREFIX": str(tmp / "pyc")}
+    for var in ("ENCELADUS_CACHE", "PYTHONDONTWRITEBYTECODE"):
+        env.pop(var, None)
+    return env
+
+
 def imports_breakdown(runs: int, out: Path) -> None:
     """Run the child (cached) under ``python -X importtime`` and report each module imported after ``import
     enceladus``: its own import time (``self``, without the modules it imports), median and fastest over ``runs``
@@ -116,9 +125,7 @@ def imports_breakdown(runs: int, out: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="enceladus-fresh-imports-") as tmp:
         script = Path(tmp) / "child.py"
         script.write_text(child)
-        env = {**os.environ, "ENCELADUS_CACHE_DIR": str(Path(tmp) / "cache"), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc")}
-        for var in ("ENCELADUS_CACHE", "PYTHONDONTWRITEBYTECODE"):
-            env.pop(var, None)
+        env = _child_env(Path(tmp))
         for i in range(runs + 1):  # the first process compiles and fills the cache
             res = subprocess.run([sys.executable, "-X", "importtime", str(script)], capture_output=True, text=True,
                                  env=env, cwd=ROOT, timeout=300)
@@ -172,10 +179,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="enceladus-fresh-") as tmp:
         script = Path(tmp) / "child.py"
         script.write_text(CHILD)
-        # bytecode cached (in the temporary directory), as in any installed package
-        env = {**os.environ, "ENCELADUS_CACHE_DIR": str(Path(tmp) / "cache"), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc")}
-        for var in ("ENCELADUS_CACHE", "PYTHONDONTWRITEBYTECODE"):
-            env.pop(var, None)
+        env = _child_env(Path(tmp))
         first = run_child(script, env)  # compiles and fills the cache
         assert first["compiled"] == 1, first
         cached = [run_child(script, env) for _ in range(args.runs)]
