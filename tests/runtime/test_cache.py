@@ -103,8 +103,9 @@ LOADED_SCRIPT = KERNEL_SCRIPT + textwrap.dedent("""
     cpu_modules = sorted(m for m in sys.modules if m.startswith("enceladus.backends.cpu."))
     default_stream = stream._default is not None
     k = axpy.warmup(x, y, out, x.size, 2.0, BLOCK=256)
+    warmed = sorted(m for m in sys.modules if m.startswith("enceladus.compiler"))
     print("LOADED " + json.dumps({"compiler": loaded, "cpu": cpu_modules, "default_stream": default_stream,
-                                  "layouts": [str(lay) for lay in k.metadata["layouts"]]}))
+                                  "warmup": warmed, "layouts": [str(lay) for lay in k.metadata["layouts"]]}))
 """)
 
 
@@ -126,11 +127,12 @@ def _first_and_cached_run(tmp_path: Path, script_text: str, tag: str, parse) -> 
 
 def test_cached_launch_in_a_fresh_process_loads_no_compiler(tmp_path: Path) -> None:
     """The cached path of a fresh process (#26): no compiler module beyond the kernel records, no MSL parser or
-    translator of the cpu backend, no memory module or stream worker for a synchronous launch on NumPy arrays; the
-    layouts still read back."""
+    translator of the cpu backend, no memory module or stream worker for a synchronous launch on NumPy arrays; nor
+    does ``warmup`` (its handle's metadata leaves the layouts undecoded until read), and the layouts still read back."""
     first, cached = _first_and_cached_run(tmp_path, LOADED_SCRIPT, "LOADED ", json.loads)
     assert "enceladus.compiler.driver" in first["compiler"]  # (the check sees what a compile loads)
     assert set(cached["compiler"]) <= CACHED_PATH_COMPILER_MODULES, cached["compiler"]
+    assert set(cached["warmup"]) <= CACHED_PATH_COMPILER_MODULES, cached["warmup"]
     assert not {"enceladus.backends.cpu.signature", "enceladus.backends.cpu.translate",
                 "enceladus.backends.cpu.queue", "enceladus.backends.cpu.memory"} & set(cached["cpu"]), cached["cpu"]
     assert not cached["default_stream"]  # a launch on NumPy arrays ran on the calling thread
@@ -359,6 +361,25 @@ def test_lazy_metadata_read_by_many_threads_at_once() -> None:
             t.join()
         assert errors == [] and got == [["decoded"]] * 8
         assert dict.__contains__(md, "layouts") and md.names() == ["num_warps", "layouts"]
+
+
+def test_a_copy_of_lazy_metadata_makes_nothing_and_shares_what_is_made() -> None:
+    """What ``warmup`` returns copies the kernel's metadata (``KernelMetadata``) without decoding its layouts (#26:
+    decoding them imports the compiler's layout classes, ~1.3 ms of a fresh process); read from either, a value is
+    made once."""
+    from enceladus.compiler.kernel import LazyDict
+    from enceladus.runtime.compiled import KernelMetadata
+
+    made = []
+    source = LazyDict({"num_warps": 4}, lazy={"layouts": lambda: made.append(1) or ["L0"]})
+    md = KernelMetadata.copy_of(source)
+    md.update(name="k", num_warps=8)
+    assert made == [] and md.names() == ["num_warps", "name", "layouts"] and len(md) == 3
+    assert md.num_warps == 8 and source["num_warps"] == 4 and md.name == "k"  # the copy's own values
+    assert md.layouts == ["L0"] and source["layouts"] == ["L0"] and made == [1]
+    md.update(layouts=["mine"])  # a value given replaces the maker (dict.update would keep both)
+    assert md["layouts"] == ["mine"] and source["layouts"] == ["L0"]
+    assert KernelMetadata.copy_of({"a": 1}) == {"a": 1}
 
 
 def test_encoding_refuses_foreign_objects() -> None:

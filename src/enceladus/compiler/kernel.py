@@ -149,6 +149,17 @@ class LazyDict(dict):
         self._make_all()
         return dict.copy(self)
 
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():  # (dict.update would leave a lazy maker beside the value)
+            self[key] = value
+
+    @classmethod
+    def copy_of(cls, source: dict[str, Any]) -> LazyDict:
+        """A copy of ``source`` (a dict or a LazyDict) that makes nothing: a value ``source`` has yet to make is
+        read from ``source`` on first use, so it is made once for both."""
+        pending = tuple(getattr(source, "_lazy", ()))  # before the values: a key made meanwhile is still read
+        return cls(dict(dict.items(source)), {key: lambda key=key: source[key] for key in pending})
+
     def __repr__(self) -> str:
         self._make_all()
         return dict.__repr__(self)

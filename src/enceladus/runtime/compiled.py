@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..compiler.kernel import CompiledKernel
+from ..compiler.kernel import CompiledKernel, LazyDict
 from . import structs
 
 NOMINAL_MAX_NUM_REGS = 65536  # 32-bit registers per program that tutorials divide by n_regs
@@ -23,8 +23,9 @@ MAX_THREADS_PER_THREADGROUP = 1024
 NOMINAL_N_REGS = NOMINAL_MAX_NUM_REGS // MAX_THREADS_PER_THREADGROUP
 
 
-class KernelMetadata(dict):
-    """The compiled kernel's metadata, readable as attributes too (``metadata.shared``, ``metadata.num_warps``)."""
+class KernelMetadata(LazyDict):
+    """The compiled kernel's metadata, readable as attributes too (``metadata.shared``, ``metadata.num_warps``). A
+    copy of the kernel's that leaves its lazy values (a cached kernel's ``layouts``) to be made on first use."""
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -48,9 +49,9 @@ class CompiledHandle:
         self.__dict__["interpreted"] = interpreted
         self.__dict__["constexprs"] = constexprs
         if kernel is None:
-            md = KernelMetadata(name=fn.__name__, shared=0, threads_per_threadgroup=32 * num_warps)
+            md = KernelMetadata({"name": fn.__name__, "shared": 0, "threads_per_threadgroup": 32 * num_warps})
         else:
-            md = KernelMetadata(kernel.metadata)
+            md = KernelMetadata.copy_of(kernel.metadata)
             md.update(name=kernel.name, shared=kernel.abi.threadgroup_memory,
                       threads_per_threadgroup=kernel.abi.threads_per_threadgroup)
         md.update(num_warps=num_warps, num_stages=num_stages, num_ctas=1, warp_size=32)
