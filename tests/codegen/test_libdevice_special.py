@@ -197,3 +197,26 @@ def test_bessel_special_values():
         run_on_all_paths(lk.ld1_kernel, (1,), lambda: (x.copy(), np.zeros(x.size, F32), x.size),
                          lambda *a, w=w: {1: np.array(w, F32)}, constexprs={"OP": name, "BLOCK": 8}, rtol=1e-6,
                          atol=1e-7)
+
+
+def test_lgamma_keeps_its_relative_accuracy_where_it_vanishes():
+    """lgamma is 0 at x = 1 and x = 2: there its value is a small number, and log(tgamma(x)) would carry
+    tgamma's absolute error into it (relative errors of 1 and more next to 2, when computed that way). The
+    series for lgamma(2 + z) keeps the error relative to the value: within 2e-6 (about 17 ulp; 20 ulp under
+    ENCELADUS_CPU_PERTURB=1, Apple's worst errors for precise::log and precise::exp), and exact zeros exact."""
+    steps = 2.0 ** -np.arange(1, 23)
+    x = np.concatenate([1 + steps, 1 - steps / 2, 2 + 2 * steps, 2 - steps, RNG.uniform(0.5, 2.5, 200),
+                        [1.0, 2.0, 1.4616321]]).astype(F32)
+    want = np.array([math.lgamma(float(v)) for v in x])
+
+    def check(args, expected, path):
+        got = np.asarray(args[1]).astype(np.float64)
+        exact_zero = want == 0
+        assert (got[exact_zero] == 0).all(), f"lgamma on the {path} path: {got[exact_zero]} at x = 1 and 2, want 0"
+        rel = np.abs(got - want)[~exact_zero] / np.abs(want[~exact_zero])
+        worst = int(np.argmax(rel))
+        assert rel[worst] <= 2e-6, (f"lgamma on the {path} path: relative error {rel[worst]:.2e} at "
+                                    f"x = {x[~exact_zero][worst]!r}")
+
+    run_on_all_paths(lk.ld1_kernel, (1,), lambda: (x.copy(), np.zeros(x.size, F32), x.size), lambda *a: {1: want},
+                     check=check, constexprs={"OP": "lgamma", "BLOCK": 512})

@@ -360,17 +360,43 @@ static inline float enc_ld_normcdf(float x) {
     return 0.5f * enc_ld_erfcx_pos(-x * 0.70710678118654752f) * precise::exp(-0.5f * h) * (1.0f - 0.5f * l);
 }
 static inline float enc_ld_normcdfinv(float p) { return -1.41421356237309505f * enc_ld_erfcinv(2.0f * p); }
-// Gamma: Stirling's series from x >= 10, the recurrence below, reflection for x < 0.5
-static inline float enc_ld_stirling(float x) {  // 1/(12x) - 1/(360x^3) + 1/(1260x^5): log(Gamma) correction
+// Gamma. lgamma(2 + z), |z| <= 1/2, by its Taylor series (1 - euler_gamma) z + sum over k >= 2 of
+// (-1)^k (zeta(k) - 1) / k z^k, to k = 14
+// (the next term is below 3e-10 of the result): accurate relative to the result where lgamma vanishes (x = 1, 2),
+// with no log of a value near 1 and no pow (Apple allows precise::pow 16 ulp).
+static inline float enc_ld_lgamma2(float z) {
+    float s = 4.374866789907486e-06f;
+    s = fma(s, z, -9.439488275268395e-06f);
+    s = fma(s, z, 2.0507212775670674e-05f);
+    s = fma(s, z, -4.492623673813315e-05f);
+    s = fma(s, z, 9.945751278180861e-05f);
+    s = fma(s, z, -0.00022315475845357936f);
+    s = fma(s, z, 0.0005096695247430426f);
+    s = fma(s, z, -0.00119275391170326f);
+    s = fma(s, z, 0.002890510330741523f);
+    s = fma(s, z, -0.007385551028673986f);
+    s = fma(s, z, 0.020580808427784526f);
+    s = fma(s, z, -0.06735230105319737f);
+    s = fma(s, z, 0.3224670334241132f);
+    s = fma(s, z, 0.42278433509846713f);
+    return s * z;
+}
+// Stirling's correction to log(Gamma) from x >= 10: 1/(12x) - 1/(360x^3) + 1/(1260x^5)
+static inline float enc_ld_stirling(float x) {
     const float r = 1.0f / x, r2 = r * r;
     return r * (0.0833333333f - r2 * (0.00277777778f - r2 * 0.000793650794f));
 }
-static inline float enc_ld_tgamma_pos(float x) {  // x >= 0.5
-    float scale = 1.0f;
-    while (x < 10.0f) { scale *= x; x += 1.0f; }
+// Gamma(x), 0.5 <= x: x < 1.5 from Gamma(x + 1) / x; above, Gamma(y) for y = x - n in [1.5, 2.5) times
+// y (y + 1) ... (x - 1), smallest factor first so no partial product overflows before the result does
+// (every y + k is exact: x - n and its successors lie on x's grid)
+static inline float enc_ld_tgamma_pos(float x) {
     if (x > 35.1f) return INFINITY;
-    const float p = precise::pow(x, 0.5f * x - 0.25f);  // x^(x - 1/2) in two halves (no overflow)
-    return p * (p * precise::exp(-x)) * 2.5066282746310002f * precise::exp(enc_ld_stirling(x)) / scale;
+    if (x < 1.5f) return precise::exp(enc_ld_lgamma2(x - 1.0f)) / x;  // x - 1 exact (Sterbenz)
+    float y = x;
+    while (y >= 2.5f) y -= 1.0f;
+    float g = precise::exp(enc_ld_lgamma2(y - 2.0f));
+    for (float t = y; t < x; t += 1.0f) g *= t;
+    return g;
 }
 static inline float enc_ld_tgamma(float x) {
     if (isnan(x) || x == INFINITY) return x;
@@ -382,10 +408,15 @@ static inline float enc_ld_tgamma(float x) {
     const float g = enc_ld_tgamma_pos(1.0f - x);
     return 3.14159265358979323846f / (s * g);  // Euler's reflection
 }
-static inline float enc_ld_lgamma_pos(float x) {  // x > 0
+// log(Gamma(x)), x > 0: below 2.5 by the series (1/2 <= x < 3/2 through Gamma(x + 1) / x, x < 1/2 through
+// Gamma(x + 2) / (x (x + 1))); to 10 as log((x - 1) ... y) + lgamma(y), y in [1.5, 2.5); Stirling above
+static inline float enc_ld_lgamma_pos(float x) {
+    if (x < 0.5f) return enc_ld_lgamma2(x) - precise::log(x * (1.0f + x));
+    if (x < 1.5f) return enc_ld_lgamma2(x - 1.0f) - precise::log(x);
     if (x < 10.0f) {
-        if (x < 0.5f) return precise::log(enc_ld_tgamma_pos(x + 1.0f) / x);
-        return precise::log(enc_ld_tgamma_pos(x));
+        float y = x, p = 1.0f;
+        while (y >= 2.5f) { y -= 1.0f; p *= y; }
+        return precise::log(p) + enc_ld_lgamma2(y - 2.0f);
     }
     return (x - 0.5f) * precise::log(x) - x + 0.9189385332046727f + enc_ld_stirling(x);
 }
