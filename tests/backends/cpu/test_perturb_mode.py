@@ -1,7 +1,7 @@
 """The cpu backend's perturbation mode (ENCELADUS_CPU_PERTURB=1, docs/floating_point.md): every math function whose
 Apple bound exceeds 0.5 ulp returns a result as far from the exact value as that bound allows, so that the test
 suite's tolerances are shown to hold for the worst error an Apple GPU may give. The last test runs the whole of
-tests/codegen and tests/conformance in that mode (CI runs only the README's pytest command)."""
+tests/codegen, tests/conformance and tests/fuzz in that mode (CI runs only the README's pytest command)."""
 
 from __future__ import annotations
 
@@ -121,13 +121,13 @@ def test_special_values_are_not_perturbed(both_libs):
     np.testing.assert_array_equal(y, 0.0)  # exact zeros stay exact: 0 ulp of error is all Apple allows there
 
 
-# The whole of tests/codegen and tests/conformance runs in the mode, on fp32 (fp16/bf16 results round the
-# perturbation away): a hand-picked subset went stale once (test_libdevice_special, added after the subset was
-# chosen, failed in the mode: lgamma near its zeros). Its own two xdist workers; about 3 minutes of 2 cores.
-PERTURBED_DIRS = ("tests/codegen", "tests/conformance")
+# The whole of tests/codegen, tests/conformance and the differential fuzzer runs in the mode, on fp32 (fp16/bf16
+# results round the perturbation away): a hand-picked subset went stale once (test_libdevice_special, added after
+# the subset was chosen, failed in the mode: lgamma near its zeros). Its own two xdist workers; about 3 minutes.
+PERTURBED_DIRS = ("tests/codegen", "tests/conformance", "tests/fuzz")
 
 
-def test_codegen_and_conformance_pass_under_apples_worst_error():
+def test_codegen_conformance_and_fuzz_pass_under_apples_worst_error():
     env = dict(os.environ, ENCELADUS_CPU_PERTURB="1", ENCELADUS_PROXY_CHECK="0")
     for name in [k for k in env if k.startswith(("PYTEST_", "COV_"))]:
         env.pop(name)  # a fresh pytest run, not a worker of this one
