@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain, compress, count
 from operator import attrgetter
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ..language.core import tensor as tl_tensor
@@ -85,6 +86,7 @@ class Value:
 
 
 tl_tensor.register(Value)  # isinstance(x, tl.tensor) holds for every runtime value in a kernel, as in Triton
+_NO_ATTRS = MappingProxyType({})  # the attributes of an op without any
 
 
 class Op:
@@ -100,10 +102,12 @@ class Op:
                  loc: Loc | None = None):
         self.name = name
         self.operands = list(operands)
-        self.results: list[Value] = []
-        self.attrs = dict(attrs or {})
+        # results and regions are assigned whole, never changed in place: most ops share one empty tuple of each
+        # (and one read-only empty mapping of attributes), which also spares the garbage collector three objects
+        self.results: list[Value] | tuple[()] = ()
+        self.attrs: dict[str, Any] | MappingProxyType = dict(attrs) if attrs else _NO_ATTRS
         self.loc = loc
-        self.regions: list[Block] = []
+        self.regions: list[Block] | tuple[()] = ()
 
     @property
     def result(self) -> Value | None:
@@ -227,8 +231,11 @@ class Function:
 
     def append(self, name: str, operands: list[Value], result_type: Type | None,
                attrs: dict[str, Any] | None = None, loc: Loc | None = None) -> Value | None:
-        """``append_op`` with one result type or none (inline: nearly every op of every kernel is made here)."""
-        op = Op(name, operands, attrs, loc)
+        """``append_op`` with one result type or none (inline: nearly every op of every kernel is made here).
+        ``attrs`` (the builder's keyword arguments, made for this call) becomes the op's own, without a copy."""
+        op = Op(name, operands, None, loc)
+        if attrs:
+            op.attrs = attrs
         self._insertion[-1].ops.append(op)
         if result_type is None:
             return None

@@ -11,10 +11,10 @@ import linecache
 import re
 import textwrap
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from ..errors import CompilationError
+from ..language.dtypes import derived
 
 
 @dataclass
@@ -24,7 +24,7 @@ class KernelSource:
     fn: Any
     text_override: str | None = None  # the source when it is not in a file (exec, _unsafe_update_src)
 
-    @cached_property
+    @derived  # parsed on first use (functools.cached_property would take a lock and read __dict__: see derived)
     def _parsed(self) -> tuple[ast.FunctionDef, list[str], int, int, str]:
         if self.text_override is not None:
             return _parse_text(self.text_override, self.fn)
@@ -53,7 +53,7 @@ class KernelSource:
     def filename(self) -> str:
         return self._parsed[4]
 
-    @cached_property
+    @derived
     def text(self) -> str:
         return "".join(self._parsed[1])
 

@@ -19,6 +19,7 @@ from itertools import repeat
 
 import numpy as np
 
+from ...language.dtypes import derived
 from .. import ir
 from ..layout import WARP_SIZE, BlockedLayout, MmaLayout, TileLayout
 
@@ -186,7 +187,7 @@ class Access:
         self.shape, self.itemsize = shape, itemsize
         self.threads = threads  # the key of every (thread, element) pair that touches memory (``_thread_map``)
 
-    @functools.cached_property
+    @derived  # (functools.cached_property takes a lock and reads the instance's __dict__: see derived)
     def poly(self) -> Poly | None:
         return self._poly_of()
 

@@ -95,10 +95,14 @@ class LayoutPlan:
     def demand(self, v: ir.Value, layout: TileLayout) -> None:
         if not v.type.is_tile:
             return
+        lst = self.needs.get(v.id)
+        if lst is not None and layout in lst:
+            return  # demanded before (and checked then)
         if not fits(layout, v.type.shape):  # a compiler bug, never a user error: fail loudly, never miscompile
             raise ir.VerificationError(f"{v!r} of shape {list(v.type.shape)} cannot be held in {layout}")
-        lst = self.needs.setdefault(v.id, [])
-        if layout not in lst:
+        if lst is None:
+            self.needs[v.id] = [layout]
+        else:
             lst.append(layout)
 
 
@@ -112,9 +116,9 @@ class _Assigner:
         self.axis = axis or {}
         # the device's thread_elements() lane mapping is the assumed one (a probe may say otherwise: MSL_AUDIT D4)
         self.fragments_in_registers = fragments_in_registers
-        self.defs: dict[int, ir.Op] = {}  # value id -> the op that makes it
-        self.loop_of: dict[int, int | None] = {}  # value id -> id of its innermost loop op
-        self.op_loop: dict[int, int | None] = {}  # id(op) -> id of its innermost loop op
+        # (the op that makes a value is its ``op``: None for arguments and block arguments)
+        self.loop_of: dict[int, int] = {}  # value id -> id of its innermost loop op (absent: outside every loop)
+        self.op_loop: dict[int, int] = {}  # id(op) -> id of its innermost loop op (absent: outside every loop)
         self.plan = LayoutPlan()
         self.ops: list[ir.Op] = self.plan.ops  # every op, depth first (ir.walk), collected by _scan
         self._scan(fn.body, None)
@@ -134,12 +138,11 @@ class _Assigner:
                 self.itemsize[shape] = min(self.itemsize.get(shape, size), size)
 
     def _scan(self, block: ir.Block, loop: int | None) -> None:
-        """One walk of the IR: the op list, where each op and value is defined, and which values are pure
+        """One walk of the IR: the op list, the loop each op and value is defined in, and which values are pure
         (``plan.pure``: computed only from indices, constants and scalars; a block argument never is)."""
-        ops, op_loop, defs, loop_of, pure = self.ops, self.op_loop, self.defs, self.loop_of, self.plan.pure
+        ops, pure = self.ops, self.plan.pure
         for op in block.ops:
             ops.append(op)
-            op_loop[id(op)] = loop
             # scalars are uniform: a splat of any scalar is available in every layout
             ok = op.name in _TRANSPARENT
             if ok:
@@ -148,14 +151,17 @@ class _Assigner:
                         ok = False
                         break
             for r in op.results:
-                defs[r.id] = op
-                loop_of[r.id] = loop
                 pure[r.id] = ok or not r.type.is_tile
+            if loop is not None:
+                self.op_loop[id(op)] = loop
+                for r in op.results:
+                    self.loop_of[r.id] = loop
             if op.regions:
                 inner = id(op) if op.name in ("for", "while") else loop
                 for region in op.regions:
                     for a in region.args:
-                        loop_of[a.id] = inner
+                        if inner is not None:
+                            self.loop_of[a.id] = inner
                         pure[a.id] = False
                     self._scan(region, inner)
 
@@ -169,7 +175,7 @@ class _Assigner:
             todo, seen = [op.operands[0]], set()
             while todo:
                 v = todo.pop()
-                d = self.defs.get(v.id)
+                d = v.op
                 if d is None or v.id in seen:
                     continue
                 seen.add(v.id)
@@ -197,7 +203,7 @@ class _Assigner:
         2-D load whose pointers run contiguously down the columns (K^T read from a row-major K), its transpose
         (a view of the blocked layout of the transposed shape), so that each thread's run follows memory and
         the load is 16-byte vectorized."""
-        op = self.defs.get(v.id)
+        op = v.op
         shape = v.type.shape
         if op is not None and op.name == "load" and len(shape) == 2 and op.operands[0].id in self.axis:
             contig = self.axis[op.operands[0].id].contiguity
@@ -248,6 +254,8 @@ class _Assigner:
     def prefer_block(self, block: ir.Block) -> None:
         pref = self.pref
         for op in block.ops:
+            if not pref and not op.regions and op.name != "dot":
+                continue  # every preference comes from a dot: none yet, none to pass on
             name = op.name
             if name == "dot":
                 mma = self.dot_layout(op)
@@ -355,7 +363,7 @@ class _Assigner:
         """A new assigner for the same function and options with ``carried_hints``, sharing this one's scan of
         the IR and its forward walks (purity, preferences, the dots' decisions: the same whatever the hints)."""
         other = object.__new__(_Assigner)
-        for name in ("matmul2d_rejects", "axis", "fragments_in_registers", "defs", "loop_of", "op_loop", "ops",
+        for name in ("matmul2d_rejects", "axis", "fragments_in_registers", "loop_of", "op_loop", "ops",
                      "names", "_uses", "feeds_a", "fn", "num_warps", "dot_backend", "itemsize"):
             setattr(other, name, getattr(self, name))
         other.carried_hints = carried_hints
@@ -398,13 +406,13 @@ class _Assigner:
             -> tuple[ir.Op, int | None] | None:
         """The dot accumulating into the carried value ``arg`` and yielding ``y`` (plus the id of the ``add`` folded
         into it), or None when the pattern does not hold."""
-        op = self.defs.get(y.id)
+        op = y.op
         if op is None or id(op) not in top or not y.type.is_tile or y.type.element.name != "fp32":
             return None
         absorbed = None
         if op.name == "add" and arg in op.operands and len(op.operands) == 2:
             other = op.operands[1] if op.operands[0] is arg else op.operands[0]
-            dot = self.defs.get(other.id)
+            dot = other.op
             if dot is None or dot.name != "dot" or id(dot) not in top or uses.get(other.id) != 1 \
                     or not self._zeros(dot.operands[2]):
                 return None
@@ -418,10 +426,10 @@ class _Assigner:
 
     def _zeros(self, v: ir.Value) -> bool:
         """Whether ``v`` is a splat of the constant 0."""
-        op = self.defs.get(v.id)
+        op = v.op
         if op is None or op.name != "splat":
             return False
-        c = self.defs.get(op.operands[0].id)
+        c = op.operands[0].op
         return c is not None and c.name == "const" and c.attrs.get("value") == 0
 
     # --- atomics onto consecutive addresses: consecutive lanes on consecutive elements ------------------------
@@ -478,7 +486,7 @@ class _Assigner:
             uses_inside[v.id] = uses_inside.get(v.id, 0) + 1
             if v.id in cone:
                 continue
-            d = self.defs.get(v.id)
+            d = v.op
             if d is None or v.type.shape != shape or v.id in self.pref \
                     or not (d.name == "load" or (d.name in ir.ELEMENTWISE and len(d.results) == 1)):
                 return None  # a loop-carried value, a reduction, a dot, a broadcast row, ...
