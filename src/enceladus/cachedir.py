@@ -10,7 +10,8 @@ It sits below the backends (like ``errors.py``) so both layers use one implement
   directory: nothing is written to the user's cache.
 - :func:`write_entry` / :func:`read_entry`: a header line records the entry's format, its own key, a SHA-256
   and the length of the payload; :func:`read_entry` discards (with one warning) a file that is damaged or
-  holds another key's data.
+  holds another key's data. Payloads of plain data (kernel entries, records) are :func:`dump_data` /
+  :func:`load_data`: ``marshal``, built into the interpreter.
 - :func:`write_atomic` writes through a temporary file and a rename; temporaries left behind by an
   interrupted write (``.<name>.<random>.tmp``) are removed by the next process that writes to that directory.
 
@@ -21,6 +22,7 @@ process milliseconds, and the cached path must stay light.
 from __future__ import annotations
 
 import contextlib
+import marshal
 import os
 import stat
 import sys
@@ -36,11 +38,11 @@ try:
 except ImportError:
     from hashlib import sha256
 
-__all__ = ["CacheDirWarning", "CacheSecurityError", "base", "configured", "enabled", "read_entry", "sha256",
-           "subdir", "write_atomic", "write_entry"]
+__all__ = ["CacheDirWarning", "CacheSecurityError", "base", "check_entry", "configured", "dump_data", "enabled", "load_data",
+           "read_data", "read_entry", "sha256", "subdir", "write_atomic", "write_entry"]
 
 MAGIC = b"ENCELADUS-CACHE"
-ENTRY_FORMAT = 2  # 2: the header records the entry's own key
+ENTRY_FORMAT = 3  # 2: the header records the entry's own key; 3: payloads of plain data are marshal, not JSON
 TMP_SUFFIX = ".tmp"
 STALE_TMP_S = 3600.0  # a temporary this old is left from an interrupted write (builds time out after 600 s)
 
@@ -266,6 +268,16 @@ def read_entry(path: str, key: str) -> bytes | None:
     except OSError as e:
         note(f"cannot read cache entry {path}: {e}")
         return None
+    payload, problem = check_entry(raw, key)
+    if problem is None:
+        return payload
+    discard(path, None if problem == "old" else f"cache entry {path} {problem}; it is discarded and rebuilt")
+    return None
+
+
+def check_entry(raw: bytes, key: str) -> tuple[bytes, str | None]:
+    """``(payload, None)`` for the bytes of an entry written under ``key`` that passes every check, else
+    ``(b"", what is wrong)`` ("old" for another format). Nothing is deleted (see :func:`read_entry`)."""
     header, sep, payload = raw.partition(b"\n")
     parts = header.split(b" ")
     problem = None
@@ -277,61 +289,56 @@ def read_entry(path: str, key: str) -> bytes | None:
         problem = "is damaged (checksum or length mismatch)"
     elif parts[2] != key.encode():
         problem = f"holds the entry of another key ({parts[2][:16].decode(errors='replace')}...)"
-    if problem is None:
-        return payload
-    discard(path, None if problem == "old" else f"cache entry {path} {problem}; it is discarded and rebuilt")
-    return None
+    return (payload, None) if problem is None else (b"", problem)
 
 
-# --- JSON without the json package ----------------------------------------------------------------------------
-# A process that only loads cached kernels reads a handful of small JSON entries; importing the json package (four
-# modules) costs it ~1.5 ms. The interpreter's own C scanner (``_json``, which json.loads uses underneath) decodes
-# them the same way; json is imported only when ``_json`` is missing and on the writing side.
-class _ScanContext:
-    """What ``_json.make_scanner`` reads from a JSONDecoder: json.loads's defaults (strict strings, plain dicts,
-    NaN/Infinity accepted as json accepts them)."""
-
-    __slots__ = ("strict", "object_hook", "object_pairs_hook", "parse_float", "parse_int", "parse_constant")
-
-    def __init__(self) -> None:
-        self.strict = True
-        self.object_hook = None
-        self.object_pairs_hook = None
-        self.parse_float = float
-        self.parse_int = int
-        self.parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+# --- plain data, without the json package ------------------------------------------------------------------------
+# Kernel entries, autotuning results and the cpu backend's records are plain data: dicts, lists, tuples, str, bytes,
+# int, float, bool, None. They are stored with ``marshal``, which is built into the interpreter: decoding JSON, even
+# with json's C scanner alone, makes a fresh process load the ``_json`` shared library (~0.2-0.3 ms on the cached
+# path, #26), and marshal reads tuples, non-string keys and NaN as they are. ``marshal`` is not meant for data from
+# elsewhere: a payload is decoded only after its entry's key, length and SHA-256 have been checked (read_entry), so it
+# is what this user's Enceladus wrote, and only plain values are written (nothing decoded is ever run; no pickle).
+MARSHAL_VERSION = 4  # the data format of Python 3.4 and later: an entry is readable by every supported Python
+_PLAIN = (str, int, float, bool, type(None), bytes)
 
 
-_scanner: Any = None
-_JSON_SPACE = " \t\n\r"
+def dump_data(value: Any) -> bytes:
+    """The payload of a plain value (see above); ValueError naming the first value that is not plain data."""
+    _check_plain(value)
+    return marshal.dumps(value, MARSHAL_VERSION)
 
 
-def loads(data: bytes | str) -> Any:
-    """``json.loads(data)`` for UTF-8 bytes or text, without importing json (see above); ValueError (or
-    UnicodeDecodeError) when ``data`` is not one JSON document."""
-    global _scanner
-    text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
-    if _scanner is None:
-        try:
-            from _json import make_scanner
-        except ImportError:  # an interpreter without the C accelerator
-            import json
+def _check_plain(value: Any) -> None:
+    t = type(value)
+    if t in _PLAIN:
+        return
+    if t is list or t is tuple:
+        for v in value:
+            _check_plain(v)
+        return
+    if t is dict:
+        for k, v in value.items():
+            _check_plain(k)
+            _check_plain(v)
+        return
+    raise ValueError(f"a {t.__module__}.{t.__qualname__} is not plain data for the cache: {value!r:.60}")
 
-            return json.loads(text)
-        _scanner = make_scanner(_ScanContext())
-    n = len(text)
-    start = 0
-    while start < n and text[start] in _JSON_SPACE:
-        start += 1
+
+def load_data(payload: bytes) -> Any:
+    """The value of a :func:`dump_data` payload; ValueError if ``payload`` is not one. (Its readers check the shape
+    they expect: a kernel entry's decoding refuses any value it did not write.)"""
     try:
-        value, end = _scanner(text, start)
-    except StopIteration as e:
-        raise ValueError(f"not JSON: expecting a value at character {e.value}") from None
-    while end < n and text[end] in _JSON_SPACE:
-        end += 1
-    if end != n:
-        raise ValueError(f"not JSON: extra data at character {end}")
-    return value
+        return marshal.loads(payload)
+    except (EOFError, ValueError, TypeError) as e:
+        raise ValueError(f"not a cache payload: {e}") from None
+
+
+def read_data(path: str, key: str) -> Any:
+    """The plain value stored under ``key`` at ``path`` (:func:`read_entry`, then :func:`load_data`), or None when
+    there is none; ValueError when the payload is not plain data."""
+    payload = read_entry(path, key)
+    return None if payload is None else load_data(payload)
 
 
 def dumps_plain(value: Any) -> str:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import enceladus
+from enceladus import cachedir
 from enceladus.runtime import cache, cache_listing, guards, serialize
 
 from . import launch_kernels as lk
@@ -143,11 +144,11 @@ def test_cached_launch_in_a_fresh_process_loads_no_compiler(tmp_path: Path) -> N
 OPENED_SCRIPT = textwrap.dedent("""
     import sys
     import numpy, enceladus, enceladus.language
-    had_json = "json" in sys.modules
+    had_json = "json" in sys.modules or "_json" in sys.modules
     opened = []
     sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" else None)
 """) + KERNEL_SCRIPT.replace("np.testing.assert_allclose(out, 2 * x + y)", textwrap.dedent("""
-    json_modules = sorted(m for m in sys.modules if m == "json" or m.startswith("json."))
+    json_modules = sorted(m for m in sys.modules if m in ("json", "_json") or m.startswith("json."))
     assert (out == 2 * x + y).all()  # (numpy.testing would import json)
 """).strip()) + textwrap.dedent("""
     print("OPENED " + repr({"json": json_modules, "had_json": had_json, "opened": opened}))
@@ -155,9 +156,10 @@ OPENED_SCRIPT = textwrap.dedent("""
 
 
 def test_cached_launch_in_a_fresh_process_imports_no_json_and_reads_no_runtime_source(tmp_path: Path) -> None:
-    """#26: the cache entries of a cached launch are read with the interpreter's C JSON scanner (the json package,
-    four modules, is imported by writers only), and the cached cpu runtime is found by a key derived from the
-    headers' digest, without reading its 61 KB source; the integrity checks still read each library once."""
+    """#26: cache entries and records are marshal data (cachedir.dump_data), so neither a cached launch nor a compile
+    loads a JSON decoder (the json package, four modules, nor its C scanner ``_json``, a shared library: ~0.2-0.3 ms of
+    a fresh process); the cached cpu runtime is found by a key derived from the headers' digest, without reading its
+    61 KB source; the integrity checks still read each library once."""
     import ast
 
     cache_dir = tmp_path / "cache"
@@ -173,8 +175,7 @@ def test_cached_launch_in_a_fresh_process_imports_no_json_and_reads_no_runtime_s
         runs.append(ast.literal_eval(next(ln for ln in res.stdout.splitlines() if ln.startswith("OPENED "))[7:]))
     first, cached = runs
     assert not first["had_json"] and not cached["had_json"]  # (`import enceladus` itself never loads it)
-    assert "json" in first["json"]  # the compiling process wrote its entries with json
-    assert cached["json"] == [], cached["json"]
+    assert first["json"] == [] and cached["json"] == [], (first["json"], cached["json"])
     names = [os.path.basename(p) for p in cached["opened"]]
     assert "runtime.cpp" in [os.path.basename(p) for p in first["opened"]]  # built from its source once
     assert "runtime.cpp" not in names, names
@@ -184,7 +185,7 @@ def test_cached_launch_in_a_fresh_process_imports_no_json_and_reads_no_runtime_s
 
 # What only a process that compiles, builds or lists the cache runs: defined in modules a cached launch never imports
 # (#26: a module's import time grows with its code; runtime/serialize.py, runtime/cache_listing.py, backends/cpu/build.py).
-WRITING_AND_BUILDING = ("encode", "to_json", "store_kernel", "store_json", "list_entries", "clear", "probe",
+WRITING_AND_BUILDING = ("encode", "to_json", "to_payload", "store_kernel", "store_data", "list_entries", "clear", "probe",
                         "build_shared_library", "precompiled_prelude", "write_library_index", "hash_sources")
 
 # The child lists the modules the launch imported (after `import numpy, enceladus`), before numpy.testing runs, and
@@ -258,14 +259,38 @@ def test_damaged_entry_is_detected_and_recompiled(private_cache: Path, damage: s
     elif damage == "empty":
         entry.write_bytes(b"")
     else:  # a well-formed, checksummed file naming a class outside Enceladus must not be constructed
-        payload = raw.partition(b"\n")[2].replace(b"enceladus.compiler.kernel:KernelABI", b"subprocess:Popen")
-        cache.write_entry(entry, payload)
+        data = cachedir.load_data(raw.partition(b"\n")[2])
+        assert data["abi"]["dc"] == "enceladus.compiler.kernel:KernelABI"
+        data["abi"]["dc"] = "subprocess:Popen"
+        cache.write_entry(entry, cachedir.dump_data(data))
     before = (cache.stats.compiled, cache.stats.corrupt)
     lk.scale_kernel.cache.clear()
     _launch_scale()
     assert cache.stats.compiled == before[0] + 1
     assert cache.stats.corrupt == before[1] + 1
-    assert serialize.from_json(cache.read_entry(_only_entry(private_cache)))  # rewritten, valid again
+    assert cache.from_payload(cache.read_entry(_only_entry(private_cache)))  # rewritten, valid again
+
+
+def test_entries_of_an_earlier_format_are_recompiled(private_cache: Path) -> None:
+    """Entries written before payloads were marshal data (header format 2, a JSON payload) are replaced quietly and the
+    kernel recompiled; a JSON payload under the current header (a foreign writer, checksum valid) is refused with one
+    warning and recompiled, never decoded as something else."""
+    lk.scale_kernel.cache.clear()
+    _launch_scale()
+    entry = _only_entry(private_cache)
+    data = cachedir.load_data(cache.read_entry(entry))
+    key = entry.stem
+    as_json = json.dumps({**data, "format": 3}, separators=(",", ":")).encode()
+    for header_format, warned in ((cachedir.ENTRY_FORMAT - 1, 0), (cachedir.ENTRY_FORMAT, 1)):
+        header = b"%s %d %s %s %d\n" % (cachedir.MAGIC, header_format, key.encode(),
+                                          cachedir.sha256(as_json).hexdigest().encode(), len(as_json))
+        entry.write_bytes(header + as_json)
+        before = (cache.stats.compiled, cache.stats.corrupt, len(cache.stats.notes))
+        lk.scale_kernel.cache.clear()
+        _launch_scale()
+        assert (cache.stats.compiled, cache.stats.corrupt, len(cache.stats.notes)) == \
+            (before[0] + 1, before[1] + warned, before[2] + warned), header_format
+        assert cache.from_payload(cache.read_entry(_only_entry(private_cache)))  # rewritten in the current format
 
 
 def test_memory_miss_loads_from_disk(private_cache: Path) -> None:

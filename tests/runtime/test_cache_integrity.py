@@ -201,31 +201,30 @@ def test_stale_temporaries_of_interrupted_writes_are_removed(warm_cache: Path, t
     assert not any(p.exists() for p in stale) and young.exists()
 
 
-JSON_DOCUMENTS = ['{"a": [1, 2.5, -3e10, true, false, null, "x\\u00e9\\n\\"q\\""]}', " [ ] ", '"s"', "1", "-0", "1.0e-400",
-                  "NaN", "[Infinity, -Infinity]", '{"a": 1, "a": 2}', '{"nested": {"k": [[], {}, [{"z": 0}]]}}',
-                  '"\u00e9\u4e2d"']
-NOT_JSON = ["", " ", "[1,]", '{"a": 1} x', "[1", '"\\x"', "nul", '"a\tb"', "{'a': 1}", "[1] [2]", "01"]
+PLAIN_VALUES = [{"a": [1, 2.5, -3e10, True, False, None, "x\u00e9\n\"q\""]}, [], "s", 1, -0.0, 10**30, float("inf"),
+                (1, (2.5, "t")), {(1, 2): "non-string key"}, {"nested": {"k": [[], {}, [{"z": 0}]]}}, b"\x00\xff",
+                "\u00e9\u4e2d"]
 
 
-def test_cache_entries_decode_as_json_loads_does() -> None:
-    """cachedir.loads (the C scanner json uses, without importing json: #26) gives json.loads's value for every
-    document and refuses, with a ValueError, what json.loads refuses; dumps_plain writes json.dumps's text."""
+def test_cache_payloads_round_trip_plain_data_and_refuse_anything_else() -> None:
+    """Entries and records are marshal data (cachedir.dump_data / load_data: built into the interpreter, so a fresh
+    process loads no JSON decoder, #26): plain values come back equal and of the same types, tuples as tuples; a value
+    that is not plain data is refused when writing, and bytes that are not a payload with a ValueError when reading.
+    dumps_plain (cache keys) writes json.dumps's text."""
     import json
     import math
 
-    for text in JSON_DOCUMENTS:
-        for data in (text, text.encode()):
-            got, want = cachedir.loads(data), json.loads(text)
-            assert repr(got) == repr(want), text
-            assert type(got) is type(want)
-    assert math.isnan(cachedir.loads("NaN"))
-    for text in NOT_JSON:
-        with pytest.raises(ValueError):
-            json.loads(text)
-        with pytest.raises(ValueError):
-            cachedir.loads(text)
-    with pytest.raises(ValueError):
-        cachedir.loads(b"\xff\xfe")  # not UTF-8
+    for value in PLAIN_VALUES:
+        back = cachedir.load_data(cachedir.dump_data(value))
+        assert back == value and repr(back) == repr(value), value
+    assert math.isnan(cachedir.load_data(cachedir.dump_data(float("nan"))))
+    for bad in ({1, 2}, [object()], {"k": np.float32(1)}, {"k": cachedir}, compile("1", "x", "eval"), 1j):
+        with pytest.raises(ValueError, match="not plain data"):
+            cachedir.dump_data(bad)
+    payload = cachedir.dump_data({"a": [1, 2, "three"]})
+    for broken in (b"", payload[:-3], b"\xff\xfe", b"{"):
+        with pytest.raises(ValueError, match="not a cache payload"):
+            cachedir.load_data(broken)
     for value in ([1, 2, [3, "a b", True, False, None]], (), [[]], ['q"uote', "back\\slash", "tab\tnew\nline\r"],
                   ["\u00e9"], [1.5, -0.0], {"a": [1]}, [-3, 10**30], ["\x01\x7f"], "plain", 7, None):
         assert cachedir.dumps_plain(value) == json.dumps(value), value

@@ -468,7 +468,7 @@ class Autotuner(KernelInterface):
         from . import cache, serialize
 
         dkey = self._disk_key(key) if cache.enabled() else None
-        data = serialize.load_json("autotune", dkey) if dkey else None
+        data = serialize.load_data("autotune", dkey) if dkey else None
         if not isinstance(data, dict):
             return None
         i = data.get("best")
@@ -483,8 +483,8 @@ class Autotuner(KernelInterface):
         if dkey is None:
             return
         timings = {str(c): t for c, t in (self.configs_timings or {}).items()}
-        serialize.store_json("autotune", dkey, {"kernel": self.__name__, "key": repr(key), "best": self.configs.index(best),
-                                            "config": str(best), "timings_ms": timings})
+        serialize.store_data("autotune", dkey, {"kernel": self.__name__, "key": repr(key), "best": self.configs.index(best),
+                                                "config": str(best), "timings_ms": timings})
 
     # --- launch ---------------------------------------------------------------------------------------------------
     def run(self, *args: Any, grid: Any, **kwargs: Any) -> Any:

@@ -2,7 +2,7 @@
 
 Layout of ``$ENCELADUS_CACHE_DIR`` (default ``~/.cache/enceladus``), every directory mode 0700::
 
-    kernels/<k[:2]>/<k>.json    one compiled kernel: IR, MSL, ABI, metadata (JSON, no pickle)
+    kernels/<k[:2]>/<k>.json    one compiled kernel: IR, MSL, ABI, metadata (plain data in marshal, no pickle)
     autotune/<k[:2]>/<k>.json   one autotuning result (with cache_results=True)
     cpu/                        the cpu backend's shared libraries (content-addressed by that backend)
                                 and its compiler probes (probe-<k>.json: `CXX --version`, see toolchain.py)
@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import cachedir
-from ..cachedir import CacheSecurityError, loads, sha256
+from ..cachedir import CacheSecurityError, load_data, sha256
 from ..compiler.kernel import VERSION, CompiledKernel, KernelAsm, LazyDict, dump_kernel
 
 __all__ = ["CacheSecurityError", "cache_base", "cache_dir", "enabled", "load_or_compile", "read_entry",
@@ -313,10 +313,12 @@ def kernel_key(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],
     return sha256("\0".join(parts).encode()).hexdigest()[:48]
 
 
-# --- entries as JSON: CompiledKernel <-> JSON, no pickle ------------------------------------------------------------
-# The JSON form of a cache entry. No pickle: only Enceladus's own dataclasses are rebuilt. Reading it back is here
-# (a fresh process loading a cached kernel imports this module anyway); writing it is ``runtime/serialize.py``
-# (``encode``, ``to_json``, ``store_kernel``), imported by a process that compiles.
+# --- entries: CompiledKernel <-> plain data, no pickle -----------------------------------------------------------
+# The plain-data form of a cache entry, JSON-compatible: stored with ``marshal`` (``cachedir.dump_data``: built into
+# the interpreter, so a fresh process loads no JSON decoder), shown as JSON text by the CLI. No pickle: only
+# Enceladus's own dataclasses are rebuilt. Reading it back is here (a fresh process loading a cached kernel imports
+# this module anyway); writing it is ``runtime/serialize.py`` (``encode``, ``to_payload``, ``to_json``,
+# ``store_kernel``), imported by a process that compiles.
 #
 # The encoding is generic over the compiler's frozen dataclasses (``KernelABI``, ``Param``, ``Access``,
 # ``BlockedLayout``, ``dtype``...), so a new layout class or a new ABI field needs no change here:
@@ -331,7 +333,7 @@ def kernel_key(fn: Any, signature: dict[str, str], constexprs: dict[str, Any],
 # Decoding refuses any class outside the ``enceladus`` package, so a tampered cache file cannot
 # make the loader import or construct arbitrary objects.
 
-FORMAT = 3  # 2: global_reads; 3: metadata["cited_files"] (the function of each file a message cites)
+FORMAT = 4  # 2: global_reads; 3: metadata["cited_files"] (the function of each file a message cites); 4: marshal
 _RUNTIME_METADATA = ("read_globals", "global_reads", "cache", "target")  # not stored: read_globals separately, the rest per process
 _PACKAGE = "enceladus"
 
@@ -444,12 +446,13 @@ def _decode_metadata(data: Any) -> dict[str, Any]:
     return LazyDict(rest, lazy={"layouts": lambda: decode(raw)})
 
 
-def from_json(text: str | bytes) -> CompiledKernel:
-    """A compiled kernel from :func:`to_json`'s text; raises :class:`SerializationError` if it is not one."""
+def from_payload(payload: bytes) -> CompiledKernel:
+    """A compiled kernel from a cache entry's payload (``serialize.to_payload``); raises :class:`SerializationError`
+    if it is not one."""
     try:
-        data = loads(text)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise SerializationError(f"cache entry is not valid JSON: {e}") from None
+        data = load_data(payload)
+    except ValueError as e:
+        raise SerializationError(f"cache entry cannot be decoded: {e}") from None
     return kernel_from_dict(data)
 
 
@@ -587,7 +590,7 @@ def load_kernel(key: str) -> CompiledKernel | None:
         stats.disk_misses += 1
         return None
     try:
-        kernel = from_json(payload)
+        kernel = from_payload(payload)
     except SerializationError as e:
         stats.corrupt += 1
         _note(f"cache entry {key} cannot be read back ({e}); it will be rebuilt")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 
+from .. import cachedir
 from .cache import KINDS, cache_base
 
 __all__ = ["Entry", "clear", "list_entries", "total_size"]
@@ -48,20 +49,16 @@ def list_entries(kinds: tuple[str, ...] = KINDS) -> list[Entry]:
 
 
 def _kernel_name(path: str) -> str:
-    import json
-
+    """The kernel an entry is for: a kernel entry's ``name``, an autotuning result's ``kernel`` ("?" if unreadable)."""
     try:
         with open(path, "rb") as f:
-            f.readline()
-            head = f.read(4096)
-        for field_name in (b'"name":"', b'"kernel": "'):  # kernel entries, autotune entries
-            start = head.find(field_name)
-            if start >= 0:
-                end = head.find(b'"', start + len(field_name))
-                return json.loads(head[start + len(field_name) - 1:end + 1])
-    except (OSError, ValueError):
-        pass
-    return "?"
+            payload, problem = cachedir.check_entry(f.read(), os.path.splitext(os.path.basename(path))[0])
+        if problem is not None:  # (decoded only once checked, as read_entry does; listing deletes nothing)
+            return "?"
+        data = cachedir.load_data(payload)
+        return str(data.get("name") or data.get("kernel") or "?")
+    except (OSError, ValueError, AttributeError):
+        return "?"
 
 
 def total_size(kinds: tuple[str, ...] = KINDS) -> dict[str, int]:

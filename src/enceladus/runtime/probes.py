@@ -153,7 +153,7 @@ class DeviceProbes:
             return
         from . import cache, serialize
 
-        data = serialize.load_json("probes", self._key) if cache.enabled() else None
+        data = serialize.load_data("probes", self._key) if cache.enabled() else None
         if isinstance(data, dict) and data.get("version") == PROBE_VERSION and isinstance(data.get("results"), dict):
             self.results = dict(data["results"])
 
@@ -163,7 +163,7 @@ class DeviceProbes:
         from . import cache, serialize
 
         if cache.enabled():
-            serialize.store_json("probes", self._key, {"version": PROBE_VERSION, "results": self.results})
+            serialize.store_data("probes", self._key, {"version": PROBE_VERSION, "results": self.results})
 
     def _record(self, key: str, result: ProbeResult) -> ProbeResult:
         with self.lock:

@@ -1,10 +1,10 @@
-"""Writing the disk cache: ``CompiledKernel`` -> JSON, and the entries a compiling process stores. No pickle: only
-Enceladus's own dataclasses are rebuilt.
+"""Writing the disk cache: ``CompiledKernel`` -> plain data (stored with marshal, shown as JSON), and the entries a
+compiling process stores. No pickle: only Enceladus's own dataclasses are rebuilt.
 
-The format is described in ``runtime/cache.py`` ("entries as JSON"), which reads it back: a fresh process that only
-loads cached kernels imports that module and never this one (#26: each module on that path costs it 0.1-0.4 ms,
-most of it unmarshalling the module's code). This module also names the reading side: ``from_json``, ``decode``,
-``kernel_from_dict``, ``complete``, :class:`Opaque` and :class:`SerializationError`.
+The format is described in ``runtime/cache.py`` ("entries"), which reads it back: a fresh process that only loads
+cached kernels imports that module and never this one (#26: each module on that path costs it 0.1-0.4 ms, most of it
+unmarshalling the module's code). This module also names the reading side: ``from_payload``, ``from_json``,
+``decode``, ``kernel_from_dict``, ``complete``, :class:`Opaque` and :class:`SerializationError`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .cache import (
     cache_dir,
     complete,
     decode,
-    from_json,
+    from_payload,
     kernel_from_dict,
     log,
     read_entry,
@@ -35,8 +35,9 @@ from .cache import (
     write_entry,
 )
 
-__all__ = ["FORMAT", "Opaque", "SerializationError", "complete", "decode", "encode", "from_json", "kernel_from_dict",
-           "kernel_to_dict", "load_json", "store_json", "store_kernel", "to_json", "write_entry"]
+__all__ = ["FORMAT", "Opaque", "SerializationError", "complete", "decode", "encode", "from_json", "from_payload",
+           "kernel_from_dict", "kernel_to_dict", "load_data", "store_data", "store_kernel", "to_json", "to_payload",
+           "write_entry"]
 
 
 def _writable_entry_path(kind: str, key: str) -> str:
@@ -47,7 +48,7 @@ def _writable_entry_path(kind: str, key: str) -> str:
 
 
 def encode(value: Any, *, strict: bool = True) -> Any:
-    """A JSON-compatible form of ``value``. ``strict=False`` turns unknown objects into :class:`Opaque`."""
+    """The plain-data form of ``value`` (JSON-compatible). ``strict=False`` turns unknown objects into :class:`Opaque`."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -83,7 +84,7 @@ def _asm_names(asm: dict[str, str]) -> list[str]:
 
 
 def kernel_to_dict(kernel: CompiledKernel) -> dict[str, Any]:
-    """The JSON-compatible form of a compiled kernel (without its loaded backend program)."""
+    """The plain-data form of a compiled kernel (JSON-compatible; without its loaded backend program)."""
     metadata = {k: v for k, v in kernel.metadata.items() if k not in _RUNTIME_METADATA}
     read_globals = kernel.metadata.get("read_globals", {})
     return {
@@ -104,17 +105,37 @@ def _encode_reads(reads: Any) -> list:
     return encode_reads(tuple(reads))
 
 
+def to_payload(kernel: CompiledKernel) -> bytes:
+    """A compiled kernel as a cache entry's payload (read back by :func:`from_payload`)."""
+    try:
+        return cachedir.dump_data(kernel_to_dict(kernel))
+    except ValueError as e:
+        raise SerializationError(str(e)) from None
+
+
 def to_json(kernel: CompiledKernel) -> str:
-    """A compiled kernel as JSON text."""
-    import json  # (readers use cachedir.loads: a process that only loads cached kernels never imports json)
+    """A compiled kernel as JSON text (what ``enceladus compile --abi`` and tools show; read back by
+    :func:`from_json`)."""
+    import json
 
     return json.dumps(kernel_to_dict(kernel), separators=(",", ":"), allow_nan=False)
+
+
+def from_json(text: str | bytes) -> CompiledKernel:
+    """A compiled kernel from :func:`to_json`'s text; raises :class:`SerializationError` if it is not one."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise SerializationError(f"not a compiled kernel's JSON: {e}") from None
+    return kernel_from_dict(data)
 
 
 def store_kernel(key: str, kernel: CompiledKernel) -> bool:
     """Write ``kernel`` under ``key``; returns False (with a note) if it could not be stored."""
     try:
-        payload = to_json(kernel).encode()
+        payload = to_payload(kernel)
         write_entry(_writable_entry_path("kernels", key), payload, key)
     except SerializationError as e:
         log.info("kernel %s is not cached on disk: %s", kernel.name, e)
@@ -126,25 +147,22 @@ def store_kernel(key: str, kernel: CompiledKernel) -> bool:
     return True
 
 
-def load_json(kind: str, key: str) -> Any:
-    """A JSON value stored with :func:`store_json`, or None."""
-    import json
-
+def load_data(kind: str, key: str) -> Any:
+    """A plain value stored with :func:`store_data`, or None."""
     payload = read_entry(_entry_path(kind, key), key)
     if payload is None:
         return None
     try:
-        return json.loads(payload)
+        return cachedir.load_data(payload)
     except ValueError:
         stats.corrupt += 1
         return None
 
 
-def store_json(kind: str, key: str, value: Any) -> None:
-    """Store a JSON value (e.g. an autotuning result) under ``key``."""
-    import json
-
+def store_data(kind: str, key: str, value: Any) -> None:
+    """Store a plain value (e.g. an autotuning result: dicts, lists, tuples, str, int, float, bool, None) under
+    ``key``."""
     try:
-        write_entry(_writable_entry_path(kind, key), json.dumps(value, sort_keys=True).encode(), key)
+        write_entry(_writable_entry_path(kind, key), cachedir.dump_data(value), key)
     except OSError as e:
         _note(f"cannot write the disk cache ({e}); continuing without it")

@@ -193,7 +193,6 @@ def test_a_cached_library_is_checked_against_its_index_without_reading_its_recor
     # #26: the index entry carries a copy of the library's record (name, size, SHA-256), so a fresh process loading a
     # cached kernel reads one small file fewer; the bytes are still hashed and compared before dlopen
     from enceladus import cachedir
-    from enceladus.backends.cpu import build
 
     monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "c"))
     built = backend.compile(SRC % "5.0f")
@@ -219,10 +218,10 @@ def test_a_cached_library_is_checked_against_its_index_without_reading_its_recor
     # own record decides, and the library is used without a rebuild
     (index,) = [n for n in read if n.startswith("index-")]
     index_path = str(tmp_path / "c" / "cpu" / index)
-    entry = cachedir.loads(real_read(index_path, index[:-5]))
+    entry = cachedir.load_data(real_read(index_path, index[:-5]))
     key = so.rsplit("-", 1)[0]
     entry["record"] = [f"{key}-{'0' * 16}.so", 1, "0" * 64]
-    cachedir.write_entry(index_path, build.dumps(entry).encode(), index[:-5])
+    cachedir.write_entry(index_path, cachedir.dump_data(entry), index[:-5])
     hashed.clear()
     third = backend.compile(SRC % "5.0f")
     assert not third.built and third.path == built.path

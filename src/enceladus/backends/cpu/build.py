@@ -25,8 +25,8 @@ from .toolchain import (
     verified_library,
 )
 
-__all__ = ["build_shared_library", "cache_key", "dumps", "hash_sources", "install", "precompiled_prelude", "probe",
-           "write_library_index", "write_small_entry"]
+__all__ = ["build_shared_library", "cache_key", "hash_sources", "install", "precompiled_prelude", "probe",
+           "write_library_index", "write_record", "write_small_entry"]
 
 
 def hash_sources(root: str, files: list[str]) -> str:
@@ -63,17 +63,15 @@ def probe(command: tuple[str, ...]) -> CompilerInfo | None:
     return CompilerInfo(command=command, kind=kind, version=first)
 
 
-def dumps(record: object) -> str:
-    """JSON text of a record being written (json is imported by writers only: readers use cachedir.loads)."""
-    import json
-
-    return json.dumps(record)
-
-
-def write_small_entry(path: str, text: str, key: str) -> None:
+def write_small_entry(path: str, payload: bytes, key: str) -> None:
     """A small keyed, checksummed cache entry (see enceladus/cachedir.py); failures are ignored."""
     with contextlib.suppress(OSError):
-        cachedir.write_entry(path, text.encode(), key)
+        cachedir.write_entry(path, payload, key)
+
+
+def write_record(path: str, record: dict, key: str) -> None:
+    """A record (plain data: read back with ``cachedir.load_data``) as a small entry."""
+    write_small_entry(path, cachedir.dump_data(record), key)
 
 
 def write_library_index(path: str, so: str, kernels: list, uses_fibers: bool) -> None:
@@ -82,7 +80,7 @@ def write_library_index(path: str, so: str, kernels: list, uses_fibers: bool) ->
     record: dict = {"library": _library_key_of(so), "kernels": kernels, "uses_fibers": uses_fibers}
     if found is not None:
         record["record"] = [os.path.basename(so), *found]
-    write_small_entry(path, dumps(record), _key_of(path))
+    write_record(path, record, _key_of(path))
 
 
 def cache_key(source: str, compiler: CompilerInfo, flags: tuple[str, ...]) -> str:
@@ -109,8 +107,8 @@ def install(partial: str, key: str, suffix: str) -> str:
     target = os.path.join(cache_dir(), f"{key}-{digest[:16]}{suffix}")
     os.chmod(partial, 0o700)
     os.replace(partial, target)  # atomic: concurrent builders of the same key both succeed
-    write_small_entry(os.path.join(cache_dir(), f"{key}.json"),
-                 dumps({"so": os.path.basename(target), "size": size, "sha256": digest}), key)
+    write_record(os.path.join(cache_dir(), f"{key}.json"), {"so": os.path.basename(target), "size": size,
+                                                             "sha256": digest}, key)
     return target
 
 

@@ -161,18 +161,18 @@ def _probe_cached(command: tuple[str, ...]) -> CompilerInfo | None:
 
         return probe(command)
     try:
-        data = cachedir.loads(cachedir.read_entry(path, key) or b"null")
+        data = cachedir.read_data(path, key)
         if data["command"] == list(command) and data["stamp"] == stamp:
             return CompilerInfo(command=command, kind=str(data["kind"]), version=str(data["version"]))
     except (ValueError, KeyError, TypeError):
         pass
-    from .build import dumps, probe, write_small_entry
+    from .build import probe, write_record
 
     info = probe(command)
     if info is None:
         return None
     record = {"command": list(command), "stamp": stamp, "kind": info.kind, "version": info.version}
-    write_small_entry(path, dumps(record), key)
+    write_record(path, record, key)
     return info
 
 
@@ -333,7 +333,7 @@ def headers_digest() -> str:
 
     digest = hash_sources(root, files)
     if memo is not None and key is not None:
-        write_small_entry(memo, digest, key)
+        write_small_entry(memo, digest.encode(), key)
     return digest
 
 
@@ -364,7 +364,7 @@ def read_library_index(path: str) -> dict | None:
     against it without reading the record file; when the two disagree (the library was rebuilt since, or is
     damaged) the library's own record decides (:func:`verified_library`, which discards a damaged file)."""
     try:
-        data = cachedir.loads(cachedir.read_entry(path, _key_of(path)) or b"null")
+        data = cachedir.read_data(path, _key_of(path))
         key = str(data["library"])
         copy = data.get("record")
         if type(copy) is list and len(copy) == 3 and _library_name_ok(str(copy[0]), key, ".so"):
@@ -395,7 +395,7 @@ def verified_library(key: str, suffix: str = ".so") -> str | None:
     directory = cache_dir()
     record_path = os.path.join(directory, f"{key}.json")
     try:
-        record = cachedir.loads(cachedir.read_entry(record_path, key) or b"null")
+        record = cachedir.read_data(record_path, key)
         if record is None:
             return None
         name, size, digest = str(record["so"]), int(record["size"]), str(record["sha256"])
