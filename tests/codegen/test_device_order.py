@@ -321,3 +321,15 @@ def test_offsets_decided_without_thread_maps():
     assert _apart(((("#0",), 4),), ((("#0",), 4),), -4096, (1024,), (1024,), 4, 4)  # the next block
     assert not _apart(((("#0",), 4),), ((("#0",), 4),), -4092, (1024,), (1024,), 4, 4)  # one element shared
     assert _apart((), (), 4, (), (), 4, 4) and not _apart((), (), 2, (), (), 4, 4)  # scalars
+
+
+def test_polynomial_helpers_agree_with_their_general_forms():
+    """poly_scale is poly_mul by a constant (the same terms, in the same order); conflict tells symbolic index terms
+    by their monomial's last symbol, which holds only because monomials are sorted with the index variables first."""
+    from enceladus.compiler.passes import access_pairs as ap
+
+    p = {("#0",): 3, ("#0", "arg:stride"): -2, ("arg:n",): 5, (): 7}
+    for c in (1, 2, 4, -3):
+        assert list(ap.poly_scale(p, c).items()) == list(ap.poly_mul(p, ap.poly_const(c)).items())
+    for m in ap.poly_mul({("#1",): 1, ("#0",): 2}, {("arg:s",): 1, (): 4}):
+        assert list(m) == sorted(m) and (m[-1][0] != "#") == any(not s.startswith("#") for s in m)

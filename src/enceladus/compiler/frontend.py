@@ -932,7 +932,7 @@ class Lowering(ast.NodeVisitor):
                 raise self.error(sub, "unsupported tensor index: tiles can only be indexed with None and ':' (e.g. x[:, None])",
                                  "slicing and element access are not supported; use masks or tl.where")
             x = self.apply(node, lambda x=x, dim=dim: self.b.emit(
-                "expand_dims", [x], x.type.with_shape(x.type.shape[:dim] + (1,) + x.type.shape[dim:]), axis=dim))
+                "expand_dims", [x], self.b.type(x.type.element, x.type.shape[:dim] + (1,) + x.type.shape[dim:]), axis=dim))
             dim += 1
         if dim > len(x.type.shape):
             raise self.error(node, f"too many indices for a tile of rank {len(base.type.shape)}",

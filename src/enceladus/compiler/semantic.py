@@ -48,6 +48,16 @@ class Builder:
         self.fn = fn
         self.loc: ir.Loc | None = None
         self.debug = debug  # debug mode (Triton's debug=True): debug-only checks are compiled in
+        self._types: dict[tuple[int, tuple[int, ...]], Type] = {}
+
+    def type(self, element: dtype | pointer_type, shape: tuple[int, ...] = ()) -> Type:
+        """``Type(element, shape)``, made once per kernel: types are immutable values, and a kernel's ops have a
+        few distinct ones (a matmul 27 of 89). Keyed by the element's identity (the type keeps it alive)."""
+        key = (id(element), shape)
+        t = self._types.get(key)
+        if t is None:
+            t = self._types[key] = Type(element, shape)
+        return t
 
     def emit(self, name: str, operands: list[Value], type: Type | None, **attrs: Any) -> Value:
         if name not in FP8_MOVES:
@@ -74,13 +84,13 @@ class Builder:
             value &= (1 << bits) - 1  # store the two's-complement bits, reinterpreted below
             if ty.is_int_signed() and value >= 1 << (bits - 1):
                 value -= 1 << bits
-        return self.emit("const", [], Type(ty), value=value)
+        return self.emit("const", [], self.type(ty), value=value)
 
     def splat(self, x: Value, shape: tuple[int, ...]) -> Value:
         if x.type.shape == tuple(shape):
             return x
         assert not x.type.is_tile
-        return self.emit("splat", [x], x.type.with_shape(shape))
+        return self.emit("splat", [x], self.type(x.type.element, tuple(shape)))
 
     def broadcast_to(self, x: Value, shape: tuple[int, ...]) -> Value:
         shape = tuple(shape)
@@ -93,14 +103,14 @@ class Builder:
             raise SemanticError(f"cannot broadcast a tile of shape {list(src)} to {list(shape)}",
                                 "make the shapes compatible: sizes must be equal or 1 in each dimension (add dimensions with x[:, None])")
         while len(x.type.shape) < len(shape):
-            x = self.emit("expand_dims", [x], x.type.with_shape((1,) + x.type.shape), axis=0)
+            x = self.emit("expand_dims", [x], self.type(x.type.element, (1,) + x.type.shape), axis=0)
         for have, want in zip(x.type.shape, shape):
             if have != want and have != 1:
                 raise SemanticError(
                     f"cannot broadcast a tile of shape {list(src)} to {list(shape)}",
                     "make the shapes agree, or add a size-1 axis with x[:, None] / x[None, :]",
                 )
-        return self.emit("broadcast", [x], x.type.with_shape(shape))
+        return self.emit("broadcast", [x], self.type(x.type.element, shape))
 
     def broadcast_shapes(self, *shapes: tuple[int, ...]) -> tuple[int, ...]:
         if len(shapes) == 2:  # the common cases, as the general rule below gives them
@@ -279,7 +289,7 @@ def compare(b: Builder, op: str, x: Any, y: Any) -> Value:
     if xt.is_ptr() or yt.is_ptr():
         raise SemanticError("comparing pointers is not supported", "compare the offsets instead")
     x, y = _common(b, x, y)
-    return b.emit(_CMP[op], [x, y], x.type.with_element(D.int1))
+    return b.emit(_CMP[op], [x, y], b.type(D.int1, x.type.shape))
 
 
 def unary(b: Builder, op: str, x: Value) -> Value:
@@ -345,7 +355,7 @@ def program_id(b: Builder, axis: Any) -> Value:
     if axis not in (0, 1, 2):
         raise SemanticError(f"program_id axis must be 0, 1 or 2, got {axis}",
                             "use tl.program_id(0), (1) or (2)")
-    return b.emit("program_id", [], Type(D.int32), axis=axis)
+    return b.emit("program_id", [], b.type(D.int32), axis=axis)
 
 
 @rule("num_programs")
@@ -380,7 +390,7 @@ def arange(b: Builder, start: Any, end: Any) -> Value:
             f"use tl.arange(0, {1 << (n - 1).bit_length()}) with a mask such as offs < {n}",
         )
     _check_shape((n,))
-    return b.emit("arange", [], Type(D.int32, (n,)), start=start, end=end)
+    return b.emit("arange", [], b.type(D.int32, (n,)), start=start, end=end)
 
 
 def _shape_arg(shape: Any) -> tuple[int, ...]:
@@ -466,7 +476,7 @@ def load(b: Builder, pointer: Any, mask: Any = None, other: Any = None, *, cache
         operands.append(b.broadcast_to(b.to_value(0 if other is None else other, elem), shape))
     elif other is not None:
         raise SemanticError("tl.load got `other` without `mask`", "pass mask=... too, or drop other=")
-    return b.emit("load", operands, Type(elem, shape))
+    return b.emit("load", operands, b.type(elem, shape))
 
 
 def refuse_const_write(pointer: Value, what: str) -> None:
@@ -1274,7 +1284,7 @@ def expand_dims(b: Builder, input: Any, axis: Any) -> Value:
     rank = len(x.type.shape) + len(axes)
     axes = sorted(_axis_arg(a, rank, "tl.expand_dims") for a in axes)
     for a in axes:
-        x = b.emit("expand_dims", [x], x.type.with_shape(x.type.shape[:a] + (1,) + x.type.shape[a:]), axis=a) \
+        x = b.emit("expand_dims", [x], b.type(x.type.element, x.type.shape[:a] + (1,) + x.type.shape[a:]), axis=a) \
             if x.type.is_tile else b.splat(x, (1,))
     return x
 

@@ -414,14 +414,13 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         """Make values with a home available in the other layouts demanded of them."""
         needs, refs = self.plan.needs, self.refs
         for v in values:
-            if not v.type.is_tile or v.id in self.coop_hidden:
-                continue
-            lst = needs.get(v.id)
-            if lst:
-                home = self.plan.homes.get(v.id)
-                for layout in lst:
-                    if (v.id, layout) not in refs:
-                        self.emit_conversion(v, home, layout)
+            if v.type.is_tile:
+                vid = v.id
+                lst = needs.get(vid)
+                if lst and vid not in self.coop_hidden:
+                    for layout in lst:
+                        if (vid, layout) not in refs:
+                            self.emit_conversion(v, self.plan.homes.get(vid), layout)
 
     def emit_scalar_op(self, op: ir.Op) -> None:
         r = op.result

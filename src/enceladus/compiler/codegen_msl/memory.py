@@ -36,12 +36,19 @@ def _affine_form(v: ir.Value, n: int, memo: dict) -> tuple[ir.Value | None, list
     if op.name == "arange" and op.attrs["end"] - op.attrs["start"] == n:
         return None, [], op.attrs["start"], 1
     if op.name in ("add", "sub", "addptr"):
-        a, b = (_affine(o, n, memo) for o in op.operands)
+        a, b = _affine(op.operands[0], n, memo), _affine(op.operands[1], n, memo)
         if a is None or b is None or b[0] is not None or (a[0] is not None) != (op.name == "addptr"):
             return None
         sign = -1 if op.name == "sub" else 1
         return a[0], a[1] + [(sign * s, u) for s, u in b[1]], a[2] + sign * b[2], a[3] + sign * b[3]
     return None
+
+
+# why an access is no wider (MemoryMixin.vector_width), one per limit in the order they are tested
+_WIDTH_LIMITS = ("16 bytes is the widest access", "each thread holds runs of {spt} element(s)",
+                 "the pointers are contiguous in runs of {contig}",
+                 "the pointers are only known to be {div}-byte aligned "
+                 "(arguments aligned to 16 bytes and offsets divisible by 16 are specialized)")
 
 
 class MemoryMixin:
@@ -82,13 +89,10 @@ class MemoryMixin:
         i = dims[0]
         info = self.axis[ptr.id]
         spt = p.size_per_thread[fast]
-        limits = [(16 // itemsize, "16 bytes is the widest access"),
-                  (spt, f"each thread holds runs of {spt} element(s)"),
-                  (info.contiguity[i], f"the pointers are contiguous in runs of {info.contiguity[i]}"),
-                  (max(1, info.divisibility[i] // itemsize),
-                   f"the pointers are only known to be {info.divisibility[i]}-byte aligned "
-                   "(arguments aligned to 16 bytes and offsets divisible by 16 are specialized)")]
-        vec, why = min(limits, key=lambda x: x[0])
+        limits = (16 // itemsize, spt, info.contiguity[i], max(1, info.divisibility[i] // itemsize))
+        vec = min(limits)
+        why = _WIDTH_LIMITS[limits.index(vec)].format(spt=spt, contig=info.contiguity[i],
+                                                      div=info.divisibility[i])  # the first limit reached
         vec = 1 << (max(vec, 1).bit_length() - 1)
         if vec * itemsize < 4 or ptr.type.element.element_ty.is_bool():
             return 1, "accesses narrower than 4 bytes are not vectorized" if vec > 1 else why

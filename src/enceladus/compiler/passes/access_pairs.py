@@ -55,6 +55,11 @@ def poly_mul(a: Poly, b: Poly) -> Poly:
                             for ma, ca in a.items() for mb, cb in b.items()])
 
 
+def poly_scale(p: Poly, c: int) -> Poly:
+    """``p`` times a non-zero integer ``c`` (``poly_mul(p, poly_const(c))``, the same terms in the same order)."""
+    return {m: v * c for m, v in p.items()}
+
+
 def poly_rename(p: Poly, f) -> Poly:
     """Rename index variables (``f(i)`` -> new index, or None: that variable is 0 and its monomials vanish)."""
     out: Poly = {}
@@ -283,16 +288,18 @@ def conflict(a: Access, b: Access) -> str | None:
         ca, ga = poly_split(a.poly)
         cb, gb = poly_split(b.poly)
         diff = poly_add(ca, cb, -1)
-        symbolic = any(not s.startswith("#") for p in (ga, gb) for m in p for s in m)
-        if any(m for m in diff) or (symbolic and poly_key(ga) != poly_key(gb)):
+        # a runtime symbol in an index term: its monomial's last symbol (sorted: index variables "#i" come first)
+        symbolic = any(m[-1][0] != "#" for m in ga) or any(m[-1][0] != "#" for m in gb)
+        key_a, key_b = poly_key(ga), poly_key(gb)
+        if any(diff) or (symbolic and key_a != key_b):  # (any(diff): a monomial other than the constant one)
             # the same block of the same shape, addressed the same way (strides may be different arguments): it
             # is assumed to be the same memory element for element (an array passed twice) or disjoint memory
             if not (a.shape == b.shape and a.itemsize == b.itemsize and _form(ga) == _form(gb)):
-                reason = "their addresses differ by a runtime value" if any(m for m in diff) else \
+                reason = "their addresses differ by a runtime value" if any(diff) else \
                     "their addresses may coincide (different runtime strides)"
-            gb = ga  # compared as one block (a constant shift inside it still counts)
+            key_b = key_a  # compared as one block (a constant shift inside it still counts)
         d = diff.get((), 0)
-        if reason is None and _never_shared(a, b, poly_key(ga), poly_key(gb), d, symbolic):
+        if reason is None and _never_shared(a, b, key_a, key_b, d, symbolic):
             return None  # shown without the thread maps below (their NumPy work is most of this pass's time)
     ta = a.one_thread
     if ta is not None and ta == b.one_thread:
@@ -300,11 +307,11 @@ def conflict(a: Access, b: Access) -> str | None:
     if reason is not None:
         return reason
     if not symbolic:
-        return _exact_conflict(poly_key(ga), poly_key(gb), d, tuple(a.shape), tuple(b.shape), a.itemsize, b.itemsize,
+        return _exact_conflict(key_a, key_b, d, tuple(a.shape), tuple(b.shape), a.itemsize, b.itemsize,
                                a.threads, b.threads)
     # runtime strides: taken as generic values (distinct elements of a tile never share an address unless the
     # offsets say so for every value of the strides)
-    return _symbolic_conflict(poly_key(ga), d, tuple(a.shape), a.threads, b.threads)
+    return _symbolic_conflict(key_a, d, tuple(a.shape), a.threads, b.threads)
 
 
 def _never_shared(a: Access, b: Access, ga: tuple, gb: tuple, d: int, symbolic: bool) -> bool:

@@ -54,6 +54,7 @@ from .access_pairs import (
     poly_key,
     poly_mul,
     poly_rename,
+    poly_scale,
     poly_split,
 )
 from .layouts import LayoutPlan, store_layout
@@ -131,7 +132,7 @@ class _Analysis:
                  written: set[str] | frozenset[str]):
         self.fn, self.plan, self.num_warps = fn, plan, num_warps
         self.order = DeviceOrderPlan()
-        self.scope: dict[int, ir.Op | None] = {}  # value id -> the innermost loop defining it
+        self.scope: dict[int, ir.Op] = {}  # value id -> the innermost loop defining it (absent: outside every loop)
         self.roots = roots
         self.written = written
         self.records: dict[tuple[int, str], Access] = {}
@@ -140,17 +141,16 @@ class _Analysis:
         # a loop without results is named by the order in which the walk meets it (never by id(): symbol names
         # order the generic values of _symbolic_conflict, so they must not depend on memory addresses)
         self._unnamed_loops: dict[int, int] = {}
-        self._scopes(fn.body, None)
-        for a in fn.args:
-            self.scope[a.id] = None
+        self._scopes(fn.body, None)  # (arguments are outside every loop)
 
     def _scopes(self, block: ir.Block, loop: ir.Op | None) -> None:
         scope = self.scope
-        for a in block.args:
-            scope.setdefault(a.id, loop)
         ops = block.ops
-        # every result of the block's ops, by C iterators (no Python step per op); then the ops with regions
-        scope.update(zip(map(_ID, chain.from_iterable(map(_RESULTS, ops))), repeat(loop)))
+        if loop is not None:  # (a value outside every loop is left out: scope.get gives None)
+            for a in block.args:
+                scope.setdefault(a.id, loop)
+            # every result of the block's ops, by C iterators (no Python step per op); then the ops with regions
+            scope.update(zip(map(_ID, chain.from_iterable(map(_RESULTS, ops))), repeat(loop)))
         for op in compress(ops, map(_REGIONS, ops)):
             for region in op.regions:
                 self._scopes(region, op if op.name in ("for", "while") else loop)
@@ -222,7 +222,7 @@ class _Analysis:
         if name == "neg":
             return poly_add({}, ops[0], -1)
         if name == "addptr":
-            return poly_add(ops[0], poly_mul(ops[1], poly_const(op.operands[0].type.element.element_ty.itemsize)))
+            return poly_add(ops[0], poly_scale(ops[1], op.operands[0].type.element.element_ty.itemsize))
         if name in ("cast", "bitcast"):
             src, dst = op.operands[0].type.element, op.result.type.element
             if src.is_ptr() and dst.is_ptr():

@@ -512,7 +512,7 @@ class _Assigner:
         r = results[0]
         if not r.type.is_tile:
             return
-        layouts = list(plan.needs.get(r.id, []))
+        layouts = plan.needs.get(r.id) or []  # (read before self.home below adds to that list)
         if name == "dot":
             self.dot(op)
             return
