@@ -228,6 +228,32 @@ def test_a_cached_library_is_checked_against_its_index_without_reading_its_recor
     assert hashed == [f"{key}-{'0' * 16}.so", so], hashed
 
 
+def test_records_of_an_earlier_format_are_rebuilt_not_read(backend: CpuBackend, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # the build cache's records and index entries written before payloads were marshal data (header format 2, JSON):
+    # replaced quietly, the library rebuilt and loaded, never decoded as the new format
+    import json
+
+    from enceladus import cachedir
+
+    monkeypatch.setenv("ENCELADUS_CACHE_DIR", str(tmp_path / "c"))
+    backend.compile(SRC % "7.0f")
+    entries = [p for p in (tmp_path / "c" / "cpu").glob("*.json") if p.name.startswith(("index-", "kernel-"))]
+    assert {p.name.split("-")[0] for p in entries} == {"index", "kernel"}, entries
+    for p in entries:
+        text = json.dumps(cachedir.load_data(cachedir.read_entry(str(p), p.stem))).encode()
+        p.write_bytes(b"%s %d %s %s %d\n" % (cachedir.MAGIC, cachedir.ENTRY_FORMAT - 1, p.stem.encode(),
+                                             cachedir.sha256(text).hexdigest().encode(), len(text)) + text)
+    notes = len(cachedir.notes)
+    again = backend.compile(SRC % "7.0f")
+    assert again.built and len(cachedir.notes) == notes  # rebuilt, without a warning
+    x = np.zeros(4, np.float32)
+    again.function("k").dispatch_threads((4, 1, 1), (4, 1, 1), {0: x.ctypes.data})
+    assert x.tolist() == [7.0] * 4
+    for p in entries:
+        assert cachedir.load_data(cachedir.read_entry(str(p), p.stem))  # written again in the current format
+
+
 def test_the_compiler_probe_is_cached_by_the_file_its_command_leads_to(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     # `CXX --version` is remembered in the cache, keyed by the command and the executable it leads to (device,
