@@ -370,3 +370,24 @@ def register_by_register(x: np.ndarray, d: np.ndarray) -> np.ndarray:
         r = np.where((ad >= np.float32(2.0**-126)) & (ad <= np.float32(2.0**126)), np.float32(1) / d, np.float32(np.inf))
         q = (x * r).astype(np.float32)
         return np.where(np.abs(q) < np.float32(2.0**127), q, x / d).astype(np.float32)
+
+
+def test_only_blocks_with_a_division_are_rewritten():
+    """The pass rewrites the blocks that hold an fp32 division and leaves every other block's op list as it is."""
+    from enceladus.compiler import ir
+    from enceladus.compiler.passes.reciprocal_division import divide_by_reciprocals
+    from enceladus.compiler.semantic import Builder
+    from enceladus.language.dtypes import float32
+
+    fn = ir.Function("k")
+    b = Builder(fn)
+    x = b.splat(b.emit("const", [], ir.Type(float32), value=1.0), (8,))
+    s = b.emit("neg", [b.emit("const", [], ir.Type(float32), value=2.0)], ir.Type(float32))
+    loop = fn.append_op("for", [], [])
+    body = ir.Block()
+    body.ops.append(ir.Op("yield", []))
+    loop.regions = [body]
+    kept = body.ops
+    b.emit("fdiv", [x, b.splat(s, (8,))], x.type)
+    assert divide_by_reciprocals(fn) == 1
+    assert body.ops is kept and [op.name for op in fn.ops][-3:] == ["recip", "splat", "fdiv_recip"]

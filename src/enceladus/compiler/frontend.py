@@ -693,6 +693,9 @@ class Lowering(ast.NodeVisitor):
             value = self.globals[name]
             if isinstance(value, constexpr):
                 value = value.value
+            elif _is_enceladus_module(value):  # tl, enceladus (read for every tl.*): not mutable, never recorded
+                self.read_globals[name] = value
+                return value
             if isinstance(value, (list, dict, set, bytearray)) or (hasattr(value, "__array__") and
                                                                  not isinstance(value, (dtype,))):
                 raise self.error(node, f"global '{name}' is a mutable {type(value).__name__}, which kernels cannot use",

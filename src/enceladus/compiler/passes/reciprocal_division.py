@@ -30,8 +30,8 @@ def divide_by_reciprocals(fn: ir.Function) -> int:
     ops = ir.walk(fn.ops)
     if "fdiv" not in ir.names(ops):
         return 0  # no division: every block stays as it is
-    blocks = [fn.body] + [region for op in ops for region in op.regions]
-    return sum(_rewrite_block(fn, block) for block in blocks)
+    blocks = [fn.body] + [region for op in ir.with_regions(ops) for region in op.regions]
+    return sum(_rewrite_block(fn, block) for block in blocks if "fdiv" in ir.names(block.ops))  # (others: as they are)
 
 
 def _shared_divisor(op: ir.Op) -> list[ir.Op] | None:
