@@ -141,6 +141,7 @@ class _Analysis:
         # a loop without results is named by the order in which the walk meets it (never by id(): symbol names
         # order the generic values of _symbolic_conflict, so they must not depend on memory addresses)
         self._unnamed_loops: dict[int, int] = {}
+        self._contexts: list[_Context] = []  # the loops' contexts (run() drops their closures)
         self._scopes(fn.body, None)  # (arguments are outside every loop)
 
     def _scopes(self, block: ir.Block, loop: ir.Op | None) -> None:
@@ -260,6 +261,7 @@ class _Analysis:
             self._fill_loop_contexts(op, ctx, first, second)
 
         first.prepare = second.prepare = prepare
+        self._contexts += (first, second)
         return first, second
 
     def _fill_loop_contexts(self, op: ir.Op, ctx: _Context, first: _Context, second: _Context) -> None:
@@ -420,6 +422,11 @@ class _Analysis:
 
     def run(self) -> DeviceOrderPlan:
         self.walk(self.fn.body, _Context("k", None, None), [])
+        # each record's offset closure refers back to this analysis, and a loop's contexts to their own (prepare):
+        # dropped here, the analysis is freed as soon as it is unused, without waiting for the garbage collector
+        self.records.clear()
+        for c in self._contexts:
+            c.prepare = None
         return self.order
 
 
