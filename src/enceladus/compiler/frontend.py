@@ -752,7 +752,7 @@ class Lowering(ast.NodeVisitor):
                                  REFUSED[attr].fix) from None
             raise self.error(node, f"'{what}' has no attribute '{attr}'",
                              "see the language reference for the supported tl.* builtins") from None
-        if is_aggregate(base) and is_jit_function(value):
+        if is_jit_function(value) and is_aggregate(base):  # (in this order: is_aggregate of a module raises inside)
             return _BoundJit(value, base)
         # tl.X (a name bound to an Enceladus module): never recorded (_record_read), so not looked for
         if node.value.__class__ is not ast.Name or not _is_enceladus_module(base):

@@ -449,15 +449,17 @@ def _mask(b: Builder, mask: Any, shape: tuple[int, ...], what: str) -> Value | N
 def load(b: Builder, pointer: Any, mask: Any = None, other: Any = None, *, cache_modifier: Any = "",
          eviction_policy: Any = "", volatile: Any = False, boundary_check: Any = None,
          padding_option: Any = None) -> Value:
-    from .aggregates import BlockPointer, padding_value
+    if not isinstance(pointer, Value):  # (imported here, and only then: aggregates imports this module)
+        from .aggregates import BlockPointer, padding_value
 
-    if isinstance(pointer, BlockPointer):
-        if mask is not None or other is not None:
-            raise SemanticError("tl.load of a block pointer takes boundary_check and padding_option, not mask/other",
-                                "use boundary_check=(0, 1) and padding_option='zero' instead of mask/other")
-        check = tuple(boundary_check or ())
-        ptr, m = pointer.tiles(b, check)
-        return load(b, ptr, m, padding_value(padding_option, pointer.element_ty) if m is not None else None)
+        if isinstance(pointer, BlockPointer):
+            if mask is not None or other is not None:
+                raise SemanticError("tl.load of a block pointer takes boundary_check and padding_option, not "
+                                    "mask/other", "use boundary_check=(0, 1) and padding_option='zero' instead of "
+                                    "mask/other")
+            check = tuple(boundary_check or ())
+            ptr, m = pointer.tiles(b, check)
+            return load(b, ptr, m, padding_value(padding_option, pointer.element_ty) if m is not None else None)
     if not isinstance(pointer, Value) or not pointer.type.is_ptr:
         raise SemanticError("tl.load expects a pointer or a tile of pointers",
                             "pass a pointer argument plus offsets, e.g. tl.load(x_ptr + offs)")
@@ -491,14 +493,15 @@ def refuse_const_write(pointer: Value, what: str) -> None:
 @rule("store")
 def store(b: Builder, pointer: Any, value: Any, mask: Any = None, *, cache_modifier: Any = "",
           eviction_policy: Any = "", boundary_check: Any = None) -> None:
-    from .aggregates import BlockPointer
+    if not isinstance(pointer, Value):  # (imported here, and only then: aggregates imports this module)
+        from .aggregates import BlockPointer
 
-    if isinstance(pointer, BlockPointer):
-        if mask is not None:
-            raise SemanticError("tl.store through a block pointer takes boundary_check, not mask",
-                                "use boundary_check=(0, 1) instead of mask")
-        ptr, m = pointer.tiles(b, tuple(boundary_check or ()))
-        return store(b, ptr, value, m)
+        if isinstance(pointer, BlockPointer):
+            if mask is not None:
+                raise SemanticError("tl.store through a block pointer takes boundary_check, not mask",
+                                    "use boundary_check=(0, 1) instead of mask")
+            ptr, m = pointer.tiles(b, tuple(boundary_check or ()))
+            return store(b, ptr, value, m)
     if not isinstance(pointer, Value) or not pointer.type.is_ptr:
         raise SemanticError("tl.store expects a pointer or a tile of pointers as its first argument",
                             "pass a pointer argument plus offsets, e.g. tl.store(out_ptr + offs, y)")

@@ -986,11 +986,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         found = []
         for key, entry in tiles.items():
             k = -1
-            while True:
-                try:
-                    k = ids.index(key, k + 1)
-                except ValueError:
-                    break
+            for _ in range(ids.count(key)):  # (counted first: a search past the last one raises and formats an error)
+                k = ids.index(key, k + 1)
                 found.append((k, entry))
         found.sort(key=itemgetter(0))
         return [[first + k, *entry] for k, entry in found]
