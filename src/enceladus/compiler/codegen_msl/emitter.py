@@ -11,9 +11,8 @@ structured C (``for``, ``if``, ``while``) whose conditions are uniform across th
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import accumulate, compress, count
+from itertools import compress, count
 from operator import itemgetter, methodcaller
 from typing import Any
 
@@ -841,8 +840,6 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         if not self.offset_exprs:
             return []
         text = "\n".join(self.body)
-        # where each MSL line starts in text (each line is followed by one newline)
-        starts = list(accumulate(map((1).__add__, map(len, text.split("\n"))), initial=0))
         exprs = list(self.offset_exprs.items())
         hits = set()
         for j, (expr, _) in enumerate(exprs):
@@ -850,9 +847,9 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 continue  # no single line can hold it
             pos = text.find(expr)
             while pos != -1:
-                k = bisect_right(starts, pos) - 1
-                hits.add((k, j))
-                pos = text.find(expr, starts[k + 1])  # one entry per line: go on from the next line
+                hits.add((text.count("\n", 0, pos), j))  # (the MSL line: the newlines before it)
+                end = text.find("\n", pos)  # one entry per line: go on from the next line
+                pos = -1 if end == -1 else text.find(expr, end + 1)
         return [[first + k, exprs[j][0], *exprs[j][1]] for k, j in sorted(hits)]
 
     # --- the kernel -------------------------------------------------------------------------------------------
@@ -960,7 +957,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         out.append("}")
         tile_checks: list = []
         tiles = {id(text): entry for text, entry in self.tile_checks}
-        if not any(map(methodcaller("count", "\n"), self.body)):  # one MSL line per body entry
+        if "\n" not in "".join(self.body):  # one MSL line per body entry
             locs = self.body_locs
             if None in locs:
                 lines = [[first + k, loc.lineno] for k, loc in enumerate(locs) if loc is not None]
