@@ -27,7 +27,7 @@ def parse_signature_type(t: str, name: str) -> ir.Type | None:
         elem = D.BY_NAME.get(t[2:] if const else t[1:])
         if elem is None:
             raise TypeError(f"argument '{name}': unknown pointer type '{t}' (expected e.g. '*fp32', '*i32', '*fp16')")
-        return ir.Type(pointer_type(elem, const=const))  # '*fp64': stores only (semantic.float64_bits)
+        return ir.Type(pointer_type(elem, const=const))  # '*fp64': stores only (semantic_memory.float64_bits)
     if t in ("constexpr", "none"):
         return None
     elem = D.BY_NAME.get(t)

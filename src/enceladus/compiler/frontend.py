@@ -30,7 +30,7 @@ from ..language.core import (
 from ..language.core import condition as tl_condition
 from ..language.core import tuple as tl_tuple
 from ..language.dtypes import dtype, pointer_type, str_to_ty
-from . import ir, semantic
+from . import ir, semantic, semantic_reduce
 from .aggregates import Aggregate, TensorDescriptor
 from .ir import Value
 from .kernel import GlobalRead
@@ -1078,9 +1078,9 @@ class Lowering(ast.NodeVisitor):
 
         if name == "reduce":
             keep = rest[0] if rest else kwargs.pop("keep_dims", False)
-            return self.apply(node, lambda: semantic.build_reduce(self.b, input, axis, combine, keep, "tl.reduce"))
+            return self.apply(node, lambda: semantic_reduce.build_reduce(self.b, input, axis, combine, keep, "tl.reduce"))
         reverse = rest[0] if rest else kwargs.pop("reverse", False)
-        return self.apply(node, lambda: semantic.build_scan(self.b, input, axis, combine, reverse,
+        return self.apply(node, lambda: semantic_reduce.build_scan(self.b, input, axis, combine, reverse,
                                                             "tl.associative_scan"))
 
     def map_elementwise(self, node: ast.AST, scalar_fn: Any = None, *args: Any, pack: Any = 1) -> Any:
@@ -1088,7 +1088,7 @@ class Lowering(ast.NodeVisitor):
         if not is_jit_function(scalar_fn):
             raise self.error(node, "the first argument of tl.map_elementwise must be an @enceladus.jit function",
                              "define the per-element function at module level with @enceladus.jit")
-        return self.apply(node, lambda: semantic.build_map_elementwise(
+        return self.apply(node, lambda: semantic_reduce.build_map_elementwise(
             self.b, args, lambda b, xs: self.inline(node, scalar_fn, list(xs), {}), pack))
 
     def static_assert(self, node: ast.AST, cond: Any, msg: Any = "") -> None:

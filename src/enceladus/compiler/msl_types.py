@@ -15,7 +15,7 @@ MSL_TYPE = {
     "fp16": "half", "bf16": "bfloat", "fp32": "float",
     # fp8: their codes (Metal has no 8-bit float type; codegen_msl/fp8.py converts them)
     "fp8e4nv": "uchar", "fp8e5": "uchar", "fp8e4b15": "uchar", "fp8e4b8": "uchar", "fp8e5b16": "uchar",
-    # float64 arrays are storage only (Apple GPUs have no fp64): stores write their bits (semantic.float64_bits)
+    # float64 arrays are storage only (Apple GPUs have no fp64): stores write their bits (semantic_memory.float64_bits)
     "fp64": "ulong",
 }
 
