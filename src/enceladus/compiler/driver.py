@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import threading
 from typing import Any
 
 from ..errors import CompilationError, OutOfResources
@@ -40,6 +42,39 @@ def parse_signature_type(t: str, name: str) -> ir.Type | None:
     return ir.Type(elem)
 
 
+class _CollectorPaused:
+    """Python's cyclic garbage collector paused while a compile runs (``with _COLLECTOR_PAUSED:``).
+
+    A compile allocates thousands of IR objects that all live until it returns (values and their ops refer to
+    each other, so only the collector frees them, after the compile). Left running, the collector starts a
+    young-generation pass every 700 allocations and walks them again and again while they are still in use:
+    5-9% of a compile's time on the benchmark kernels. Paused, it walks them once, at its first pass after
+    the compile (docs/benchmarks.md). Nested and concurrent compiles (the autotuner's thread pool) share one
+    pause: the collector runs again when the last of them ends, and only if it was running before the first
+    began (a program that turned it off keeps it off)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._resume = False
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._depth == 0:
+                self._resume = gc.isenabled()
+                gc.disable()
+            self._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._resume:
+                gc.enable()
+
+
+_COLLECTOR_PAUSED = _CollectorPaused()
+
+
 def compile_kernel(source: KernelSource, name: str, param_names: list[str], signature: dict[str, str],
                    constexprs: dict[str, Any], facts: dict[str, tuple[bool, bool]] | None = None,
                    num_warps: int = 4, origin: str = "", structs: dict[str, Any] | None = None,
@@ -58,6 +93,15 @@ def compile_kernel(source: KernelSource, name: str, param_names: list[str], sign
     device load, store and atomic checks in the MSL that its bytes lie inside its pointer argument, logs a violation
     to the device log and skips the access (``codegen_msl/debug.py``; the runtime binds the extents buffer).
     """
+    with _COLLECTOR_PAUSED:
+        return _compile(source, name, param_names, signature, constexprs, facts, num_warps, origin, structs,
+                        dot_backend, enable_fp_fusion, device, debug, msl_bounds_checks)
+
+
+def _compile(source: KernelSource, name: str, param_names: list[str], signature: dict[str, str],
+             constexprs: dict[str, Any], facts: dict[str, tuple[bool, bool]] | None, num_warps: int, origin: str,
+             structs: dict[str, Any] | None, dot_backend: str, enable_fp_fusion: bool,
+             device: dict[str, Any] | None, debug: bool, msl_bounds_checks: bool) -> CompiledKernel:
     if not isinstance(num_warps, int) or num_warps < 1 or num_warps & (num_warps - 1) or num_warps > 32:
         raise CompilationError(f"num_warps={num_warps!r} is not supported", kernel=name,
                                fix="use a power of two from 1 to 32 (SIMD groups of 32 threads; at most 1024 threads)")
