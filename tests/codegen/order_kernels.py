@@ -107,3 +107,36 @@ def shift_row_kernel(X, Y, stride_x, stride_y, N: tl.constexpr):
     cols = tl.arange(0, N)
     x = tl.load(X + row * stride_x + cols - 1, mask=cols >= 1, other=0.0)
     tl.store(Y + row * stride_y + cols, x)
+
+
+@enceladus.jit
+def shifted_base_kernel(X, BLOCK: tl.constexpr):
+    """X[i + 1] = X[i] + 1 over one block, one offsets value for both accesses but a base one element apart: each
+    thread stores the element its right neighbour loads."""
+    offs = tl.arange(0, BLOCK)
+    tl.store(X + 1 + offs, tl.load(X + offs) + 1)
+
+
+@enceladus.jit
+def narrow_then_wide_kernel(X, Y, BLOCK: tl.constexpr):
+    """Y[i] = X[i] with X fp16 and Y fp32, the same offsets: when X is Y's memory, a store covers two elements
+    of X that other threads load."""
+    offs = tl.arange(0, BLOCK)
+    tl.store(Y + offs, tl.load(X + offs).to(tl.float32))
+
+
+@enceladus.jit
+def in_place_atomic_kernel(X, BLOCK: tl.constexpr):
+    """X[i] += X[i] by an atomic add, then X[i] = 2 * (its old value), the same offsets (the old values are used:
+    the atomic keeps the loads' layout)."""
+    offs = tl.arange(0, BLOCK)
+    old = tl.atomic_add(X + offs, tl.load(X + offs))
+    tl.store(X + offs, old * 2)
+
+
+@enceladus.jit
+def in_place_in_loop_kernel(X, NB: tl.constexpr, BLOCK: tl.constexpr):
+    """X[i] += 1, NB times, in a loop (the accesses are not at the kernel's top level)."""
+    offs = tl.arange(0, BLOCK)
+    for _ in range(NB):
+        tl.store(X + offs, tl.load(X + offs) + 1)

@@ -40,6 +40,29 @@ def fast_answers_checked(monkeypatch):
 
     checking.original = never_shared
     monkeypatch.setattr(access_pairs, "_never_shared", checking)
+
+    # kernels the pass clears without looking at pairs at all (device_order._one_thread_per_address): the full
+    # analysis, its pairs decided by the thread maps, must find no barrier either
+    from enceladus.compiler import driver, ir
+    from enceladus.compiler.passes import device_order
+
+    plan_device_order = device_order.plan_device_order
+
+    def checking_kernel(fn, plan, num_warps, *args, **kwargs):
+        order = plan_device_order(fn, plan, num_warps, *args, **kwargs)
+        if device_order._one_thread_per_address(fn, plan, ir.select(ir.walk(fn.ops), device_order._MEMORY_SET)):
+            assert not order.barriers_before
+            monkeypatch.setattr(access_pairs, "_never_shared", lambda *args: False)
+            try:
+                roots = device_order.pointer_roots(fn)
+                full = device_order._Analysis(fn, plan, num_warps, roots, device_order.written_roots(fn, roots)).run()
+                assert not full.barriers_before, full.barriers_before
+            finally:
+                monkeypatch.setattr(access_pairs, "_never_shared", checking)
+            checked.append(("kernel", fn.name))
+        return order
+
+    monkeypatch.setattr(driver.device_order, "plan_device_order", checking_kernel)
     return checked
 
 
@@ -333,3 +356,65 @@ def test_polynomial_helpers_agree_with_their_general_forms():
         assert list(ap.poly_scale(p, c).items()) == list(ap.poly_mul(p, ap.poly_const(c)).items())
     for m in ap.poly_mul({("#1",): 1, ("#0",): 2}, {("arg:s",): 1, (): 4}):
         assert list(m) == sorted(m) and (m[-1][0] != "#") == any(not s.startswith("#") for s in m)
+
+
+def _cleared_without_pairs(monkeypatch, kernel, signature, constexprs, num_warps=4):
+    """Whether the pass cleared ``kernel`` without looking at its pairs (device_order._one_thread_per_address)."""
+    from enceladus.compiler.passes import device_order
+
+    answers = []
+    one_thread = device_order._one_thread_per_address
+
+    def recording(*args):
+        answers.append(one_thread(*args))
+        return answers[-1]
+
+    monkeypatch.setattr(device_order, "_one_thread_per_address", recording)
+    enceladus.compile(kernel, signature=signature, constexprs=constexprs, num_warps=num_warps)
+    assert answers  # (asked again by the fixture of this file when it says yes)
+    return all(answers)
+
+
+def test_elementwise_kernels_are_cleared_without_their_pairs(monkeypatch, fast_answers_checked):
+    assert _cleared_without_pairs(monkeypatch, ok.in_place_kernel, "*fp32, i32", {"BLOCK": 1024})
+    assert _cleared_without_pairs(monkeypatch, kernels.binary_kernel, "*fp32, *fp32, *fp32, i32",
+                                  {"OP": "add", "BLOCK": 1024})
+    assert ("kernel", "in_place_kernel") in fast_answers_checked  # and the full analysis agrees (the fixture)
+
+
+@pytest.mark.parametrize("case", ["reversed", "store twice", "shifted base", "narrow then wide", "atomic",
+                                  "in a loop", "replicated", "two rows"])
+def test_other_kernels_get_the_full_analysis(monkeypatch, case):
+    kernel, signature, constexprs, num_warps = {
+        "reversed": (ok.read_back_reversed_kernel, "*i32, *i32", {"BLOCK": 256}, 4),
+        "store twice": (ok.store_twice_kernel, "*i32", {"BLOCK": 256}, 4),
+        "shifted base": (ok.shifted_base_kernel, "*fp32", {"BLOCK": 256}, 4),
+        "narrow then wide": (ok.narrow_then_wide_kernel, "*fp16, *fp32", {"BLOCK": 256}, 4),
+        "atomic": (ok.in_place_atomic_kernel, "*fp32", {"BLOCK": 256}, 4),
+        "in a loop": (ok.in_place_in_loop_kernel, "*fp32", {"NB": 3, "BLOCK": 256}, 4),
+        "replicated": (ok.in_place_kernel, "*fp32, i32", {"BLOCK": 64}, 4),  # 64 elements, 128 threads
+        "two rows": (ok.shift_row_kernel, "*fp32, *fp32, i32, i32", {"N": 256}, 4),
+    }[case]
+    assert not _cleared_without_pairs(monkeypatch, kernel, signature, constexprs, num_warps)
+
+
+@pytest.mark.parametrize("case", ["shifted base", "narrow then wide"])
+def test_kernels_the_shortcut_must_not_clear_run_on_all_paths(case):
+    """The two pairs closest to the elementwise shortcut that do need a barrier: each element's neighbour (or
+    half of it) is another thread's."""
+    if case == "shifted base":
+        x = np.arange(257, dtype=np.float32)
+        msl = _msl(ok.shifted_base_kernel, "*fp32", {"BLOCK": 256})
+
+        def want(x):
+            out = x.copy()
+            out[1:] = x[:-1] + 1
+            return {0: out}
+
+        run_on_all_paths(ok.shifted_base_kernel, (1,), lambda: (x.copy(),), want, constexprs={"BLOCK": 256})
+    else:
+        msl = _msl(ok.narrow_then_wide_kernel, "*fp16, *fp32", {"BLOCK": 256})
+        x = np.arange(256, dtype=np.float16)
+        run_on_all_paths(ok.narrow_then_wide_kernel, (1,), lambda: (x.copy(), np.zeros(256, np.float32)),
+                         lambda x, y: {1: x.astype(np.float32)}, constexprs={"BLOCK": 256})
+    assert DEVICE_BARRIER in msl

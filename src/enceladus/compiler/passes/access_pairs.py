@@ -208,7 +208,7 @@ class Access:
     def replicated(self) -> bool:
         """Some element is touched by several threads."""
         t = self.threads
-        if t[0] == "tile" and _one_register_per_element(t[1], t[2]):
+        if t[0] == "tile" and one_register_per_element(t[1], t[2]):
             return False
         return _thread_facts(t)[0]
 
@@ -216,7 +216,7 @@ class Access:
     def one_thread(self) -> int | None:
         """The thread making every access, if only one does."""
         t = self.threads
-        if t[0] == "tile" and _one_register_per_element(t[1], t[2]):
+        if t[0] == "tile" and one_register_per_element(t[1], t[2]):
             return None  # every thread of the threadgroup (32 or more) holds a register of the tile
         return _thread_facts(t)[1]
 
@@ -353,11 +353,11 @@ def _same_owner_of_each_address(a: Access, b: Access, g: tuple) -> bool:
     bytes (``_disjoint_elements``). False means "not shown": the caller then compares the maps."""
     ta, tb = a.threads, b.threads
     return (ta[0] == "tile" == tb[0] and ta[1] == tb[1] and ta[2] == tb[2] and a.itemsize == b.itemsize
-            and _one_register_per_element(ta[1], ta[2]) and _disjoint_elements(g, ta[2], a.itemsize))
+            and one_register_per_element(ta[1], ta[2]) and _disjoint_elements(g, ta[2], a.itemsize))
 
 
 @functools.lru_cache(maxsize=256)
-def _one_register_per_element(layout: TileLayout, shape: tuple[int, ...]) -> bool:
+def one_register_per_element(layout: TileLayout, shape: tuple[int, ...]) -> bool:
     """Whether a ``shape`` tile in ``layout`` has as many registers (threads x elements per thread) as elements:
     since every element is held by some register, each is then held by exactly one (no replica), and that
     register's thread is also its owner (``element_threads`` with and without ``owners_only`` agree)."""

@@ -49,6 +49,7 @@ from .access_pairs import (
     Access,
     Poly,
     conflict,
+    one_register_per_element,
     poly_add,
     poly_const,
     poly_key,
@@ -457,5 +458,70 @@ def plan_device_order(fn: ir.Function, plan: LayoutPlan, num_warps: int, roots: 
             break
     else:
         return DeviceOrderPlan()  # nothing is written: no pair of accesses can conflict (``conflict``)
+    if _one_thread_per_address(fn, plan, ir.select(ir.walk(fn.ops) if ops is None else ops, _MEMORY_SET)):
+        return DeviceOrderPlan()
     roots = pointer_roots(fn) if roots is None else roots
     return _Analysis(fn, plan, num_warps, roots, written_roots(fn, roots, ops) if written is None else written).run()
+
+
+_MEMORY_SET = frozenset(_MEMORY)
+
+
+def _one_thread_per_address(fn: ir.Function, plan: LayoutPlan, accesses: list[ir.Op]) -> bool:
+    """Whether every device access is a tile load or store at the kernel's top level through ``arg + offs``, with
+    one pointer argument each and one ``offs`` value for all (``offs`` = a scalar plus ``tl.arange``, or the
+    ``arange`` alone: distinct elements at distinct offsets), one element size, and one layout that holds each
+    element in one register. Then an address is touched, in every access, by the one thread that holds its
+    element (pointer arguments are the same array or disjoint: see the module's docstring), so no pair needs a
+    barrier: the answer ``_Analysis`` gives for such kernels (the elementwise family: ``out = f(x, y)`` over
+    ``offs``), found without the offsets' polynomials. Anything else: False, and the full analysis decides."""
+    if not accesses:
+        return False
+    top = fn.body.ops
+    first = accesses[0]
+    offs = _argument_plus(first.operands[0])
+    if offs is None or not _distinct_run(offs):
+        return False
+    itemsize = first.operands[0].type.element.element_ty.itemsize
+    layout = None
+    for op in accesses:
+        name = op.name
+        ptr = op.operands[0]
+        if name == "atomic" or _argument_plus(ptr) is not offs or op not in top \
+                or ptr.type.element.element_ty.itemsize != itemsize:
+            return False
+        here = store_layout(plan, op) if name == "store" else plan.homes.get(op.result.id)
+        if layout is None:
+            layout = here
+            if layout is None or not one_register_per_element(layout, ptr.type.shape):
+                return False
+        elif here != layout:
+            return False
+    return True
+
+
+def _argument_plus(ptr: ir.Value) -> ir.Value | None:
+    """``offs`` when ``ptr`` is ``addptr(splat(a pointer argument), offs)``, else None."""
+    op = ptr.op
+    if op is None or op.name != "addptr":
+        return None
+    base = op.operands[0].op
+    if base is None or base.name != "splat" or base.operands[0].op is not None or not base.operands[0].type.is_ptr:
+        return None  # (a value made by no op is a kernel argument: block arguments belong to loops, excluded above)
+    return op.operands[1]
+
+
+def _distinct_run(offs: ir.Value) -> bool:
+    """Whether ``offs`` is a 1-D ``tl.arange`` with one element per index, or a scalar plus one (a splat of a
+    scalar added to it): its elements are distinct integers."""
+    if len(offs.type.shape) != 1:
+        return False
+    op = offs.op
+    if op is not None and op.name == "add":
+        a, b = op.operands
+        if b.op is not None and b.op.name == "splat":
+            a, b = b, a
+        if a.op is None or a.op.name != "splat":
+            return False
+        op = b.op
+    return op is not None and op.name == "arange" and op.attrs["end"] - op.attrs["start"] == offs.type.shape[0]
