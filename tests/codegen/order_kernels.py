@@ -140,3 +140,20 @@ def in_place_in_loop_kernel(X, NB: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     for _ in range(NB):
         tl.store(X + offs, tl.load(X + offs) + 1)
+
+
+@enceladus.jit
+def row_scale_kernel(X, Y, stride_x, stride_y, N: tl.constexpr):
+    """Y[row] = 2 X[row] (the shape of softmax's accesses: a row's base, then its columns); in place when X is Y."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, N)
+    tl.store(Y + row * stride_y + cols, tl.load(X + row * stride_x + cols) * 2)
+
+
+@enceladus.jit
+def next_row_kernel(X, Y, N: tl.constexpr):
+    """Y[4 row + c] = X[4 (row + 1) + c]: the bases differ by 4 elements (a constant term through a product); when X
+    is Y, each thread stores an element another thread loads."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, N)
+    tl.store(Y + row * 4 + cols, tl.load(X + (row + 1) * 4 + cols))

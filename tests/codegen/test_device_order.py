@@ -379,11 +379,23 @@ def test_elementwise_kernels_are_cleared_without_their_pairs(monkeypatch, fast_a
     assert _cleared_without_pairs(monkeypatch, ok.in_place_kernel, "*fp32, i32", {"BLOCK": 1024})
     assert _cleared_without_pairs(monkeypatch, kernels.binary_kernel, "*fp32, *fp32, *fp32, i32",
                                   {"OP": "add", "BLOCK": 1024})
+    assert _cleared_without_pairs(monkeypatch, ok.row_scale_kernel, "*fp32, *fp32, i32, i32", {"N": 256})
     assert ("kernel", "in_place_kernel") in fast_answers_checked  # and the full analysis agrees (the fixture)
+    assert ("kernel", "row_scale_kernel") in fast_answers_checked
+
+
+def test_row_kernels_in_place_run_on_all_paths():
+    x = np.random.default_rng(7).standard_normal((3, 256)).astype(np.float32)
+
+    def make():
+        a = x.copy()
+        return a, a, 256, 256
+
+    run_on_all_paths(ok.row_scale_kernel, (3,), make, lambda a, *_: {0: 2 * a}, constexprs={"N": 256})
 
 
 @pytest.mark.parametrize("case", ["reversed", "store twice", "shifted base", "narrow then wide", "atomic",
-                                  "in a loop", "replicated", "two rows"])
+                                  "in a loop", "replicated", "two rows", "next row"])
 def test_other_kernels_get_the_full_analysis(monkeypatch, case):
     kernel, signature, constexprs, num_warps = {
         "reversed": (ok.read_back_reversed_kernel, "*i32, *i32", {"BLOCK": 256}, 4),
@@ -394,14 +406,15 @@ def test_other_kernels_get_the_full_analysis(monkeypatch, case):
         "in a loop": (ok.in_place_in_loop_kernel, "*fp32", {"NB": 3, "BLOCK": 256}, 4),
         "replicated": (ok.in_place_kernel, "*fp32, i32", {"BLOCK": 64}, 4),  # 64 elements, 128 threads
         "two rows": (ok.shift_row_kernel, "*fp32, *fp32, i32, i32", {"N": 256}, 4),
+        "next row": (ok.next_row_kernel, "*fp32, *fp32", {"N": 256}, 4),
     }[case]
     assert not _cleared_without_pairs(monkeypatch, kernel, signature, constexprs, num_warps)
 
 
-@pytest.mark.parametrize("case", ["shifted base", "narrow then wide"])
+@pytest.mark.parametrize("case", ["shifted base", "narrow then wide", "next row"])
 def test_kernels_the_shortcut_must_not_clear_run_on_all_paths(case):
-    """The two pairs closest to the elementwise shortcut that do need a barrier: each element's neighbour (or
-    half of it) is another thread's."""
+    """The kernels closest to the elementwise shortcut that do need a barrier: the element each thread stores (or
+    half of it) is another thread's load."""
     if case == "shifted base":
         x = np.arange(257, dtype=np.float32)
         msl = _msl(ok.shifted_base_kernel, "*fp32", {"BLOCK": 256})
@@ -412,6 +425,17 @@ def test_kernels_the_shortcut_must_not_clear_run_on_all_paths(case):
             return {0: out}
 
         run_on_all_paths(ok.shifted_base_kernel, (1,), lambda: (x.copy(),), want, constexprs={"BLOCK": 256})
+    elif case == "next row":
+        x = np.arange(4 * 3 + 256, dtype=np.float32)
+        msl = _msl(ok.next_row_kernel, "*fp32, *fp32", {"N": 256})
+
+        def want_rows(x, y):  # one program: row 0 only
+            out = x.copy()
+            out[:256] = x[4:260]
+            return {0: out}
+
+        run_on_all_paths(ok.next_row_kernel, (1,), lambda: (lambda a: (a, a))(x.copy()), want_rows,
+                         constexprs={"N": 256})
     else:
         msl = _msl(ok.narrow_then_wide_kernel, "*fp16, *fp32", {"BLOCK": 256})
         x = np.arange(256, dtype=np.float16)

@@ -468,27 +468,32 @@ _MEMORY_SET = frozenset(_MEMORY)
 
 
 def _one_thread_per_address(fn: ir.Function, plan: LayoutPlan, accesses: list[ir.Op]) -> bool:
-    """Whether every device access is a tile load or store at the kernel's top level through ``arg + offs``, with
-    one pointer argument each and one ``offs`` value for all (``offs`` = a scalar plus ``tl.arange``, or the
-    ``arange`` alone: distinct elements at distinct offsets), one element size, and one layout that holds each
-    element in one register. Then an address is touched, in every access, by the one thread that holds its
-    element (pointer arguments are the same array or disjoint: see the module's docstring), so no pair needs a
-    barrier: the answer ``_Analysis`` gives for such kernels (the elementwise family: ``out = f(x, y)`` over
-    ``offs``), found without the offsets' polynomials. Anything else: False, and the full analysis decides."""
+    """Whether every device access is a tile load or store at the kernel's top level through ``base + offs``, where
+    ``base`` is a scalar pointer, ``offs`` is one value for all accesses (a scalar plus ``tl.arange``, or the
+    ``arange`` alone: distinct elements at distinct offsets) and the bases' offsets from the arguments have one
+    constant term; with one element size, and one layout that holds each element in one register. Then each pair
+    of accesses is either the same addresses element for element, touched by the one thread that holds the
+    element, or (bases apart by a runtime value, as ``row * stride_x`` and ``row * stride_y``) the same or disjoint
+    memory by the analysis's model (module docstring): no pair needs a barrier. That is the answer ``_Analysis``
+    gives such kernels (the elementwise family, and row kernels such as softmax), found without the pairs and their
+    tiles' polynomials. Anything else: False, and the full analysis decides."""
     if not accesses:
         return False
     top = fn.body.ops
     first = accesses[0]
-    offs = _argument_plus(first.operands[0])
-    if offs is None or not _distinct_run(offs):
+    found = _scalar_base_plus(first.operands[0])
+    if found is None or not _distinct_run(found[1]):
         return False
+    offs = found[1]
+    shift = _constant_term(found[0])
     itemsize = first.operands[0].type.element.element_ty.itemsize
     layout = None
     for op in accesses:
         name = op.name
         ptr = op.operands[0]
-        if name == "atomic" or _argument_plus(ptr) is not offs or op not in top \
-                or ptr.type.element.element_ty.itemsize != itemsize:
+        found = _scalar_base_plus(ptr)
+        if name == "atomic" or found is None or found[1] is not offs or op not in top \
+                or ptr.type.element.element_ty.itemsize != itemsize or _constant_term(found[0]) != shift:
             return False
         here = store_layout(plan, op) if name == "store" else plan.homes.get(op.result.id)
         if layout is None:
@@ -500,15 +505,48 @@ def _one_thread_per_address(fn: ir.Function, plan: LayoutPlan, accesses: list[ir
     return True
 
 
-def _argument_plus(ptr: ir.Value) -> ir.Value | None:
-    """``offs`` when ``ptr`` is ``addptr(splat(a pointer argument), offs)``, else None."""
+def _scalar_base_plus(ptr: ir.Value) -> tuple[ir.Value, ir.Value] | None:
+    """``(base, offs)`` when ``ptr`` is ``addptr(splat(base), offs)`` (``base`` a scalar pointer), else None."""
     op = ptr.op
     if op is None or op.name != "addptr":
         return None
-    base = op.operands[0].op
-    if base is None or base.name != "splat" or base.operands[0].op is not None or not base.operands[0].type.is_ptr:
-        return None  # (a value made by no op is a kernel argument: block arguments belong to loops, excluded above)
-    return op.operands[1]
+    splat = op.operands[0].op
+    if splat is None or splat.name != "splat":
+        return None
+    return splat.operands[0], op.operands[1]
+
+
+def _constant_term(v: ir.Value) -> int:
+    """The constant term of the polynomial ``_Analysis`` gives the scalar ``v`` (``_define``): its value with every
+    runtime symbol at 0 (arguments, program ids, loaded values, and every other function of scalars, which that
+    polynomial names by a symbol of its own). For a pointer: bytes from the arguments' common base."""
+    op = v.op
+    if op is None:
+        return 0  # an argument (block arguments belong to loops: never a top-level access's base)
+    name = op.name
+    if name == "const":
+        value = op.attrs["value"]
+        return int(value) if isinstance(value, (bool, int)) else 0
+    operands = op.operands
+    if name in ("splat", "multiple_of", "max_contiguous"):
+        return _constant_term(operands[0])
+    if name == "add":
+        return _constant_term(operands[0]) + _constant_term(operands[1])
+    if name == "sub":
+        return _constant_term(operands[0]) - _constant_term(operands[1])
+    if name == "mul":  # (the constant term of a product is the product of the constant terms)
+        return _constant_term(operands[0]) * _constant_term(operands[1])
+    if name == "neg":
+        return -_constant_term(operands[0])
+    if name == "addptr":
+        return _constant_term(operands[0]) + _constant_term(operands[1]) * operands[0].type.element.element_ty.itemsize
+    if name in ("cast", "bitcast"):
+        src, dst = operands[0].type.element, v.type.element
+        if (src.is_ptr() and dst.is_ptr()) or (name == "cast" and src.is_int() and dst.is_int() and not src.is_bool()
+                                                and (src.name == dst.name or (dst.itemsize > src.itemsize and (
+                                                    src.is_int_unsigned() or dst.is_int_signed())))):
+            return _constant_term(operands[0])  # the same value (as ``_combine``)
+    return 0  # a symbol of its own
 
 
 def _distinct_run(offs: ir.Value) -> bool:
