@@ -19,10 +19,15 @@ The interpreter divides exactly (as Triton's does).
 
 from __future__ import annotations
 
+from itertools import compress, count
+from operator import attrgetter
+
 from .. import ir
 
 # the ops between a divisor's own value and the tile a quotient reads it from: registers shared, no data moved
 _VIEWS = ("broadcast", "expand_dims", "splat")
+_FDIV = frozenset({"fdiv"})
+_NAME = attrgetter("name")
 
 
 def divide_by_reciprocals(fn: ir.Function) -> int:
@@ -53,14 +58,18 @@ def _shared_divisor(op: ir.Op) -> list[ir.Op] | None:
 
 
 def _rewrite_block(fn: ir.Function, block: ir.Block) -> int:
+    ops = block.ops
+    found = [(i, chain) for i in compress(count(), map(_FDIV.__contains__, map(_NAME, ops)))
+             if (chain := _shared_divisor(ops[i])) is not None]
+    if not found:
+        return 0  # (the block's op list is rebuilt only when a division changes)
     out: list[ir.Op] = []
     recips: dict[int, ir.Value] = {}  # divisor value id -> its reciprocal, computed earlier in this block
-    rewritten = 0
-    for op in block.ops:
-        chain = _shared_divisor(op)
-        if chain is None:
-            out.append(op)
-            continue
+    start = 0
+    for i, chain in found:
+        out += ops[start:i]  # the ops between two rewritten divisions, as they are
+        start = i + 1
+        op = ops[i]
         root = chain[-1].operands[0]
         r = recips.get(root.id)
         if r is None:
@@ -78,6 +87,5 @@ def _rewrite_block(fn: ir.Function, block: ir.Block) -> int:
         q.results = [op.result]
         op.result.op = q
         out.append(q)
-        rewritten += 1
-    block.ops = out
-    return rewritten
+    block.ops = out + ops[start:]
+    return len(found)
