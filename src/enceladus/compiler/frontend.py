@@ -238,7 +238,11 @@ class Lowering(ast.NodeVisitor):
         self.read_globals: dict[str, Any] = {}
         # what the compilation read outside the arguments, checked again on every launch (GlobalRead)
         self.global_reads: dict[tuple[int, tuple[str, ...]], GlobalRead] = {}
-        self.rest: list[ast.stmt] | None = None  # what follows the statement being lowered (see run_body)
+        # where the statement being lowered is: its block, its index there and what follows the block (see rest)
+        self._position: tuple[list[ast.stmt], int, list[ast.stmt] | None] = ([], 0, None)
+        # where the source sits in its file (KernelSource.locate's offsets), for the location of every op
+        _, _, start, self._indent, self._filename = source._parsed
+        self._line0 = start - 1
 
     # --- errors ------------------------------------------------------------------------------------
     def error(self, node: ast.AST, message: str, fix: str | None = None) -> CompilationError:
@@ -247,21 +251,17 @@ class Lowering(ast.NodeVisitor):
                                 fix=fix, kernel=self.kernel_name)
 
     def _set_loc(self, node: ast.AST) -> None:
-        _, _, start, indent, filename = self.src._parsed  # as KernelSource.locate computes them
-        self.b.loc = _loc((filename, start + getattr(node, "lineno", 1) - 1, getattr(node, "col_offset", 0) + indent))
+        # as KernelSource.locate computes them, from the offsets read once in __init__
+        self.b.loc = _loc((self._filename, self._line0 + node.lineno, node.col_offset + self._indent))
 
     # --- statements --------------------------------------------------------------------------------
     def run_body(self, stmts: list[ast.stmt], after: list[ast.stmt] | None = None) -> None:
         """Lower ``stmts``. ``after`` is what follows them up to the end of the function (None inside a loop):
         a runtime ``if`` that contains a ``return`` lowers it into its branches (see ``returning_if``)."""
         for i, stmt in enumerate(stmts):
-            if isinstance(stmt, ast.Return):
-                rest = list(stmts[i + 1:])
-                if rest:
-                    raise self.error(rest[0], "code after 'return' is unreachable", "remove it")
-            tail = list(stmts[i + 1:])
-            ends = bool(tail) and isinstance(tail[-1], ast.Return)  # the block returns: nothing after it runs
-            self.rest = None if after is None else tail if ends else tail + list(after)
+            if isinstance(stmt, ast.Return) and i + 1 < len(stmts):
+                raise self.error(stmts[i + 1], "code after 'return' is unreachable", "remove it")
+            self._position = (stmts, i, after)  # what follows it is made only when asked for (rest)
             try:
                 method = _VISIT.get(stmt.__class__)  # visit_<statement class name> (see below the class)
                 if method is None:
@@ -271,6 +271,15 @@ class Lowering(ast.NodeVisitor):
             except RecursionError:
                 raise self.error(stmt, "this statement nests too deeply to compile (Python's recursion limit)",
                                  "split the expression into several statements with intermediate variables") from None
+
+    def rest(self) -> list[ast.stmt] | None:
+        """What follows the statement being lowered up to the end of the function (None inside a loop)."""
+        stmts, i, after = self._position
+        if after is None:
+            return None
+        tail = list(stmts[i + 1:])
+        ends = bool(tail) and isinstance(tail[-1], ast.Return)  # the block returns: nothing after it runs
+        return tail if ends else tail + list(after)
 
     def generic_visit(self, node: ast.AST) -> Any:
         fix = _UNSUPPORTED_STMT_FIX.get(type(node)) or _UNSUPPORTED_EXPR_FIX.get(type(node))
@@ -289,7 +298,7 @@ class Lowering(ast.NodeVisitor):
         if isinstance(msg, Value) or not isinstance(msg, (str, int, float)):
             raise self.error(node.msg, "the message of an assert must be a constant string",
                              'write it as a string literal, e.g. assert x >= 0, "x must be non-negative"')
-        self.apply(node, lambda: semantic.RULES["device_assert"](self.b, cond, str(msg)))  # debug mode only
+        self.apply(node, semantic.RULES["device_assert"], cond, str(msg))  # debug mode only
 
     def visit_Pass(self, node: ast.Pass) -> None:
         return None
@@ -305,7 +314,7 @@ class Lowering(ast.NodeVisitor):
         value = self.eval(node.value)
         ann = self.eval(node.annotation)
         if isinstance(ann, dtype) and (isinstance(value, Value) or semantic.is_python_scalar(value)):
-            value = self.apply(node, lambda: self.b.to_value(value, ann))
+            value = self.apply(node, Builder.to_value, value, ann)
         self.assign(node.target, value)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
@@ -333,7 +342,7 @@ class Lowering(ast.NodeVisitor):
         raise _Return(None if node.value is None else self.eval(node.value), node)
 
     def visit_If(self, node: ast.If) -> None:
-        rest = self.rest
+        rest = self.rest()
         cond = self.condition(node.test)
         if isinstance(cond, Value):
             if cond.type.is_tile:
@@ -356,7 +365,7 @@ class Lowering(ast.NodeVisitor):
         if rest is None:
             raise self.error(node, "'return' inside a loop is not supported", "return after the loop")
         if not cond.type.element.is_bool():
-            cond = self.apply(node.test, lambda: semantic.compare(self.b, "!=", cond, 0))
+            cond = self.apply(node.test, semantic.compare, "!=", cond, 0)
         before = dict(self.scope)
         fell_off = object()  # a path that reaches the end of the function without a return
         outcomes = []
@@ -400,7 +409,7 @@ class Lowering(ast.NodeVisitor):
     def runtime_if(self, node: ast.If, cond: ir.Value, then_body: list[ast.stmt], else_body: list[ast.stmt]) -> None:
         """An ``if`` on a runtime scalar: both branches become regions; names they assign become results."""
         if not cond.type.element.is_bool():
-            cond = self.apply(node.test, lambda: semantic.compare(self.b, "!=", cond, 0))
+            cond = self.apply(node.test, semantic.compare, "!=", cond, 0)
         before = dict(self.scope)
         branches = []
         for body in (then_body, else_body):
@@ -473,7 +482,7 @@ class Lowering(ast.NodeVisitor):
             ty = semantic.element_type(x)
             self.b.fn.push_block(block)
             try:
-                v = self.apply(node, lambda: self.b.to_value(x, ty))
+                v = self.apply(node, Builder.to_value, x, ty)
                 if isinstance(like, Value) and like.type.is_tile:
                     v = self.b.splat(v, like.type.shape)
             finally:
@@ -527,7 +536,7 @@ class Lowering(ast.NodeVisitor):
             (isinstance(x, Value) and x.type.element.primitive_bitwidth == 64) or
             (not isinstance(x, Value) and not -(2**31) <= x < 2**31) for x in (lb, ub, step)) else ir.Type(semantic.D.int32)
         self._set_loc(node)
-        bounds = [self.apply(node.iter, lambda x=x: self.b.to_value(x, iv_ty.element)) for x in (lb, ub, step)]
+        bounds = [self.apply(node.iter, Builder.to_value, x, iv_ty.element) for x in (lb, ub, step)]
         self.runtime_loop(node, "for", node.body, bounds, iv_name=node.target.id, iv_type=iv_ty,
                           step_const=None if isinstance(step, Value) else step)
 
@@ -575,7 +584,7 @@ class Lowering(ast.NodeVisitor):
                     raise self.error(cond_node, "the condition of a while loop must be a scalar, not a tile",
                                      "reduce the tile first, e.g. tl.max(x, 0) > 0")
                 if not cond.type.element.is_bool():
-                    cond = self.apply(cond_node, lambda: semantic.compare(self.b, "!=", cond, 0))
+                    cond = self.apply(cond_node, semantic.compare, "!=", cond, 0)
                 cond_block.ops.append(ir.Op("yield", [cond], loc=self.b.loc))
             finally:
                 if self.b.fn.block is cond_block:
@@ -637,7 +646,7 @@ class Lowering(ast.NodeVisitor):
                 return x
             if semantic.is_python_scalar(x):
                 ty = like[i].type.element if like is not None and i < len(like) else semantic.D.literal_dtype(x)
-                v = self.apply(node, lambda: self.b.to_value(x, ty))
+                v = self.apply(node, Builder.to_value, x, ty)
                 if like is not None and i < len(like) and like[i].type.is_tile:
                     v = self.b.splat(v, like[i].type.shape)
                 return v
@@ -719,7 +728,7 @@ class Lowering(ast.NodeVisitor):
             if attr in _VALUE_PROPERTIES:
                 return _VALUE_PROPERTIES[attr](base)
             if attr == "T":
-                return self.apply(node, lambda: semantic.RULES["trans"](self.b, base))
+                return self.apply(node, semantic.RULES["trans"], base)
             if attr == "to" or attr in semantic.RULES:
                 return _TensorMethod(attr, base)
             raise self.error(node, f"tiles have no attribute '{attr}'",
@@ -822,7 +831,7 @@ class Lowering(ast.NodeVisitor):
                              "multiply explicitly (x * x) or use tl.exp2(y * tl.log2(x))")
         if op == "@":
             raise self.error(node, "'@' is not defined on tiles", "use tl.dot(a, b)")
-        return self.apply(node, lambda: semantic.binary(self.b, op, lhs, rhs))
+        return self.apply(node, semantic.binary, op, lhs, rhs)
 
     def _bad_op(self, node: ast.AST, op: str) -> Any:
         raise self.error(node, f"operator {op} is not supported",
@@ -833,7 +842,7 @@ class Lowering(ast.NodeVisitor):
         x = self.eval(node.operand)
         if not isinstance(x, Value):
             return {"-": operator.neg, "+": operator.pos, "~": operator.invert, "not": operator.not_}[op](x)
-        return self.apply(node, lambda: semantic.unary(self.b, op, x))
+        return self.apply(node, semantic.unary, op, x)
 
     def eval_Compare(self, node: ast.Compare) -> Any:
         if len(node.ops) != 1:
@@ -853,7 +862,7 @@ class Lowering(ast.NodeVisitor):
         sym = _CMPOPS[type(op)]
         if not isinstance(lhs, Value) and not isinstance(rhs, Value):
             return _PY_CMPOPS[sym](lhs, rhs)
-        return self.apply(node, lambda: semantic.compare(self.b, sym, lhs, rhs))
+        return self.apply(node, semantic.compare, sym, lhs, rhs)
 
     def eval_BoolOp(self, node: ast.BoolOp) -> Any:
         """``and``/``or`` as Triton: Python values short-circuit; runtime booleans combine with ``&``/``|``
@@ -875,7 +884,7 @@ class Lowering(ast.NodeVisitor):
             return v  # every operand was a constexpr that did not decide: the last one, as in Python
         out = runtime[0]
         for rhs in runtime[1:]:
-            out = self.apply(node, lambda o=out, r=rhs: semantic.binary(self.b, sym, o, r))
+            out = self.apply(node, semantic.binary, sym, out, rhs)
         return out
 
     def condition(self, test: ast.expr) -> Any:
@@ -883,7 +892,7 @@ class Lowering(ast.NodeVisitor):
         Triton)."""
         cond = self.eval(test)
         if isinstance(cond, Value) and cond.type.is_tile and cond.type.numel == 1:
-            cond = self.apply(test, lambda: semantic.RULES["item"](self.b, cond))
+            cond = self.apply(test, semantic.RULES["item"], cond)
         return cond
 
     def eval_IfExp(self, node: ast.IfExp) -> Any:
@@ -897,7 +906,7 @@ class Lowering(ast.NodeVisitor):
                 if any(isinstance(n, ast.Call) for part in (node.body, node.orelse) for n in ast.walk(part)):
                     return self.branching_ifexp(node, cond)
                 a, b = self.eval(node.body), self.eval(node.orelse)  # plain arithmetic: both sides, then a select
-                return self.apply(node, lambda: semantic.RULES["where"](self.b, cond, a, b))
+                return self.apply(node, semantic.RULES["where"], cond, a, b)
             cond = folded
         return self.eval(node.body if cond else node.orelse)
 
@@ -934,8 +943,9 @@ class Lowering(ast.NodeVisitor):
             if idx is not None:
                 raise self.error(sub, "unsupported tensor index: tiles can only be indexed with None and ':' (e.g. x[:, None])",
                                  "slicing and element access are not supported; use masks or tl.where")
-            x = self.apply(node, lambda x=x, dim=dim: self.b.emit(
-                "expand_dims", [x], self.b.type(x.type.element, x.type.shape[:dim] + (1,) + x.type.shape[dim:]), axis=dim))
+            shape = x.type.shape
+            x = self.apply(node, Builder.emit, "expand_dims", [x], self.b.type(x.type.element, shape[:dim] + (1,) + shape[dim:]),
+                           axis=dim)
             dim += 1
         if dim > len(x.type.shape):
             raise self.error(node, f"too many indices for a tile of rank {len(base.type.shape)}",
@@ -976,14 +986,14 @@ class Lowering(ast.NodeVisitor):
 
     def call(self, node: ast.AST, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if isinstance(fn, _AggregateMethod):
-            return self.apply(node, lambda: fn.method(self.b, *args, **kwargs))
+            return self.apply(node, fn.method, *args, **kwargs)
         if isinstance(fn, _BoundJit):
             return self.inline(node, fn.fn, [fn.instance, *args], kwargs)
         if isinstance(fn, _TensorMethod):
             if fn.name in ("reduce", "associative_scan"):
                 return self.reduce_with(node, fn.name, fn.value, *args, **kwargs)
             rule_name = "cast" if fn.name == "to" else fn.name
-            return self.apply(node, lambda: semantic.RULES[rule_name](self.b, fn.value, *args, **kwargs))
+            return self.apply(node, semantic.RULES[rule_name], fn.value, *args, **kwargs)
         name = builtin_name(fn)
         if name is not None:
             if name == "static_assert":
@@ -1002,12 +1012,12 @@ class Lowering(ast.NodeVisitor):
             if rule_fn is None:
                 raise self.error(node, f"tl.{name} is not supported by the compiler yet",
                                  "run the kernel with ENCELADUS_INTERPRET=1, or rewrite it without this builtin")
-            return self.apply(node, lambda: rule_fn(self.b, *args, **kwargs))
+            return self.apply(node, rule_fn, *args, **kwargs)
         if isinstance(fn, dtype):  # tl.float32(x) is a cast
             if len(args) != 1 or kwargs:
                 raise self.error(node, f"{fn!r}(...) takes exactly one argument",
                                  "pass a single argument")
-            return self.apply(node, lambda: semantic.RULES["cast"](self.b, args[0], fn))
+            return self.apply(node, semantic.RULES["cast"], args[0], fn)
         if is_jit_function(fn):
             return self.inline(node, fn, args, kwargs)
         if fn is constexpr:  # tl.constexpr(32): the value itself
@@ -1017,7 +1027,7 @@ class Lowering(ast.NodeVisitor):
                                  "become constexprs")
             return args[0]
         if fn is tl_condition:  # while tl.condition(c, disable_licm=...): the condition (the hint has no effect)
-            return self.apply(node, lambda: tl_condition(*args, **kwargs))
+            return self.apply(node, lambda _: tl_condition(*args, **kwargs))
         if is_aggregate_class(fn) or fn is aggregate_replace:  # @aggregate classes: Python objects holding values
             try:
                 return fn(*args, **kwargs)
@@ -1038,9 +1048,9 @@ class Lowering(ast.NodeVisitor):
             classes = args[1] if isinstance(args[1], tuple) else (args[1],)
             return any(isinstance(c, type) and isinstance(args[0], c) for c in classes)  # tl.tensor registers Value
         if fn is str_to_ty:
-            return self.apply(node, lambda: str_to_ty(*args, **kwargs))
+            return self.apply(node, lambda _: str_to_ty(*args, **kwargs))
         if fn is pointer_type:  # tl.pointer_type(tl.float16): a type for x.to(...) (pointer casts)
-            return self.apply(node, lambda: _pointer_type_of(*args, **kwargs))
+            return self.apply(node, lambda _: _pointer_type_of(*args, **kwargs))
         if fn in (static_range, tl_range):
             return fn(*args, **kwargs)
         if fn in (min, max) and args and not kwargs and any(isinstance(a, Value) for a in args):
@@ -1049,7 +1059,7 @@ class Lowering(ast.NodeVisitor):
             vals = list(args[0]) if len(args) == 1 and isinstance(args[0], tuple) else list(args)
             out = vals[0]
             for v in vals[1:]:
-                out = self.apply(node, lambda o=out, v=v: rule_fn(self.b, o, v))
+                out = self.apply(node, rule_fn, out, v)
             return out
         if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
             fname = getattr(fn, "__name__", repr(fn))
@@ -1078,18 +1088,17 @@ class Lowering(ast.NodeVisitor):
 
         if name == "reduce":
             keep = rest[0] if rest else kwargs.pop("keep_dims", False)
-            return self.apply(node, lambda: semantic_reduce.build_reduce(self.b, input, axis, combine, keep, "tl.reduce"))
+            return self.apply(node, semantic_reduce.build_reduce, input, axis, combine, keep, "tl.reduce")
         reverse = rest[0] if rest else kwargs.pop("reverse", False)
-        return self.apply(node, lambda: semantic_reduce.build_scan(self.b, input, axis, combine, reverse,
-                                                            "tl.associative_scan"))
+        return self.apply(node, semantic_reduce.build_scan, input, axis, combine, reverse, "tl.associative_scan")
 
     def map_elementwise(self, node: ast.AST, scalar_fn: Any = None, *args: Any, pack: Any = 1) -> Any:
         """tl.map_elementwise: the @jit scalar function is inlined on scalars, in a region run per element."""
         if not is_jit_function(scalar_fn):
             raise self.error(node, "the first argument of tl.map_elementwise must be an @enceladus.jit function",
                              "define the per-element function at module level with @enceladus.jit")
-        return self.apply(node, lambda: semantic_reduce.build_map_elementwise(
-            self.b, args, lambda b, xs: self.inline(node, scalar_fn, list(xs), {}), pack))
+        return self.apply(node, semantic_reduce.build_map_elementwise, args,
+                          lambda b, xs: self.inline(node, scalar_fn, list(xs), {}), pack)
 
     def static_assert(self, node: ast.AST, cond: Any, msg: Any = "") -> None:
         if isinstance(cond, Value):
@@ -1129,11 +1138,12 @@ class Lowering(ast.NodeVisitor):
             self.global_reads.setdefault(k, v)
 
     # --- helpers --------------------------------------------------------------------------------------
-    def apply(self, node: ast.AST, thunk: Any) -> Any:
-        """Run a typing rule with ``node``'s location; turn its errors into CompilationErrors."""
-        self._set_loc(node)
+    def apply(self, node: ast.AST, rule: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """``rule(builder, *args, **kwargs)`` (a typing rule) with ``node``'s location; its errors become
+        CompilationErrors."""
+        self.b.loc = _loc((self._filename, self._line0 + node.lineno, node.col_offset + self._indent))  # _set_loc
         try:
-            return thunk()
+            return rule(self.b, *args, **kwargs)
         except SemanticError as e:
             at = node
             if e.culprit is not None and isinstance(node, ast.Call):  # point at the argument at fault
