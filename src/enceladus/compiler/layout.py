@@ -195,3 +195,20 @@ def default_blocked(shape: tuple[int, ...], itemsize: int, num_warps: int, min_l
         remaining //= w
     wpc[order[-1]] *= remaining
     return BlockedLayout(tuple(shape), tuple(spt), tuple(tpw), tuple(wpc), order)
+
+
+_IDENTITY = {n: tuple(range(n)) for n in range(1, 9)}  # rank -> the dims of a layout that is its parent's shape
+
+
+def fits(layout: TileLayout, shape: tuple[int, ...]) -> bool:
+    """Whether a tile of ``shape`` can live in ``layout`` (each dimension is 1 or its parent dimension's size)."""
+    dims = layout.dims
+    if len(dims) != len(shape):
+        return False
+    parent_shape = layout.parent.shape
+    if parent_shape == shape and dims == _IDENTITY.get(len(dims)):
+        return True  # the common case: a tile in the blocked layout of its own shape
+    for s, d in zip(shape, dims):  # noqa: SIM110 - a loop, not all(...): it runs for every demand of every value
+        if s != 1 and (d < 0 or parent_shape[d] != s):
+            return False
+    return True
