@@ -7,11 +7,20 @@ import enceladus.language as tl
 from builtin_surface import NOT_YET, TRITON_3_9_NAMES, public_builtins
 from enceladus import CompilationError
 from enceladus.compiler import semantic
-from enceladus.compiler.frontend import _library
+from enceladus.compiler.frontend import _FRONTEND_BUILTINS, _library
 from enceladus.compiler.refusals import REFUSED
 
 # builtins the frontend applies itself (they take functions or print at compile time)
 FRONTEND_BUILTINS = {"static_assert", "static_print", "reduce", "associative_scan", "map_elementwise"}
+
+
+def test_library_and_rules_apart():
+    """The frontend looks a builtin's name up in the typing rules before the library and its own builtins:
+    no name may be in two of them."""
+    library = _library()
+    assert _FRONTEND_BUILTINS == FRONTEND_BUILTINS
+    assert not set(library) & set(semantic.RULES)
+    assert not FRONTEND_BUILTINS & (set(library) | set(semantic.RULES))
 
 
 def test_every_builtin_has_a_typing_rule_or_a_refusal():

@@ -12,6 +12,7 @@ import inspect
 import operator
 from dataclasses import dataclass
 from functools import partial
+from types import ModuleType
 from typing import Any
 
 from ..errors import CompilationError
@@ -53,6 +54,9 @@ def _library() -> dict[str, Any]:
         _LIBRARY = LIBRARY
     return _LIBRARY
 
+
+# tl builtins the frontend lowers itself (compile-time checks and printing; combine functions it inlines)
+_FRONTEND_BUILTINS = frozenset({"static_assert", "static_print", "reduce", "associative_scan", "map_elementwise"})
 
 _STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
 
@@ -734,21 +738,22 @@ class Lowering(ast.NodeVisitor):
             raise self.error(node, f"tiles have no attribute '{attr}'",
                              "supported: x.dtype, x.shape, x.numel, x.type, x.T, x.to(dtype), x.item() and tl.* "
                              "builtins as methods (x.sum(0))")
-        if isinstance(base, tuple) and attr == "type":  # a tuple's tl.tuple_type
-            return _tuple_type(base)
-        if isinstance(base, pointer_type) and attr == "element_ty":
-            return base.element_ty
-        if attr == "dtype" and semantic.is_python_scalar(base):
-            return semantic.D.literal_dtype(base)  # the type a literal takes when it stands alone
-        if isinstance(base, Aggregate):
-            method = getattr(base, attr, None)
-            if attr in ("load", "store", "gather", "scatter") and method is not None:
-                return _AggregateMethod(method)
-            if attr in ("block_shape", "shape", "strides", "dtype") or (attr == "type" and hasattr(base, "type")):
-                return getattr(base, attr) if attr != "dtype" else base.base.type.element.element_ty
-            raise self.error(node, f"{type(base).__name__} has no attribute '{attr}'",
-                             "descriptors support .load(offsets), .store(offsets, value), .gather(x_offsets, "
-                             "y_offset) and .scatter(value, x_offsets, y_offset)")
+        if base.__class__ is not ModuleType:  # (tl in tl.load: a module is none of these)
+            if isinstance(base, tuple) and attr == "type":  # a tuple's tl.tuple_type
+                return _tuple_type(base)
+            if isinstance(base, pointer_type) and attr == "element_ty":
+                return base.element_ty
+            if attr == "dtype" and semantic.is_python_scalar(base):
+                return semantic.D.literal_dtype(base)  # the type a literal takes when it stands alone
+            if isinstance(base, Aggregate):
+                method = getattr(base, attr, None)
+                if attr in ("load", "store", "gather", "scatter") and method is not None:
+                    return _AggregateMethod(method)
+                if attr in ("block_shape", "shape", "strides", "dtype") or (attr == "type" and hasattr(base, "type")):
+                    return getattr(base, attr) if attr != "dtype" else base.base.type.element.element_ty
+                raise self.error(node, f"{type(base).__name__} has no attribute '{attr}'",
+                                 "descriptors support .load(offsets), .store(offsets, value), .gather(x_offsets, "
+                                 "y_offset) and .scatter(value, x_offsets, y_offset)")
         try:
             value = getattr(base, attr)
         except AttributeError:
@@ -965,8 +970,9 @@ class Lowering(ast.NodeVisitor):
     def eval_Call(self, node: ast.Call) -> Any:
         fn = self.eval(node.func)
         args = []
+        takes_lists = fn is tl_tuple or fn is tl_inline_asm
         for a in node.args:
-            if (fn is tl_tuple or fn is tl_inline_asm) and isinstance(a, ast.List):  # lists of tiles only here
+            if takes_lists and isinstance(a, ast.List):  # lists of tiles only here
                 args.append(self.eval_Tuple(a))
             elif isinstance(a, ast.Starred):
                 v = self.eval(a.value)
@@ -985,6 +991,16 @@ class Lowering(ast.NodeVisitor):
         return self.call(node, fn, args, kwargs)
 
     def call(self, node: ast.AST, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        name = builtin_name(fn)
+        if name is not None and name not in _FRONTEND_BUILTINS:  # a typing rule: nearly every call of a kernel
+            rule_fn = semantic.RULES.get(name)
+            if rule_fn is not None:
+                return self.apply(node, rule_fn, *args, **kwargs)
+            library = _library()  # (no name is both a rule and in the library: test_library_and_rules_apart)
+            if name in library:  # builtins written in the tile language (random numbers, swizzle2d)
+                return self.inline(node, library[name], args, kwargs)
+            raise self.error(node, f"tl.{name} is not supported by the compiler yet",
+                             "run the kernel with ENCELADUS_INTERPRET=1, or rewrite it without this builtin")
         if isinstance(fn, _AggregateMethod):
             return self.apply(node, fn.method, *args, **kwargs)
         if isinstance(fn, _BoundJit):
@@ -994,8 +1010,7 @@ class Lowering(ast.NodeVisitor):
                 return self.reduce_with(node, fn.name, fn.value, *args, **kwargs)
             rule_name = "cast" if fn.name == "to" else fn.name
             return self.apply(node, semantic.RULES[rule_name], fn.value, *args, **kwargs)
-        name = builtin_name(fn)
-        if name is not None:
+        if name is not None:  # the builtins the frontend itself handles (_FRONTEND_BUILTINS)
             if name == "static_assert":
                 return self.static_assert(node, *args, **kwargs)
             if name == "static_print":
@@ -1003,16 +1018,7 @@ class Lowering(ast.NodeVisitor):
                 return None
             if name in ("reduce", "associative_scan"):
                 return self.reduce_with(node, name, *args, **kwargs)
-            if name == "map_elementwise":
-                return self.map_elementwise(node, *args, **kwargs)
-            library = _library()
-            if name in library:  # builtins written in the tile language (random numbers, swizzle2d)
-                return self.inline(node, library[name], args, kwargs)
-            rule_fn = semantic.RULES.get(name)
-            if rule_fn is None:
-                raise self.error(node, f"tl.{name} is not supported by the compiler yet",
-                                 "run the kernel with ENCELADUS_INTERPRET=1, or rewrite it without this builtin")
-            return self.apply(node, rule_fn, *args, **kwargs)
+            return self.map_elementwise(node, *args, **kwargs)
         if isinstance(fn, dtype):  # tl.float32(x) is a cast
             if len(args) != 1 or kwargs:
                 raise self.error(node, f"{fn!r}(...) takes exactly one argument",

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import chain, compress, count
-from operator import attrgetter
+from itertools import chain, compress, count, repeat
+from operator import attrgetter, eq, itemgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -87,6 +87,7 @@ class Value:
 
 tl_tensor.register(Value)  # isinstance(x, tl.tensor) holds for every runtime value in a kernel, as in Triton
 _NO_ATTRS = MappingProxyType({})  # the attributes of an op without any
+_new = object.__new__
 
 
 class Op:
@@ -145,6 +146,7 @@ def _walk_into(ops: list[Op], out: list[Op]) -> None:
 
 
 _REGIONS = attrgetter("regions")
+_RESULTS = attrgetter("results")
 _NAME = attrgetter("name")
 _OPERANDS = attrgetter("operands")
 _ID = attrgetter("id")
@@ -232,14 +234,25 @@ class Function:
     def append(self, name: str, operands: list[Value], result_type: Type | None,
                attrs: dict[str, Any] | None = None, loc: Loc | None = None) -> Value | None:
         """``append_op`` with one result type or none (inline: nearly every op of every kernel is made here).
-        ``attrs`` (the builder's keyword arguments, made for this call) becomes the op's own, without a copy."""
-        op = Op(name, operands, None, loc)
-        if attrs:
-            op.attrs = attrs
+        ``operands`` and ``attrs`` (the builder's list and keyword arguments, made for this call) become the op's
+        own, without copies."""
+        # the op and its result are made without their __init__ frames (a third of this call's cost): the same
+        # fields as Op.__init__ and Value.__init__ set, kept in step with them
+        op = _new(Op)
+        op.name = name
+        op.operands = operands
+        op.results = ()
+        op.attrs = attrs or _NO_ATTRS
+        op.loc = loc
+        op.regions = ()
         self._insertion[-1].ops.append(op)
         if result_type is None:
             return None
-        v = Value(self._next_id, result_type, op)
+        v = _new(Value)
+        v.id = self._next_id
+        v.type = result_type
+        v.op = op
+        v.name = None
         self._next_id += 1
         op.results = [v]
         return v
@@ -310,7 +323,39 @@ class VerificationError(Exception):
 
 def verify(fn: Function) -> None:
     """Check SSA dominance, known op names, region terminators and shape agreement of elementwise ops."""
-    _verify_block(fn.body, {id(a) for a in fn.args})
+    args = {id(a) for a in fn.args}
+    if not _block_holds(fn.body, args):
+        _verify_block(fn.body, args)  # the walk op by op names the first broken invariant
+
+
+_TYPE_SHAPE = attrgetter("type.shape")
+_FIRST = itemgetter(0)
+_STORE = frozenset({"store"})
+
+
+def _block_holds(block: Block, defined: set[int]) -> bool:
+    """Whether ``block`` and its regions keep the invariants ``_verify_block`` checks: the same answer with one
+    Python step per op (for dominance) and the other checks made by C iterators over the whole block."""
+    ops = block.ops
+    if not ALL_OPS.issuperset(map(_NAME, ops)):
+        return False
+    defined = set(defined)
+    defined.update(map(id, block.args))
+    for op in ops:
+        if not defined.issuperset(map(id, op.operands)):
+            return False
+        for region in op.regions:
+            if region.terminator is None or not _block_holds(region, defined):
+                return False
+        defined.update(map(id, op.results))
+    elementwise = select(ops, ELEMENTWISE)
+    if elementwise:  # each operand's shape against its op's result shape (repeated once per operand)
+        want = chain.from_iterable(map(repeat, map(_TYPE_SHAPE, map(_FIRST, map(_RESULTS, elementwise))),
+                                       map(len, map(_OPERANDS, elementwise))))
+        have = map(_TYPE_SHAPE, chain.from_iterable(map(_OPERANDS, elementwise)))
+        if not all(map(eq, have, want)):
+            return False
+    return all(op.operands[0].type.shape == op.operands[1].type.shape for op in select(ops, _STORE))
 
 
 def _verify_block(block: Block, defined: set[int]) -> None:

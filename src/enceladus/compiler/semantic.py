@@ -60,6 +60,7 @@ class Builder:
         return t
 
     def emit(self, name: str, operands: list[Value], type: Type | None, **attrs: Any) -> Value:
+        """Append op ``name`` at the current location; ``operands`` is a list made for it (the op keeps it)."""
         if name not in FP8_MOVES:
             for v in operands:
                 if v.type.is_fp8:
@@ -204,31 +205,38 @@ def shape_of(x: Any) -> tuple[int, ...]:
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "fdiv", "//": "idiv", "%": "mod",
           "&": "and", "|": "or", "^": "xor", "<<": "shl", ">>": "shr"}
 _CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+_PLAIN_ARITH = {"+": "add", "-": "sub", "*": "mul"}
 
 
 def _common(b: Builder, x: Any, y: Any, div_or_mod: bool = False) -> tuple[Value, Value]:
     """Convert both operands to their computation type and a common shape."""
-    if isinstance(x, Value) and isinstance(y, Value):
-        tx, ty = x.type, y.type
-        e = tx.element
-        if e is ty.element and (e is D.float32 or e is D.int32 or e is D.int64):
-            # two values of one such type: that is their computation type, so to_value gives each back as it is
-            if tx.shape == ty.shape:
-                return x, y
-            shape = b.broadcast_shapes(tx.shape, ty.shape)
-            return b.broadcast_to(x, shape), b.broadcast_to(y, shape)
-    xt, yt = element_type(x), element_type(y)
-    try:
-        ty = D.computation_type(xt, not isinstance(x, Value), yt, not isinstance(y, Value), div_or_mod)
-    except D.NoFloat64Error as e:
-        raise SemanticError(str(e), e.fix) from None
-    except TypeError as e:
-        fix = ("convert the fp8 tile first, e.g. x.to(tl.float16): fp8 tiles mix only with floating-point tiles"
-               if xt.is_fp8() or yt.is_fp8() else "cast one operand with .to(...) so both have the same signedness")
-        raise SemanticError(str(e), fix) from None
-    shape = b.broadcast_shapes(shape_of(x), shape_of(y))
-    xv = b.broadcast_to(b.to_value(x, ty), shape)
-    yv = b.broadcast_to(b.to_value(y, ty), shape)
+    return _converted(b, x, y, element_type(x), element_type(y), div_or_mod)
+
+
+def _converted(b: Builder, x: Any, y: Any, xt: Any, yt: Any, div_or_mod: bool = False) -> tuple[Value, Value]:
+    """``_common`` of operands whose element types (``element_type``) the caller has already."""
+    x_value, y_value = isinstance(x, Value), isinstance(y, Value)
+    if x_value and y_value and xt is yt and (xt is D.float32 or xt is D.int32 or xt is D.int64):
+        ty = xt  # two values of one such type: that is their computation type
+    else:
+        try:
+            ty = D.computation_type(xt, not x_value, yt, not y_value, div_or_mod)
+        except D.NoFloat64Error as e:
+            raise SemanticError(str(e), e.fix) from None
+        except TypeError as e:
+            fix = ("convert the fp8 tile first, e.g. x.to(tl.float16): fp8 tiles mix only with floating-point tiles"
+                   if xt.is_fp8() or yt.is_fp8() else "cast one operand with .to(...) so both have the same signedness")
+            raise SemanticError(str(e), fix) from None
+    x_shape = x.type.shape if x_value else ()
+    y_shape = y.type.shape if y_value else ()
+    shape = x_shape if x_shape == y_shape else b.broadcast_shapes(x_shape, y_shape)
+    # each operand as Builder.to_value and broadcast_to make it, without their calls where they would give it back
+    xv = x if x_value and xt is ty else b.to_value(x, ty)
+    if xv.type.shape != shape:
+        xv = b.broadcast_to(xv, shape)
+    yv = y if y_value and yt is ty else b.to_value(y, ty)
+    if yv.type.shape != shape:
+        yv = b.broadcast_to(yv, shape)
     return xv, yv
 
 
@@ -237,13 +245,17 @@ def binary(b: Builder, op: str, x: Any, y: Any) -> Value:
     xt, yt = element_type(x), element_type(y)
     if xt.is_ptr() or yt.is_ptr():
         return _pointer_arith(b, op, x, y)
+    name = _PLAIN_ARITH.get(op)
+    if name is not None:  # + - * (the other operators have rules of their own below)
+        x, y = _converted(b, x, y, xt, yt)
+        return b.emit(name, [x, y], x.type)
     if op == "/":
-        x, y = _common(b, x, y, div_or_mod=True)
+        x, y = _converted(b, x, y, xt, yt, div_or_mod=True)
         if not x.type.element.is_floating():
             x, y = b.cast(x, D.float32), b.cast(y, D.float32)
         return b.emit("fdiv", [x, y], x.type)
     if op in ("//", "%"):
-        x, y = _common(b, x, y, div_or_mod=True)
+        x, y = _converted(b, x, y, xt, yt, div_or_mod=True)
         if x.type.element.is_floating():
             if op == "//":
                 raise SemanticError("// is not defined on floating-point tiles", "use tl.floor(x / y)")
@@ -256,11 +268,11 @@ def binary(b: Builder, op: str, x: Any, y: Any) -> Value:
         # Triton picks an arithmetic or a logical >> from the signedness of the left tile (of the right one when
         # the left is a Python literal) before both are converted to the common type
         arithmetic = (xt if isinstance(x, Value) else yt).is_int_signed()
-        x, y = _common(b, x, y)
+        x, y = _converted(b, x, y, xt, yt)
         if op == ">>" and arithmetic != x.type.element.is_int_signed():
             return b.emit("shr", [x, y], x.type, arithmetic=arithmetic)
         return b.emit(_ARITH[op], [x, y], x.type)
-    x, y = _common(b, x, y)
+    x, y = _converted(b, x, y, xt, yt)
     return b.emit(_ARITH[op], [x, y], x.type)
 
 
@@ -288,7 +300,7 @@ def compare(b: Builder, op: str, x: Any, y: Any) -> Value:
     xt, yt = element_type(x), element_type(y)
     if xt.is_ptr() or yt.is_ptr():
         raise SemanticError("comparing pointers is not supported", "compare the offsets instead")
-    x, y = _common(b, x, y)
+    x, y = _converted(b, x, y, xt, yt)
     return b.emit(_CMP[op], [x, y], b.type(D.int1, x.type.shape))
 
 
