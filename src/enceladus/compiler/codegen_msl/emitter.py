@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from itertools import compress, count
-from operator import itemgetter, methodcaller
+from itertools import count
+from operator import itemgetter
 from typing import Any
 
 from ...language import dtypes as D
@@ -28,7 +28,7 @@ from ..passes.device_order import DeviceOrderPlan, pointer_roots, written_roots
 from ..passes.layouts import LayoutPlan, operand_layout
 from ..passes.offset_arith import offset_arithmetic
 from . import fp8
-from .barriers import MARKER_PREFIX, BarrierPlanner
+from .barriers import BarrierPlanner
 from .debug import EXT_PARAM, DebugMixin
 from .libdevice import CALLS as LIBDEVICE_CALLS
 from .libdevice import EXTRA_HELPERS as LIBDEVICE_EXTRA_HELPERS
@@ -38,8 +38,14 @@ from .movement import MovementMixin
 from .tables import BINARY_INFIX, FLOAT_CALL, FLOAT_CALL2, FLOAT_CALL3, HELPERS, NEEDS
 
 LOG_PARAM = "__enc_log"  # the hidden device-log buffer of kernels that print or assert
-_WRAPPING = {"add", "sub", "mul", "shl"}  # arithmetic that leaves {0, 1} on int1 operands
+_HIDDEN_BUFFERS = {LOG_PARAM: "enc_log", EXT_PARAM: "enc_ext"}  # their MSL names
+_WRAPPING = frozenset({"add", "sub", "mul", "shl"})  # arithmetic that leaves {0, 1} on int1 operands
+_WRAPPED = frozenset({"add", "sub", "mul", "shl", "neg", "abs"})  # integer ops computed in an unsigned type (_wrapping)
+_NO_BF16_ARITH = frozenset({"cast", "bitcast", "select", "inline_msl"})  # ops that take bf16 operands as they are
 VIEW_OPS = ops_where(layout=VIEW)  # free: expressions over the operand's registers or coordinates
+# the ops emit_tile_op / emit_scalar_op do not lower as elementwise arithmetic
+_TILE_SPECIAL = VIEW_OPS | {"splat", "arange", "addptr", "load", "atomic"}
+_SCALAR_SPECIAL = frozenset({"atomic", "load", "const", "program_id", "num_programs"})
 
 
 @dataclass
@@ -98,7 +104,6 @@ def function_facts(fn: ir.Function, roots: dict[int, str] | None = None,
 
 
 _ATOMIC = frozenset({"atomic"})
-_HAS_MARKER = methodcaller("count", MARKER_PREFIX)  # line -> how many candidate barriers it holds
 _LINENO = itemgetter(1)  # an ir.Loc's line
 
 # integer types whose wrapping arithmetic is computed in these unsigned types (uint32/uint64 wrap by themselves)
@@ -121,6 +126,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.body: list[str] = []
         self.body_locs: list[ir.Loc | None] = []  # the op each body line comes from (the checks' line table)
         self.current_op: ir.Op | None = None
+        self.current_loc: ir.Loc | None = None  # current_op's loc (what emit records for each line)
+        self.rules: dict[str, Any] = {}  # op name -> its bound emit rule (OPS[name].emit), looked up once per emission
         self.preamble: list[str] = []
         self.helpers: set[str] = set()
         self.helper_code: list[str] = []
@@ -154,6 +161,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.smem_uses = 0
         self.carried_runs: dict[str, tuple[str, int]] = {}  # ref of a run-compressed pointer tile -> (name, run)
         self.sync = BarrierPlanner()  # the barriers before data movements, decided once the body is written
+        self.barrier_marks: list[tuple[list[str], int, int]] = []  # (body list, line index, candidate id) per marker
         self.matmul2d_tiles: list[tuple] = []
         # matmul2d accumulators carried across a loop in a cooperative tensor (LayoutPlan.coop): the names the loop's
         # dot uses (matmul.py), and the values that exist only inside that tensor (never in registers)
@@ -171,12 +179,12 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.tile_checks: list[tuple[str, list]] = []
         self.pending_tile: list | None = None  # the entry of the access the next emitted line makes
         self.affine_forms: dict = {}  # memory.py _affine's answers: (value id, n) -> form
+        self.may_convert: set[int] = set()  # (values_that_may_convert, once the emission starts)
 
     # --- text -----------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
         self.body.append("    " * self.indent + line)
-        op = self.current_op
-        self.body_locs.append(op.loc if op is not None else None)
+        self.body_locs.append(self.current_loc)
         if self.pending_tile is not None:
             self.tile_checks.append((self.body[-1], self.pending_tile))
             self.pending_tile = None
@@ -194,23 +202,19 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         """Turn the candidate barriers before data movements into barriers where a region they write may still
         be in use (barriers.py), and drop the others."""
         needed = self.sync.resolve()
-        # the lines that may change (found by C iterators: no Python frame per body line)
-        marks = list(compress(count(), map(_HAS_MARKER, self.body)))
+        # the marker lines of the body (those written into a combine function's body stay there as comments)
+        marks = [(i, cid) for lines, i, cid in self.barrier_marks if lines is self.body]
         if marks:
             body, locs = [], []
             start = 0
-            for i in marks:  # the lines between marks are kept as they are (tile_checks holds them by identity)
+            for i, cid in marks:  # the lines between marks are kept as they are (tile_checks holds them by identity)
                 body += self.body[start:i]
                 locs += self.body_locs[start:i]
                 start = i + 1
-                line = self.body[i]
-                text = line.strip()
-                if text.startswith(MARKER_PREFIX):
-                    if int(text[len(MARKER_PREFIX):-2]) not in needed:
-                        continue
-                    line = line[: len(line) - len(line.lstrip())] + "threadgroup_barrier(mem_flags::mem_threadgroup);"
-                body.append(line)
-                locs.append(self.body_locs[i])
+                if cid in needed:
+                    line = self.body[i]
+                    body.append(line[: len(line) - len(line.lstrip())] + "threadgroup_barrier(mem_flags::mem_threadgroup);")
+                    locs.append(self.body_locs[i])
             body += self.body[start:]
             locs += self.body_locs[start:]
             self.body, self.body_locs = body, locs
@@ -352,10 +356,10 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         """An expression for register ``e`` of ``v`` in ``layout`` (or the scalar ``v``)."""
         if not v.type.is_tile:
             return self.refs[(v.id, None)]
-        ref = self.refs.get((v.id, layout))
-        if ref is None:
-            raise KeyError(f"internal error: {v!r} is not available in layout {layout}")
-        return ref.replace("{e}", e)
+        try:
+            return self.refs[(v.id, layout)].replace("{e}", e)
+        except KeyError:
+            raise KeyError(f"internal error: {v!r} is not available in layout {layout}") from None
 
     def declare_tile(self, v: ir.Value, layout: TileLayout, name: str | None = None) -> str:
         name = name or (f"v{v.id}" if (v.id, layout) not in self.refs and len(self.plan.needs.get(v.id, ())) <= 1
@@ -369,22 +373,31 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
 
     # --- ops ------------------------------------------------------------------------------------------------
     def emit_block(self, block: ir.Block) -> None:
+        emit_op = self.emit_op
         for op in block.ops:
-            self.emit_op(op)
+            emit_op(op)
 
     def emit_op(self, op: ir.Op) -> None:
         """Lower ``op`` with its emit rule from the op-trait table, then convert its results to the other
         layouts the plan demands of them."""
         self.current_op = op  # refusals during emission point at the op that needs the resource
-        if self.coop_hidden and op.name != "dot" and op.results and op.results[0].id in self.coop_hidden:
+        self.current_loc = op.loc
+        results = op.results
+        if self.coop_hidden and op.name != "dot" and results and results[0].id in self.coop_hidden:
             return  # acc + tl.dot(a, b): folded into the dot's run on the cooperative tensor
-        why = self.order.barriers_before.get(op)
-        if why is not None:  # program order of device accesses that different threads make (passes/device_order.py)
+        if op in self.order.barriers_before:
+            # program order of device accesses that different threads make (passes/device_order.py)
             self.barriers += 1
-            self.notes.append(f"device-memory barrier before line {op.loc.lineno if op.loc else '?'}: {why}")
+            self.notes.append(f"device-memory barrier before line {op.loc.lineno if op.loc else '?'}: "
+                              f"{self.order.barriers_before[op]}")
             self.emit("threadgroup_barrier(mem_flags::mem_device);  // program order of device memory")
-        getattr(self, OPS[op.name].emit)(op)
-        self.convert_to_needs(op.results)
+        try:
+            rule = self.rules[op.name]
+        except KeyError:
+            rule = self.rules[op.name] = getattr(self, OPS[op.name].emit)
+        rule(op)
+        if results and (len(results) > 1 or results[0].id in self.may_convert):
+            self.convert_to_needs(results)
 
     def emit_value(self, op: ir.Op) -> None:
         """Ops computed register by register (elementwise, sources, views, loads, atomics) and scalars."""
@@ -394,11 +407,12 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         if not r.type.is_tile:
             self.emit_scalar_op(op)
             return
-        if self.plan.pure.get(r.id, False):
-            for layout in self.plan.needs.get(r.id, []):
+        plan = self.plan
+        if plan.pure.get(r.id, False):
+            for layout in plan.needs.get(r.id, ()):
                 self.emit_tile_op(op, layout)
             return
-        self.emit_tile_op(op, self.plan.homes[r.id])
+        self.emit_tile_op(op, plan.homes[r.id])
 
     def emit_yield(self, op: ir.Op) -> None:
         """Nothing: the op that owns the region assigns the yielded values (``assign_yields``)."""
@@ -411,22 +425,31 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
 
     def convert_to_needs(self, values: list[ir.Value]) -> None:
         """Make values with a home available in the other layouts demanded of them."""
-        needs, refs = self.plan.needs, self.refs
+        needs, homes, refs = self.plan.needs, self.plan.homes, self.refs
         for v in values:
-            if v.type.is_tile:
-                vid = v.id
-                lst = needs.get(vid)
-                if lst and vid not in self.coop_hidden:
-                    for layout in lst:
-                        if (vid, layout) not in refs:
-                            self.emit_conversion(v, self.plan.homes.get(vid), layout)
+            vid = v.id
+            if vid in self.may_convert and v.type.is_tile and vid not in self.coop_hidden:
+                for layout in needs[vid]:
+                    if (vid, layout) not in refs:
+                        self.emit_conversion(v, homes.get(vid), layout)
+
+    def values_that_may_convert(self) -> set[int]:
+        """The values convert_to_needs must look at. Most need nothing: a pure value is computed in every layout
+        demanded of it (emit_value), and most others are demanded in their home only (that very object)."""
+        homes, pure = self.plan.homes, self.plan.pure
+        return {vid for vid, lst in self.plan.needs.items()
+                if lst and not pure.get(vid) and (len(lst) > 1 or lst[0] is not homes.get(vid))}
 
     def emit_scalar_op(self, op: ir.Op) -> None:
-        r = op.result
-        if op.name == "atomic":
+        r = op.results[0]
+        name = op.name
+        if name not in _SCALAR_SPECIAL:  # the common case: arithmetic on uniform scalars
+            refs = self.refs
+            expr = self.elementwise_expr(op, [refs[(o.id, None)] for o in op.operands])
+        elif name == "atomic":
             self.emit_atomic(op, None)
             return
-        if op.name == "load":
+        elif name == "load":
             ptr = self.refs[(op.operands[0].id, None)]
             if len(op.operands) == 3:
                 m, o = (self.refs[(x.id, None)] for x in op.operands[1:])
@@ -438,20 +461,18 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             if self._writes_through(op.operands[0]):
                 self.emit_uniform_load(r, expr)
                 return
-        elif op.name == "const":
+        elif name == "const":
             expr = const_literal(op.attrs["value"], r.type.element)
-        elif op.name == "program_id":
+        elif name == "program_id":
             self.uses_pid = True
             expr = f"int(enc_pid.{'xyz'[op.attrs['axis']]})"
-        elif op.name == "num_programs":
+        else:  # num_programs
             self.uses_npid = True
             expr = f"int(enc_npid.{'xyz'[op.attrs['axis']]})"
-        else:
-            expr = self.elementwise_expr(op, [self.refs[(o.id, None)] for o in op.operands])
-        name = f"v{r.id}"
-        ctype = "auto" if r.type.is_ptr else msl_type(r.type.element)  # pointers keep their argument's constness
-        self.emit(f"const {ctype} {name} = {expr};")
-        self.refs[(r.id, None)] = name
+        var = f"v{r.id}"
+        ctype = "auto" if r.type.is_ptr else MSL_TYPE[r.type.element.name]  # pointers keep their argument's constness
+        self.emit(f"const {ctype} {var} = {expr};")
+        self.refs[(r.id, None)] = var
 
     def emit_uniform_load(self, r: ir.Value, expr: str) -> None:
         """A scalar loaded from memory this kernel writes: thread 0 loads it and shares it, so that every thread
@@ -469,10 +490,13 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def emit_tile_op(self, op: ir.Op, layout: TileLayout) -> None:
         r = op.results[0]
         key = (r.id, layout)
-        if key in self.refs:
+        refs = self.refs
+        if key in refs:
             return
         name = op.name
-        if name == "splat":
+        if name not in _TILE_SPECIAL:  # the common case
+            self.emit_elementwise(op, layout, key)
+        elif name == "splat":
             self.refs[key] = self.ref(op.operands[0], None)
         elif name in VIEW_OPS:
             if name == "join":
@@ -485,28 +509,36 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         elif name == "arange":
             c = self.value_coord(layout, r.type.shape, 0, "{e}")
             self.refs[key] = f"({op.attrs['start']} + {c})" if op.attrs["start"] else c
-        elif name == "addptr" and self.plan.pure.get(r.id, False):
-            self.refs[key] = f"({self.ref(op.operands[0], layout, '{e}')} + {self.ref(op.operands[1], layout, '{e}')})"
+        elif name == "addptr":
+            if self.plan.pure.get(r.id, False):  # free: an expression over the operands
+                self.refs[key] = f"({self.ref(op.operands[0], layout, '{e}')} + {self.ref(op.operands[1], layout, '{e}')})"
+            else:
+                self.emit_elementwise(op, layout, key)
         elif name == "load":
             self.emit_load(op, layout)
-        elif name == "atomic":
+        else:  # atomic
             self.emit_atomic(op, layout)
+
+    def emit_elementwise(self, op: ir.Op, layout: TileLayout, key: tuple[int, TileLayout]) -> None:
+        """An elementwise tile op: one loop over the registers (``key``: its result's refs key, not there yet)."""
+        r = op.results[0]
+        name = op.name
+        operands = [self.ref(o, layout) for o in op.operands]
+        expr = self.elementwise_expr(op, operands)
+        n = layout.parent.elems_per_thread
+        if r.type.is_ptr:
+            var = self.fresh("p")
+            self.emit(f"{msl_type(r.type.element, const=not self._writes_through(r))} {var}[{n}];")
+        else:  # declare_tile's name and declaration
+            var = f"v{r.id}" if len(self.plan.needs.get(r.id, ())) <= 1 else f"v{r.id}_{self.fresh('l')}"
+            self.emit(f"{MSL_TYPE[r.type.element.name]} {var}[{n}];")
+        self.refs[key] = var + "[{e}]"
+        if name == "recip":  # one division per divisor value (passes/reciprocal_division.py)
+            self.loop_distinct(layout, r.type.shape, var, expr)
+        elif name == "fdiv_recip":
+            self.emit_div_recip(layout, var, operands, expr)
         else:
-            operands = [self.ref(o, layout) for o in op.operands]
-            expr = self.elementwise_expr(op, operands)
-            if r.type.is_ptr:
-                var = self.fresh("p")
-                self.emit(f"{msl_type(r.type.element, const=not self._writes_through(r))} {var}"
-                          f"[{layout.parent.elems_per_thread}];")
-                self.refs[key] = var + "[{e}]"
-            else:
-                var = self.declare_tile(r, layout)
-            if name == "recip":  # one division per divisor value (passes/reciprocal_division.py)
-                self.loop_distinct(layout, r.type.shape, var, expr)
-            elif name == "fdiv_recip":
-                self.emit_div_recip(layout, var, operands, expr)
-            else:
-                self.loop(layout, f"{var}[e] = {expr};")
+            self.emit(f"for (int e = 0; e < {n}; ++e) {var}[e] = {expr};")
 
     def emit_div_recip(self, layout: TileLayout, var: str, operands: list[str], expr: str) -> None:
         """Quotients by a shared divisor (passes/reciprocal_division.py). One test per thread, before any
@@ -559,12 +591,12 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         r = op.results[0]
         rt = r.type.element
         src = op.operands[0].type.element if op.operands else None
-        if src is not None and not src.is_ptr() and src.is_bf16() and name not in ("cast", "bitcast", "select", "inline_msl"):
+        if name == "addptr":  # (a pointer operand: never bf16)
+            return f"({a[0]} + {a[1]})"
+        if src is not None and name not in _NO_BF16_ARITH and not src.is_ptr() and src.name == "bf16":
             # bfloat converts only to/from float in MSL: compute in float, round once
             inner = self._arith(name, [f"float({x})" for x in a], float_type=True, signed=True, src=src)
-            return inner if rt.is_bool() else f"static_cast<bfloat>({inner})"
-        if name == "addptr":
-            return f"({a[0]} + {a[1]})"
+            return inner if rt.name == "int1" else f"static_cast<bfloat>({inner})"
         if name == "inline_msl":  # tl.inline_asm_elementwise: $i is the i-th argument ($0 the result)
             code = re.sub(r"\$(\d+)", lambda m: f"({a[int(m.group(1)) - 1]})", op.attrs["code"])
             return f"static_cast<{MSL_TYPE[rt.name]}>({code})"
@@ -580,7 +612,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             t = MSL_TYPE[rt.name]
             other = MSL_TYPE[(rt.name[1:] if rt.name.startswith("u") else "u" + rt.name)]
             return f"static_cast<{t}>({other}({a[0]}) >> {a[1]})"
-        if rt.is_bool() and src.is_bool() and name in _WRAPPING:  # int1 is a 1-bit integer: True + True == False
+        if name in _WRAPPING and rt.name == "int1" and src.name == "int1":  # int1 is a 1-bit integer: True + True == False
             return f"(((int({a[0]}) {BINARY_INFIX[name]} int({a[1]})) & 1) != 0)"
         if name == "libdevice":  # one MSL helper per function (codegen_msl/libdevice.py)
             fn = op.attrs["fn"]
@@ -594,17 +626,20 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 self.helpers.add("enc_umulhi64")
                 return f"as_type<{t}>(enc_umulhi64(as_type<ulong>({a[0]}), as_type<ulong>({a[1]})))"
             return f"as_type<{t}>(mulhi(as_type<{u}>({a[0]}), as_type<{u}>({a[1]})))"
-        expr = self._arith(name, a, float_type=src.is_floating(), signed=src.is_int_signed(), src=src)
-        if r.id in self.offset_values and rt.name == "int32" and name in ("add", "sub", "mul", "shl"):
+        kind = src.kind
+        expr = self._arith(name, a, float_type=kind == "float", signed=kind == "int", src=src)
+        if name in _WRAPPING and r.id in self.offset_values and rt.name == "int32":
             self.offset_exprs[expr] = (name, a[0], a[1])  # the checked cpu backend computes it exactly
         return expr
 
     def _arith(self, name: str, a: list[str], float_type: bool, signed: bool, src: Any = None) -> str:
-        wide = _WRAP_UNSIGNED.get(src.name) if src is not None and not float_type else None
-        if wide is not None and name in ("add", "sub", "mul", "shl", "neg", "abs"):
-            return self._wrapping(name, a, src.name, wide)
-        if name in BINARY_INFIX:
-            return f"({a[0]} {BINARY_INFIX[name]} {a[1]})"
+        if name in _WRAPPED and not float_type and src is not None:
+            wide = _WRAP_UNSIGNED.get(src.name)
+            if wide is not None:
+                return self._wrapping(name, a, src.name, wide)
+        infix = BINARY_INFIX.get(name)
+        if infix is not None:
+            return f"({a[0]} {infix} {a[1]})"
         if name in ("idiv", "mod"):
             self.helpers.add("enc_div")
             fn = ("enc_sdiv" if signed else "enc_udiv") if name == "idiv" else ("enc_srem" if signed else "enc_urem")
@@ -841,34 +876,46 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             return []
         text = "\n".join(self.body)
         exprs = list(self.offset_exprs.items())
-        hits = set()
+        found = []  # (position in the text, expression index)
         for j, (expr, _) in enumerate(exprs):
             if "\n" in expr:
                 continue  # no single line can hold it
             pos = text.find(expr)
             while pos != -1:
-                hits.add((text.count("\n", 0, pos), j))  # (the MSL line: the newlines before it)
+                found.append((pos, j))
                 end = text.find("\n", pos)  # one entry per line: go on from the next line
                 pos = -1 if end == -1 else text.find(expr, end + 1)
-        return [[first + k, exprs[j][0], *exprs[j][1]] for k, j in sorted(hits)]
+        found.sort()
+        hits = []  # (the MSL line: the newlines before it, expression index), counted once through the text
+        line = at = 0
+        for pos, j in found:
+            line += text.count("\n", at, pos)
+            at = pos
+            hits.append((line, j))
+        hits.sort()
+        return [[first + k, exprs[j][0], *exprs[j][1]] for k, j in hits]
 
     # --- the kernel -------------------------------------------------------------------------------------------
     def generate(self) -> MSLModule:
         fn = self.fn
         params: list[Param] = []
-        struct_fields: list[tuple[str, str, int, str]] = []
+        struct_fields: list[tuple[Param, str, int, str]] = []  # (param, MSL name, size, type name) per scalar
+        buffer_names: dict[str, str] = {}  # pointer argument -> its MSL name
         slot = 0
         self.roots = self.facts.roots
         self.fn_written = set(self.facts.written)
         self._used_values = self.facts.used_values
+        self.may_convert = self.values_that_may_convert()
         for a in fn.args:
             cname = safe_name(a.name)
             if a.type.is_ptr:
                 params.append(Param(a.name, "buffer", "*" + a.type.element.element_ty.name, slot=slot))
+                buffer_names[a.name] = cname
                 slot += 1
             else:
-                struct_fields.append((a.name, cname, _SCALAR_SIZE[a.type.element.name], a.type.element.name))
-                params.append(Param(a.name, "scalar", str(a.type.element)))
+                tname = a.type.element.name
+                params.append(Param(a.name, "scalar", tname))
+                struct_fields.append((params[-1], cname, _SCALAR_SIZE[tname], tname))
             self.refs[(a.id, None)] = cname
         self.emit_block(fn.body)
         self.place_barriers()
@@ -884,13 +931,11 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         offset = 0
         fields = []
         args_format = []
-        for pname, cname, size, tname in struct_fields:
+        for p, cname, size, tname in struct_fields:
             offset = (offset + size - 1) // size * size
-            for p in params:
-                if p.name == pname:
-                    p.offset = offset
+            p.offset = offset
             fields.append(f"    {'uchar' if tname == 'int1' else MSL_TYPE[tname]} {cname};")
-            args_format.append((pname, offset, tname))
+            args_format.append((p.name, offset, tname))
             offset += size
         max_align = max((f[2] for f in struct_fields), default=1)
         args_size = (offset + max_align - 1) // max_align * max_align
@@ -902,20 +947,18 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
                 # another threadgroup's writes become visible to this one only through coherent(device) buffers
                 # (MSL spec 4 §4.8); only written buffers can carry what another threadgroup published
                 coherent = "coherent(device) " if p.writes and self.device_fences else ""
-                cname = {LOG_PARAM: "enc_log", EXT_PARAM: "enc_ext"}.get(p.name) or safe_name(p.name)
+                cname = _HIDDEN_BUFFERS.get(p.name) or buffer_names[p.name]
                 sig_lines.append(f"    {coherent}device {const}{MSL_TYPE[p.type[1:]]}* {cname} [[buffer({p.slot})]]")
         args_slot = None
         unpack = []
         if struct_fields:
             args_slot = slot
             sig_lines.append(f"    constant {kname}_args& enc_args [[buffer({slot})]]")
-            for a in fn.args:
-                if not a.type.is_ptr:
-                    cname = safe_name(a.name)
-                    if a.type.element.is_bool():
-                        unpack.append(f"    const bool {cname} = enc_args.{cname} != 0;")
-                    else:
-                        unpack.append(f"    const {MSL_TYPE[a.type.element.name]} {cname} = enc_args.{cname};")
+            for _, cname, _, tname in struct_fields:
+                if tname == "int1":
+                    unpack.append(f"    const bool {cname} = enc_args.{cname} != 0;")
+                else:
+                    unpack.append(f"    const {MSL_TYPE[tname]} {cname} = enc_args.{cname};")
         if self.uses_pid:
             sig_lines.append("    uint3 enc_pid [[threadgroup_position_in_grid]]")
         if self.uses_npid:

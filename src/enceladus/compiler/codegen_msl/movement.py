@@ -93,7 +93,9 @@ class MovementMixin:
         or in the previous iteration of a loop) may still use what it writes (barriers.py decides)."""
         if self.pooled:
             self.pool_offset = 0
-        self.emit(MARKER.format(self.sync.candidate()))
+        cid = self.sync.candidate()
+        self.barrier_marks.append((self.body, len(self.body), cid))  # where place_barriers finds it
+        self.emit(MARKER.format(cid))
         self.smem_uses += 1
 
     def where(self) -> dict:
@@ -238,7 +240,7 @@ class MovementMixin:
         name = self.fresh("enc_combine")
         params = [f"thread {msl_type(a.type.element)}& enc_a{i}" for i, a in enumerate(region.args[:k])]
         params += [f"{msl_type(a.type.element)} enc_b{i}" for i, a in enumerate(region.args[k:])]
-        saved = self.body, self.body_locs, self.indent, self.current_op
+        saved = self.body, self.body_locs, self.indent, self.current_op, self.current_loc
         self.body, self.body_locs, self.indent = [], [], 1
         for i, a in enumerate(region.args[:k]):
             self.refs[(a.id, None)] = f"enc_a{i}"
@@ -250,7 +252,7 @@ class MovementMixin:
         for i, o in enumerate(outs):
             temps.append(f"const auto enc_y{i} = {o};")
         lines = self.body + ["    " + t for t in temps] + [f"    enc_a{i} = enc_y{i};" for i in range(k)]
-        self.body, self.body_locs, self.indent, self.current_op = saved
+        self.body, self.body_locs, self.indent, self.current_op, self.current_loc = saved
         self.helper_code.append(f"static inline void {name}({', '.join(params)}) {{\n" + "\n".join(lines) + "\n}")
         return name
 
@@ -263,14 +265,14 @@ class MovementMixin:
         ys = region.terminator.operands
         params = [f"{msl_type(a.type.element)} enc_a{i}" for i, a in enumerate(region.args)]
         params += [f"thread {msl_type(y.type.element)}& enc_o{i}" for i, y in enumerate(ys)]
-        saved = self.body, self.body_locs, self.indent, self.current_op
+        saved = self.body, self.body_locs, self.indent, self.current_op, self.current_loc
         self.body, self.body_locs, self.indent = [], [], 1
         for i, a in enumerate(region.args):
             self.refs[(a.id, None)] = f"enc_a{i}"
         self.emit_block(region)
         outs = [self.ref(y, None) for y in ys]
         lines = self.body + [f"    enc_o{i} = {o};" for i, o in enumerate(outs)]
-        self.body, self.body_locs, self.indent, self.current_op = saved
+        self.body, self.body_locs, self.indent, self.current_op, self.current_loc = saved
         self.helper_code.append(f"static inline void {name}({', '.join(params)}) {{\n" + "\n".join(lines) + "\n}")
         home = self.plan.homes[op.results[0].id]
         n = home.parent.elems_per_thread
