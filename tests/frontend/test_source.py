@@ -145,3 +145,27 @@ def test_error_in_an_indented_kernel_points_at_the_file_position():
     assert err.filename == __file__
     assert "not_defined_anywhere" in lines[err.lineno - 1]
     assert lines[err.lineno - 1][err.col:].startswith("not_defined_anywhere"), (err.col, str(err))
+
+
+def _end_by_lines(all_lines, start):
+    """The first line from ``start`` on with code at indentation 0, found line by line (the loop it replaces)."""
+    for end in range(start, len(all_lines)):
+        stripped = all_lines[end].strip()
+        if stripped and not stripped.startswith("#") and len(all_lines[end]) == len(all_lines[end].lstrip()):
+            return end
+    return len(all_lines)
+
+
+@pytest.mark.parametrize("lines", [
+    ["    x = 1\n", "\n", "# note\n", "y = 2\n"],
+    ["    x = 1\n", "  \n", "\t# indented note\n", "\x0c\n", "\x0cz = 3\n", "w\n"],
+    ["    x = 1\n", "\x1c\n", "#\n", "    '''\n", "text\n", "'''\n"],
+    ["    x = 1\n", "\n"],
+    [],
+    ["def f():\n", "    pass"],
+])
+def test_end_of_a_top_level_block_as_the_line_loop_finds_it(lines):
+    from enceladus.compiler.source import _end_of_top_level_block
+
+    for start in range(len(lines) + 1):
+        assert _end_of_top_level_block(lines, start) == _end_by_lines(lines, start)

@@ -58,7 +58,12 @@ def _library() -> dict[str, Any]:
 # tl builtins the frontend lowers itself (compile-time checks and printing; combine functions it inlines)
 _FRONTEND_BUILTINS = frozenset({"static_assert", "static_print", "reduce", "associative_scan", "map_elementwise"})
 
-_STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+# statement class -> its fields that hold statements (handlers and match cases hold statements too), in the
+# order of its _fields: what a walk over every field keeps (expressions never contain statements)
+_STATEMENT_FIELDS = {cls: fields for cls in vars(ast).values()
+                     if isinstance(cls, type) and issubclass(cls, (ast.stmt, ast.excepthandler, ast.match_case))
+                     and (fields := tuple(f for f in cls._fields if f in ("body", "orelse", "finalbody", "handlers",
+                                                                            "cases")))}
 
 
 def _statements(stmt: ast.stmt):
@@ -71,14 +76,8 @@ def _statements(stmt: ast.stmt):
         node = todo[i]
         i += 1
         yield node
-        for name in node._fields:
-            field = getattr(node, name, None)
-            if isinstance(field, list):
-                for item in field:
-                    if isinstance(item, _STATEMENT_HOLDERS):
-                        todo.append(item)
-            elif isinstance(field, _STATEMENT_HOLDERS):
-                todo.append(field)
+        for name in _STATEMENT_FIELDS.get(node.__class__, ()):
+            todo.extend(getattr(node, name))
 
 
 def _assigned_names(body: list[ast.stmt]) -> list[str]:
@@ -242,6 +241,8 @@ class Lowering(ast.NodeVisitor):
         self.read_globals: dict[str, Any] = {}
         # what the compilation read outside the arguments, checked again on every launch (GlobalRead)
         self.global_reads: dict[tuple[int, tuple[str, ...]], GlobalRead] = {}
+        # globals bound to Enceladus modules (tl, read for every tl.* call): as eval_Name found them the first time
+        self.modules: dict[str, Any] = {}
         # where the statement being lowered is: its block, its index there and what follows the block (see rest)
         self._position: tuple[list[ast.stmt], int, list[ast.stmt] | None] = ([], 0, None)
         # where the source sits in its file (KernelSource.locate's offsets), for the location of every op
@@ -702,12 +703,15 @@ class Lowering(ast.NodeVisitor):
         name = node.id
         if name in self.scope:
             return self.scope[name]
+        if name in self.modules:
+            value = self.read_globals[name] = self.modules[name]  # (an inlined callee's may have replaced it)
+            return value
         if name in self.globals:
             value = self.globals[name]
             if isinstance(value, constexpr):
                 value = value.value
             elif _is_enceladus_module(value):  # tl, enceladus (read for every tl.*): not mutable, never recorded
-                self.read_globals[name] = value
+                self.read_globals[name] = self.modules[name] = value
                 return value
             if isinstance(value, (list, dict, set, bytearray)) or (hasattr(value, "__array__") and
                                                                  not isinstance(value, (dtype,))):
@@ -769,7 +773,9 @@ class Lowering(ast.NodeVisitor):
         if is_jit_function(value) and is_aggregate(base):  # (in this order: is_aggregate of a module raises inside)
             return _BoundJit(value, base)
         # tl.X (a name bound to an Enceladus module): never recorded (_record_read), so not looked for
-        if node.value.__class__ is not ast.Name or not _is_enceladus_module(base):
+        value_node = node.value
+        if value_node.__class__ is not ast.Name or (self.modules.get(value_node.id) is not base
+                                                    and not _is_enceladus_module(base)):
             path = self._global_path(node)
             if path is not None:  # cfg.BLOCK, mod.helper, Config.ATTR: checked again at launch
                 self._record_read(node, path, value)

@@ -114,12 +114,14 @@ class Builder:
         return self.emit("broadcast", [x], self.type(x.type.element, shape))
 
     def broadcast_shapes(self, *shapes: tuple[int, ...]) -> tuple[int, ...]:
-        if len(shapes) == 2:  # the common cases, as the general rule below gives them
-            a, b = shapes
-            if a == b or not b:
-                return tuple(a)  # equal shapes, or a tile and a scalar
-            if not a:
-                return tuple(b)
+        # the common cases, shape by shape, as the general rule below gives them (which also words the errors)
+        out = _broadcast_pair(shapes[0], shapes[1]) if len(shapes) >= 2 else None
+        for s in shapes[2:]:
+            if out is None:
+                break
+            out = _broadcast_pair(out, s)
+        if out is not None:
+            return out
         rank = max(len(s) for s in shapes)
         out = []
         for i in range(rank):
@@ -181,6 +183,25 @@ class Builder:
         if not D.fits(x, ty):
             raise SemanticError(f"Scalar {x} is out of range for type {ty}", "cast the tile to a wider type first")
         return self.const(x, ty)
+
+
+def _broadcast_pair(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The broadcast of two shapes that are equal, of the same rank or one a scalar's; None for the others."""
+    if a == b or not b:
+        return tuple(a)
+    if not a:
+        return tuple(b)
+    if len(a) != len(b):
+        return None
+    out = []
+    for p, q in zip(a, b):
+        if p == q or q == 1:
+            out.append(p)
+        elif p == 1:
+            out.append(q)
+        else:
+            return None  # the general rule refuses them
+    return tuple(out)
 
 
 def element_type(x: Any) -> dtype | pointer_type:

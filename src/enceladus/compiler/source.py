@@ -128,18 +128,35 @@ def _quick_source(fn: Any) -> tuple[ast.FunctionDef, list[str], int, int, str] |
     i = first
     while i < len(all_lines) and not all_lines[i].lstrip().startswith(("def ", "async def ")):
         i += 1  # decorators
-    end = i + 1
-    last = i
-    while end < len(all_lines):
-        line = all_lines[end]
-        stripped = line.strip()
-        if stripped and not stripped.startswith("#"):
-            if len(line) - len(line.lstrip()) <= indent:
-                break
-            last = end
-        end += 1
+    if indent == 0:  # a module-level function (nearly every kernel): the loop below, by one regex search
+        end = _end_of_top_level_block(all_lines, i + 1)
+        last = end - 1
+        while last > i and (not all_lines[last].strip() or all_lines[last].lstrip().startswith("#")):
+            last -= 1
+    else:
+        end = i + 1
+        last = i
+        while end < len(all_lines):
+            line = all_lines[end]
+            stripped = line.strip()
+            if stripped and not stripped.startswith("#"):
+                if len(line) - len(line.lstrip()) <= indent:
+                    break
+                last = end
+            end += 1
     lines = all_lines[first:last + 1]
     parsed = _parse(lines, first + 1, filename)
     if parsed is None or parsed[0].name != code.co_name:
         return None
     return parsed
+
+
+_UNINDENTED_CODE = re.compile(r"^[^\s#]", re.MULTILINE)  # a line whose first character is code (no indent, no '#')
+
+
+def _end_of_top_level_block(all_lines: list[str], start: int) -> int:
+    """The index of the first line from ``start`` on that starts with code (as ``_quick_source``'s loop finds it
+    for indentation 0), or ``len(all_lines)``."""
+    text = "".join(all_lines[start:])
+    m = _UNINDENTED_CODE.search(text)
+    return len(all_lines) if m is None else start + text.count("\n", 0, m.start())
