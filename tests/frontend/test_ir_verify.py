@@ -1,4 +1,4 @@
-"""ir.verify: a quick check over whole blocks decides, the walk op by op names the first broken invariant."""
+"""ir.verify names the first broken invariant of a function, op by op in order."""
 
 import pytest
 

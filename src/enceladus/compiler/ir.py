@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import chain, compress, count, repeat
-from operator import attrgetter, eq, itemgetter
+from itertools import chain, compress, count
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -146,7 +146,6 @@ def _walk_into(ops: list[Op], out: list[Op]) -> None:
 
 
 _REGIONS = attrgetter("regions")
-_RESULTS = attrgetter("results")
 _NAME = attrgetter("name")
 _OPERANDS = attrgetter("operands")
 _ID = attrgetter("id")
@@ -323,50 +322,21 @@ class VerificationError(Exception):
 
 def verify(fn: Function) -> None:
     """Check SSA dominance, known op names, region terminators and shape agreement of elementwise ops."""
-    args = {id(a) for a in fn.args}
-    if not _block_holds(fn.body, args):
-        _verify_block(fn.body, args)  # the walk op by op names the first broken invariant
+    _verify_block(fn.body, set(fn.args))
 
 
-_TYPE_SHAPE = attrgetter("type.shape")
-_FIRST = itemgetter(0)
-_STORE = frozenset({"store"})
-
-
-def _block_holds(block: Block, defined: set[int]) -> bool:
-    """Whether ``block`` and its regions keep the invariants ``_verify_block`` checks: the same answer with one
-    Python step per op (for dominance) and the other checks made by C iterators over the whole block."""
-    ops = block.ops
-    if not ALL_OPS.issuperset(map(_NAME, ops)):
-        return False
+def _verify_block(block: Block, defined: set[Value]) -> None:
+    # plain loops over each op's few operands: cheaper than a set or an iterator made per op (values hash by
+    # identity)
     defined = set(defined)
-    defined.update(map(id, block.args))
-    for op in ops:
-        if not defined.issuperset(map(id, op.operands)):
-            return False
-        for region in op.regions:
-            if region.terminator is None or not _block_holds(region, defined):
-                return False
-        defined.update(map(id, op.results))
-    elementwise = select(ops, ELEMENTWISE)
-    if elementwise:  # each operand's shape against its op's result shape (repeated once per operand)
-        want = chain.from_iterable(map(repeat, map(_TYPE_SHAPE, map(_FIRST, map(_RESULTS, elementwise))),
-                                       map(len, map(_OPERANDS, elementwise))))
-        have = map(_TYPE_SHAPE, chain.from_iterable(map(_OPERANDS, elementwise)))
-        if not all(map(eq, have, want)):
-            return False
-    return all(op.operands[0].type.shape == op.operands[1].type.shape for op in select(ops, _STORE))
-
-
-def _verify_block(block: Block, defined: set[int]) -> None:
-    defined = set(defined) | {id(a) for a in block.args}
+    defined.update(block.args)
     for op in block.ops:
         name = op.name
         if name not in ALL_OPS:
             raise VerificationError(f"unknown op '{name}'")
-        if not defined.issuperset(map(id, op.operands)):
-            o = next(o for o in op.operands if id(o) not in defined)
-            raise VerificationError(f"{format_op(op)}: operand {o!r} is used before it is defined")
+        for o in op.operands:
+            if o not in defined:
+                raise VerificationError(f"{format_op(op)}: operand {o!r} is used before it is defined")
         for region in op.regions:
             if region.terminator is None:
                 raise VerificationError(f"{format_op(op)}: a region does not end with yield")
@@ -380,4 +350,4 @@ def _verify_block(block: Block, defined: set[int]) -> None:
             ptr, val = op.operands[0], op.operands[1]
             if ptr.type.shape != val.type.shape:
                 raise VerificationError(f"{format_op(op)}: pointer and value shapes differ")
-        defined.update(map(id, op.results))
+        defined.update(op.results)
