@@ -691,8 +691,9 @@ class Lowering(ast.NodeVisitor):
 
     # --- expressions --------------------------------------------------------------------------------
     def eval(self, node: ast.expr) -> Any:
-        method = _EVAL.get(node.__class__)  # eval_<node class name>, found once per class (see below the class)
-        if method is None:
+        try:
+            method = _EVAL[node.__class__]  # eval_<node class name>, found once per class (see below the class)
+        except KeyError:
             return self.generic_visit(node)
         return method(self, node)
 
@@ -822,6 +823,9 @@ class Lowering(ast.NodeVisitor):
     def eval_BinOp(self, node: ast.BinOp) -> Any:
         # `a + b + c + ...` nests to the left: fold the left spine in a loop (a chain of hundreds of terms
         # would otherwise exceed Python's recursion limit)
+        if node.left.__class__ is not ast.BinOp:  # nothing to fold (most operations)
+            lhs = self.eval(node.left)
+            return self.binop(node, _BINOPS[node.op.__class__], lhs, self.eval(node.right))
         spine = [node]
         while isinstance(spine[-1].left, ast.BinOp):
             spine.append(spine[-1].left)
@@ -1153,9 +1157,10 @@ class Lowering(ast.NodeVisitor):
     def apply(self, node: ast.AST, rule: Any, /, *args: Any, **kwargs: Any) -> Any:
         """``rule(builder, *args, **kwargs)`` (a typing rule) with ``node``'s location; its errors become
         CompilationErrors."""
-        self.b.loc = _loc((self._filename, self._line0 + node.lineno, node.col_offset + self._indent))  # _set_loc
+        b = self.b
+        b.loc = _loc((self._filename, self._line0 + node.lineno, node.col_offset + self._indent))  # _set_loc
         try:
-            return rule(self.b, *args, **kwargs)
+            return rule(b, *args, **kwargs)
         except SemanticError as e:
             at = node
             if e.culprit is not None and isinstance(node, ast.Call):  # point at the argument at fault

@@ -263,8 +263,10 @@ def _converted(b: Builder, x: Any, y: Any, xt: Any, yt: Any, div_or_mod: bool = 
 
 def binary(b: Builder, op: str, x: Any, y: Any) -> Value:
     """``x <op> y`` for the Python operators on tiles and scalars, with Triton's typing."""
-    xt, yt = element_type(x), element_type(y)
-    if xt.is_ptr() or yt.is_ptr():
+    # element_type and is_ptr() as they answer for values, without their calls (a scalar is never a pointer)
+    xt = x.type.element if isinstance(x, Value) else element_type(x)
+    yt = y.type.element if isinstance(y, Value) else element_type(y)
+    if (isinstance(x, Value) and x.type.is_ptr) or (isinstance(y, Value) and y.type.is_ptr):
         return _pointer_arith(b, op, x, y)
     name = _PLAIN_ARITH.get(op)
     if name is not None:  # + - * (the other operators have rules of their own below)
@@ -318,8 +320,9 @@ def _pointer_arith(b: Builder, op: str, x: Any, y: Any) -> Value:
 
 
 def compare(b: Builder, op: str, x: Any, y: Any) -> Value:
-    xt, yt = element_type(x), element_type(y)
-    if xt.is_ptr() or yt.is_ptr():
+    xt = x.type.element if isinstance(x, Value) else element_type(x)  # (as in binary)
+    yt = y.type.element if isinstance(y, Value) else element_type(y)
+    if (isinstance(x, Value) and x.type.is_ptr) or (isinstance(y, Value) and y.type.is_ptr):
         raise SemanticError("comparing pointers is not supported", "compare the offsets instead")
     x, y = _converted(b, x, y, xt, yt)
     return b.emit(_CMP[op], [x, y], b.type(D.int1, x.type.shape))
