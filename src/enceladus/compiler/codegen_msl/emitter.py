@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import count
 from operator import itemgetter
+from os.path import commonprefix
 from typing import Any
 
 from ...language import dtypes as D
@@ -105,6 +106,7 @@ def function_facts(fn: ir.Function, roots: dict[int, str] | None = None,
 
 _ATOMIC = frozenset({"atomic"})
 _LINENO = itemgetter(1)  # an ir.Loc's line
+_FILENAME = itemgetter(0)  # an ir.Loc's file
 
 # integer types whose wrapping arithmetic is computed in these unsigned types (uint32/uint64 wrap by themselves)
 _WRAP_UNSIGNED = {"int8": "uint", "int16": "uint", "uint8": "uint", "uint16": "uint", "int32": "uint", "int64": "ulong"}
@@ -871,29 +873,44 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def offset_check_lines(self, first: int) -> list[list]:
         """``[msl_line, expression, op, left, right]`` for every body line (from MSL line ``first``) that holds the
         expression of an int32 offset computation, in line order and, within a line, in the order the expressions
-        were made (metadata["offset_checks"]). Each expression is searched for once in the whole body text."""
+        were made (metadata["offset_checks"])."""
         if not self.offset_exprs:
             return []
         text = "\n".join(self.body)
         exprs = list(self.offset_exprs.items())
-        found = []  # (position in the text, expression index)
-        for j, (expr, _) in enumerate(exprs):
-            if "\n" in expr:
-                continue  # no single line can hold it
-            pos = text.find(expr)
+        single = [(j, expr) for j, (expr, _) in enumerate(exprs) if "\n" not in expr]  # no line can hold the others
+        if not single:
+            return []
+        found = []  # (position in the text, expression index) of the occurrences
+        prefix = commonprefix([expr for _, expr in single])
+        if len(prefix) >= 8:
+            # the usual case (they all begin "as_type<int>(uint("): one scan of the text for the common prefix, and
+            # at each place the expressions that begin with the text there (grouped by their first k characters)
+            k = min(len(expr) for _, expr in single)
+            heads: dict[str, list[tuple[int, str]]] = {}
+            for j, expr in single:
+                heads.setdefault(expr[:k], []).append((j, expr))
+            pos = text.find(prefix)
             while pos != -1:
-                found.append((pos, j))
-                end = text.find("\n", pos)  # one entry per line: go on from the next line
-                pos = -1 if end == -1 else text.find(expr, end + 1)
+                for j, expr in heads.get(text[pos:pos + k], ()):
+                    if text.startswith(expr, pos):
+                        found.append((pos, j))
+                pos = text.find(prefix, pos + 1)
+        else:  # each expression searched for in the whole text, once per line that holds it
+            for j, expr in single:
+                pos = text.find(expr)
+                while pos != -1:
+                    found.append((pos, j))
+                    end = text.find("\n", pos)
+                    pos = -1 if end == -1 else text.find(expr, end + 1)
         found.sort()
-        hits = []  # (the MSL line: the newlines before it, expression index), counted once through the text
+        hits = set()  # (the MSL line: the newlines before it, expression index): one entry per line and expression
         line = at = 0
-        for pos, j in found:
+        for pos, j in found:  # the newlines counted once through the text
             line += text.count("\n", at, pos)
             at = pos
-            hits.append((line, j))
-        hits.sort()
-        return [[first + k, exprs[j][0], *exprs[j][1]] for k, j in hits]
+            hits.add((line, j))
+        return [[first + k, exprs[j][0], *exprs[j][1]] for k, j in sorted(hits)]
 
     # --- the kernel -------------------------------------------------------------------------------------------
     def generate(self) -> MSLModule:
@@ -1002,11 +1019,11 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         tiles = {id(text): entry for text, entry in self.tile_checks}
         if "\n" not in "".join(self.body):  # one MSL line per body entry
             locs = self.body_locs
-            if None in locs:
+            if not all(locs):  # (a line without a loc: None; every Loc is a non-empty tuple)
                 lines = [[first + k, loc.lineno] for k, loc in enumerate(locs) if loc is not None]
             else:  # [MSL line, Python line] per body line, made by C iterators
                 lines = list(map(list, zip(count(first), map(_LINENO, locs))))
-            files = {loc.filename for loc in set(locs) if loc is not None}
+            files = set(map(_FILENAME, filter(None, locs)))
             if tiles:  # as line_table finds them, in line order
                 tile_checks = self.tile_check_lines(first, tiles)
         else:
