@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from itertools import count
+from itertools import compress, count
 from operator import itemgetter
 from os.path import commonprefix
 from typing import Any
@@ -43,6 +43,8 @@ _HIDDEN_BUFFERS = {LOG_PARAM: "enc_log", EXT_PARAM: "enc_ext"}  # their MSL name
 _WRAPPING = frozenset({"add", "sub", "mul", "shl"})  # arithmetic that leaves {0, 1} on int1 operands
 _WRAPPED = frozenset({"add", "sub", "mul", "shl", "neg", "abs"})  # integer ops computed in an unsigned type (_wrapping)
 _NO_BF16_ARITH = frozenset({"cast", "bitcast", "select", "inline_msl"})  # ops that take bf16 operands as they are
+# the ops elementwise_expr does not hand to _arith (whose bf16 and int1 cases it tests first for the others)
+_EXPR_SPECIAL = _NO_BF16_ARITH | {"addptr", "shr", "libdevice", "umulhi"} | ops_where(layout=VIEW)
 VIEW_OPS = ops_where(layout=VIEW)  # free: expressions over the operand's registers or coordinates
 # the ops emit_tile_op / emit_scalar_op do not lower as elementwise arithmetic
 _TILE_SPECIAL = VIEW_OPS | {"splat", "arange", "addptr", "load", "atomic"}
@@ -179,7 +181,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         # tile accesses of proven extent (memory.py tile_extent): (the emitted line, its entry); the line is kept as
         # the object itself, which passes that rewrite the body (place_barriers) keep
         self.tile_checks: list[tuple[str, list]] = []
-        self.pending_tile: list | None = None  # the entry of the access the next emitted line makes
+        self.pending_tile: list | None = None  # the entry of the access emit_access writes next (memory.py)
         self.affine_forms: dict = {}  # memory.py _affine's answers: (value id, n) -> form
         self.may_convert: set[int] = set()  # (values_that_may_convert, once the emission starts)
 
@@ -187,9 +189,6 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def emit(self, line: str) -> None:
         self.body.append("    " * self.indent + line)
         self.body_locs.append(self.current_loc)
-        if self.pending_tile is not None:
-            self.tile_checks.append((self.body[-1], self.pending_tile))
-            self.pending_tile = None
 
     def fresh(self, prefix: str = "t") -> str:
         self.tmp += 1
@@ -438,9 +437,10 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def values_that_may_convert(self) -> set[int]:
         """The values convert_to_needs must look at. Most need nothing: a pure value is computed in every layout
         demanded of it (emit_value), and most others are demanded in their home only (that very object)."""
-        homes, pure = self.plan.homes, self.plan.pure
-        return {vid for vid, lst in self.plan.needs.items()
-                if lst and not pure.get(vid) and (len(lst) > 1 or lst[0] is not homes.get(vid))}
+        plan = self.plan
+        needs, homes, pure = plan.needs, plan.homes, plan.pure
+        impure = set(needs).difference(compress(pure, pure.values()))  # (by C iterators: most values are pure)
+        return {vid for vid in impure if (lst := needs[vid]) and (len(lst) > 1 or lst[0] is not homes.get(vid))}
 
     def emit_scalar_op(self, op: ir.Op) -> None:
         r = op.results[0]
@@ -525,7 +525,11 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         """An elementwise tile op: one loop over the registers (``key``: its result's refs key, not there yet)."""
         r = op.results[0]
         name = op.name
-        operands = [self.ref(o, layout) for o in op.operands]
+        refs = self.refs
+        operands = []  # (ref() for each operand, without a call each)
+        for o in op.operands:
+            ref = refs.get((o.id, layout if o.type.is_tile else None))
+            operands.append(self.ref(o, layout) if ref is None else ref.replace("{e}", "e"))
         expr = self.elementwise_expr(op, operands)
         n = layout.parent.elems_per_thread
         if r.type.is_ptr:
@@ -593,6 +597,21 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         r = op.results[0]
         rt = r.type.element
         src = op.operands[0].type.element if op.operands else None
+        if name not in _EXPR_SPECIAL and src is not None:  # arithmetic: the bf16 and int1 cases, then _arith
+            sname = src.name
+            if sname == "bf16":  # bfloat converts only to/from float in MSL: compute in float, round once
+                inner = self._arith(name, [f"float({x})" for x in a], float_type=True, signed=True, src=src)
+                return inner if rt.name == "int1" else f"static_cast<bfloat>({inner})"
+            if name in _WRAPPING:
+                if sname == "int1" and rt.name == "int1":  # int1 is a 1-bit integer: True + True == False
+                    return f"(((int({a[0]}) {BINARY_INFIX[name]} int({a[1]})) & 1) != 0)"
+                kind = src.kind
+                expr = self._arith(name, a, float_type=kind == "float", signed=kind == "int", src=src)
+                if rt.name == "int32" and r.id in self.offset_values:
+                    self.offset_exprs[expr] = (name, a[0], a[1])  # the checked cpu backend computes it exactly
+                return expr
+            kind = src.kind
+            return self._arith(name, a, float_type=kind == "float", signed=kind == "int", src=src)
         if name == "addptr":  # (a pointer operand: never bf16)
             return f"({a[0]} + {a[1]})"
         if src is not None and name not in _NO_BF16_ARITH and not src.is_ptr() and src.name == "bf16":
@@ -673,16 +692,16 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         leaves signed overflow undefined (spec 4 §3.1), and 8/16-bit operands are promoted to int, where
         e.g. 65535 * 65535 overflows. int32/int64 come back bit for bit (as_type), narrower types by a cast."""
         t = MSL_TYPE[src]
-        back = (lambda x: f"as_type<{t}>({x})") if src in ("int32", "int64") else (lambda x: f"static_cast<{t}>({x})")
+        back = "as_type" if src in ("int32", "int64") else "static_cast"
         if name in ("add", "sub", "mul"):
-            return back(f"{u}({a[0]}) {BINARY_INFIX[name]} {u}({a[1]})")
+            return f"{back}<{t}>({u}({a[0]}) {BINARY_INFIX[name]} {u}({a[1]}))"
         if name == "shl":
-            return back(f"{u}({a[0]}) << {a[1]}")
+            return f"{back}<{t}>({u}({a[0]}) << {a[1]})"
         if name == "neg":
-            return back(f"{u}(0) - {u}({a[0]})")
+            return f"{back}<{t}>({u}(0) - {u}({a[0]}))"
         if src not in ("int32", "int64"):  # abs of a narrower type is computed in int: no overflow
             return f"abs({a[0]})"
-        return back(f"{a[0]} < 0 ? {u}(0) - {u}({a[0]}) : {u}({a[0]})")  # abs(INT_MIN) == INT_MIN, as in Triton
+        return f"{back}<{t}>({a[0]} < 0 ? {u}(0) - {u}({a[0]}) : {u}({a[0]}))"  # abs(INT_MIN) == INT_MIN, as in Triton
 
     def _cast(self, src: dtype, dst: dtype, x: str, rounding: str | None = None) -> str:
         if dst.is_ptr():  # from another pointer or from a 64-bit address (docs/memory.md, integer addresses)

@@ -71,7 +71,14 @@ class MemoryMixin:
             start = f"({self.ref(base, None)} + ({offset}))"
         except KeyError:  # a scalar without an MSL name here: every element is checked
             return
-        self.pending_tile = [start, n, vec * itemsize, list(dict.fromkeys(ptr_exprs))]  # for the next line
+        self.pending_tile = [start, n, vec * itemsize, list(dict.fromkeys(ptr_exprs))]  # for emit_access
+
+    def emit_access(self, line: str) -> None:
+        """Emit the line of a tile access, with the extent ``tile_extent`` found for it (if any)."""
+        self.emit(line)
+        if self.pending_tile is not None:
+            self.tile_checks.append((self.body[-1], self.pending_tile))
+            self.pending_tile = None
 
     def vector_width(self, op: ir.Op, layout: TileLayout, itemsize: int) -> tuple[int, str]:
         """Elements per memory access, and why not more.
@@ -143,11 +150,11 @@ class MemoryMixin:
             if masked:
                 m = self.ref(op.operands[1], layout)
                 o = self.ref(op.operands[2], layout)
-                self.loop(layout, f"{var}[e] = {_all(m, chk)} ? *{ptr} : {o};")
+                self.emit_access(f"for (int e = 0; e < {n}; ++e) {var}[e] = {_all(m, chk)} ? *{ptr} : {o};")
             elif chk:  # an access the bounds checks refuse yields 0
-                self.loop(layout, f"{var}[e] = {chk} ? *{ptr} : {t}(0);")
+                self.emit_access(f"for (int e = 0; e < {n}; ++e) {var}[e] = {chk} ? *{ptr} : {t}(0);")
             else:
-                self.loop(layout, f"{var}[e] = *{ptr};")
+                self.emit_access(f"for (int e = 0; e < {n}; ++e) {var}[e] = *{ptr};")
             return
         word = _WORD[vec * itemsize]
         lines = [f"const {word} w = *((device const {word}*){ptr});"]
@@ -171,7 +178,7 @@ class MemoryMixin:
             body = f"if ({chk}) {{ {' '.join(lines)} }} else {{ for (int j = 0; j < {vec}; ++j) {var}[e + j] = {t}(0); }}"
         else:
             body = "{ " + " ".join(lines) + " }"
-        self.emit(f"for (int e = 0; e < {n}; e += {vec}) {body}")
+        self.emit_access(f"for (int e = 0; e < {n}; e += {vec}) {body}")
 
     def emit_store(self, op: ir.Op) -> None:
         ptr_v, val_v = op.operands[0], op.operands[1]
@@ -202,7 +209,7 @@ class MemoryMixin:
         n = layout.parent.elems_per_thread
         self.tile_extent(ptr_v, vec, itemsize, [ptr, self.ref(ptr_v, layout, "(e + j)")])
         if vec == 1:
-            self.emit(f"for (int e = 0; e < {n}; ++e) {guard}*{ptr} = {val.replace('{e}', 'e')};")
+            self.emit_access(f"for (int e = 0; e < {n}; ++e) {guard}*{ptr} = {val.replace('{e}', 'e')};")
             return
         word = _WORD[vec * itemsize]
         if len(op.operands) > 2 and self.mask_checked_per_run(op, layout, vec):
@@ -213,11 +220,11 @@ class MemoryMixin:
             vector = f"*((device {word}*){ptr}) = {_pack(val, t, itemsize, vec * itemsize)};"
             if chk:
                 vector = f"{{ if ({chk}) {vector} }}"
-            self.emit(f"for (int e = 0; e < {n}; e += {vec}) {{ bool enc_all = {own or 'true'}; "
+            self.emit_access(f"for (int e = 0; e < {n}; e += {vec}) {{ bool enc_all = {own or 'true'}; "
                       f"for (int j = 0; j < {vec}; ++j) enc_all = enc_all && {m}; if (enc_all) {vector} "
                       f"else for (int j = 0; j < {vec}; ++j) if ({each}) *{p1} = {val.replace('{e}', '(e + j)')}; }}")
             return
-        self.emit(f"for (int e = 0; e < {n}; e += {vec}) {guard}*((device {word}*){ptr}) = "
+        self.emit_access(f"for (int e = 0; e < {n}; e += {vec}) {guard}*((device {word}*){ptr}) = "
                   f"{_pack(val, t, itemsize, vec * itemsize)};")
 
 
