@@ -56,9 +56,15 @@ def _round_half(x: float, ty: str) -> float:
     return struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
+_F32 = struct.Struct("<f")
+
+
 def float_literal(x: float) -> str:
     """An exact float32 literal (non-finite values as bit patterns)."""
-    f = float(np.float32(x))
+    try:  # x rounded to float32 as a C cast rounds it (as np.float32 does), without making a NumPy scalar
+        f = _F32.unpack(_F32.pack(x))[0]
+    except (OverflowError, TypeError):  # beyond float32's range (NumPy gives inf) or not a number: as before
+        f = float(np.float32(x))
     if math.isnan(f):
         return "as_type<float>(0x7fc00000u)"
     if math.isinf(f):

@@ -126,6 +126,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.axis = axis
         self.plan = plan
         self.order = order or DeviceOrderPlan()  # where device-memory barriers go (passes/device_order.py)
+        self.device_barriers = self.order.barriers_before  # op -> why a device-memory barrier precedes it
         self.header = header
         self.body: list[str] = []
         self.body_locs: list[ir.Loc | None] = []  # the op each body line comes from (the checks' line table)
@@ -386,19 +387,20 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         results = op.results
         if self.coop_hidden and op.name != "dot" and results and results[0].id in self.coop_hidden:
             return  # acc + tl.dot(a, b): folded into the dot's run on the cooperative tensor
-        if op in self.order.barriers_before:
+        if self.device_barriers and op in self.device_barriers:
             # program order of device accesses that different threads make (passes/device_order.py)
             self.barriers += 1
             self.notes.append(f"device-memory barrier before line {op.loc.lineno if op.loc else '?'}: "
-                              f"{self.order.barriers_before[op]}")
+                              f"{self.device_barriers[op]}")
             self.emit("threadgroup_barrier(mem_flags::mem_device);  // program order of device memory")
-        try:
-            rule = self.rules[op.name]
-        except KeyError:
+        rule = self.rules.get(op.name)
+        if rule is None:
             rule = self.rules[op.name] = getattr(self, OPS[op.name].emit)
         rule(op)
-        if results and (len(results) > 1 or results[0].id in self.may_convert):
-            self.convert_to_needs(results)
+        for r in results:
+            if r.id in self.may_convert:
+                self.convert_to_needs(results)
+                break
 
     def emit_value(self, op: ir.Op) -> None:
         """Ops computed register by register (elementwise, sources, views, loads, atomics) and scalars."""
@@ -490,16 +492,14 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.refs[(r.id, None)] = f"v{r.id}"
 
     def emit_tile_op(self, op: ir.Op, layout: TileLayout) -> None:
+        """``op``'s result in ``layout`` (each op is emitted once, in distinct layouts: its key is new)."""
         r = op.results[0]
         key = (r.id, layout)
-        refs = self.refs
-        if key in refs:
-            return
         name = op.name
         if name not in _TILE_SPECIAL:  # the common case
             self.emit_elementwise(op, layout, key)
-        elif name == "splat":
-            self.refs[key] = self.ref(op.operands[0], None)
+        elif name == "splat":  # (of a scalar)
+            self.refs[key] = self.refs[(op.operands[0].id, None)]
         elif name in VIEW_OPS:
             if name == "join":
                 c = self.value_coord(layout, r.type.shape, len(r.type.shape) - 1, "{e}")
