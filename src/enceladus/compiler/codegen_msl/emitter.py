@@ -901,7 +901,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         if not single:
             return []
         found = []  # (position in the text, expression index) of the occurrences
-        prefix = commonprefix([expr for _, expr in single])
+        prefix = commonprefix([expr for _, expr in single]) if len(single) > 2 else ""
         if len(prefix) >= 8:
             # the usual case (they all begin "as_type<int>(uint("): one scan of the text for the common prefix, and
             # at each place the expressions that begin with the text there (grouped by their first k characters)

@@ -10,6 +10,10 @@ from ..metal_limits import MAX_THREADGROUP_MEMORY
 from ..msl_types import msl_type
 from .barriers import MARKER
 
+# the simd_* function of a reduce whose combine function is one of these ops (MovementMixin.simd_reduction)
+_SIMD_REDUCTIONS = {"add": "simd_sum", "max": "simd_max", "min": "simd_min", "and": "simd_and", "or": "simd_or",
+                    "xor": "simd_xor"}
+
 
 def op_name(emitter) -> str:
     op = getattr(emitter, "current_op", None)
@@ -307,8 +311,9 @@ class MovementMixin:
         types = [msl_type(x.type.element) for x in xs]
         for a, t in zip(accs, types):
             self.emit(f"{t} {a}[{n}];")
+        digit = self.digit(p, pd, "e")
         # 1. inside each thread; steps 1-3 work on the first register of each row only (others copy it at the end)
-        first = f"{self.digit(p, pd, 'e')} == 0" if pt > 1 else None
+        first = f"{digit} == 0" if pt > 1 else None
         skip = f"if (!({first})) continue; " if first else ""
         self.emit(f"for (int e = 0; e < {n}; ++e) {{")
         self.indent += 1
@@ -368,8 +373,7 @@ class MovementMixin:
                 bufs.append(self.smem(st, warps * rows, f"reduction of %{op.results[0].id} across SIMD groups", size))
             wc = self.warp_coord(p, pd)
             lc = self.lane_is_first(p, pd)
-            self.emit(f"if ({lc} && {wc} < {warps}) for (int e = 0; e < {n}; ++e) if ({self.digit(p, pd, 'e')} "
-                      f"== 0) {{")
+            self.emit(f"if ({lc} && {wc} < {warps}) for (int e = 0; e < {n}; ++e) if ({digit} == 0) {{")
             for a, buf in zip(accs, bufs):
                 self.emit(f"    {buf}[{wc} * {rows} + {row}] = {a}[e];")
             self.emit("}")
@@ -393,8 +397,8 @@ class MovementMixin:
             self.notes.append(f"reduction of %{op.results[0].id}: {warps} SIMD groups combine through threadgroup "
                               "memory (1 barrier, plus 1 before the writes where the buffer may still be in use)")
         if first:
-            self.emit(f"for (int e = 0; e < {n}; ++e) {{ const int b = e - {self.digit(p, pd, 'e')} * {stride}; "
-                      + " ".join(f"{a}[e] = {a}[b];" for a in accs) + " }")
+            self.emit(f"for (int e = 0; e < {n}; ++e) {{ const int b = e - {digit} * {stride}; "
+                      + " ".join([f"{a}[e] = {a}[b];" for a in accs]) + " }")
         for r, a in zip(op.results, accs):
             if r.type.is_tile:
                 self.refs[(r.id, self.plan.homes[r.id])] = a + "[{e}]"
@@ -417,23 +421,20 @@ class MovementMixin:
         for t, ty in zip(temps, types):
             self.emit(f"{ty} {t}[{pt}];")
         self.emit(f"for (int k = 0; k < {pt}; ++k) {{ "
-                  + " ".join(f"{t}[k] = {src('k')};" for t, src in zip(temps, sources)) + " }")
-
-        def step(loop: str, right: str) -> None:
-            args = ", ".join(f"{t}[k]" for t in temps) + ", " + ", ".join(f"{t}[{right}]" for t in temps)
-            self.emit(f"{loop} {combine}({args});")
-
+                  + " ".join([f"{t}[k] = {src('k')};" for t, src in zip(temps, sources)]) + " }")
+        left = f"{combine}({', '.join([f'{t}[k]' for t in temps])}, "  # each step: combine(t[k]..., t[right]...)
         assert pt & (pt - 1) == 0, f"{pt} values: tile dimensions and SIMD-group counts are powers of 2"
         run = max(pt // 4, 1)  # values per chain
         if run == 2:
-            step(f"for (int k = 0; k < {pt}; k += 2)", "k + 1")
+            self.emit(f"for (int k = 0; k < {pt}; k += 2) {left}{', '.join([f'{t}[k + 1]' for t in temps])});")
         elif run > 2:
-            step(f"for (int j = 1; j < {run}; ++j) for (int k = 0; k < {pt}; k += {run})", "k + j")
+            self.emit(f"for (int j = 1; j < {run}; ++j) for (int k = 0; k < {pt}; k += {run}) "
+                      f"{left}{', '.join([f'{t}[k + j]' for t in temps])});")
         s = run
         while s < pt:
-            step(f"for (int k = 0; k < {pt}; k += {2 * s})", f"k + {s}")
+            self.emit(f"for (int k = 0; k < {pt}; k += {2 * s}) {left}{', '.join([f'{t}[k + {s}]' for t in temps])});")
             s *= 2
-        self.emit(" ".join(f"{a}[e] = {t}[0];" for a, t in zip(accs, temps)))
+        self.emit(" ".join([f"{a}[e] = {t}[0];" for a, t in zip(accs, temps)]))
 
     def simd_reduction(self, op: ir.Op) -> str | None:
         """The simd_* function equal to a reduce whose combine function is one add/max/min/and/or/xor."""
@@ -447,8 +448,7 @@ class MovementMixin:
             return None
         if region.terminator.operands != [first.result]:
             return None
-        return {"add": "simd_sum", "max": "simd_max", "min": "simd_min", "and": "simd_and", "or": "simd_or",
-                "xor": "simd_xor"}.get(first.name) if not (elem.is_floating() and first.name in ("and", "or", "xor")) \
+        return _SIMD_REDUCTIONS.get(first.name) if not (elem.is_floating() and first.name in ("and", "or", "xor")) \
             else None
 
     def spread(self, p, pd: int) -> tuple[list[int], int]:
