@@ -69,6 +69,8 @@ class Builder:
 
     # --- constants and shapes --------------------------------------------------------------
     def const(self, value: Any, ty: dtype) -> Value:
+        if _plain_constant(value, ty):  # nothing to convert or check (what the general path below gives)
+            return self.emit("const", [], self.type(ty), value=float(value) if ty is D.float32 else value)
         if isinstance(ty, dtype) and ty.is_fp8() and isinstance(value, (bool, int, float)):
             return self.cast(self.const(float(value), D.float32), ty)  # encoded by the conversion's rules
         if not isinstance(value, (bool, int, float)):
@@ -175,6 +177,8 @@ class Builder:
         """A Python scalar as a constant of ``ty`` (range-checked), or an IR value converted to ``ty``."""
         if isinstance(x, Value):
             return self.cast(x, ty)
+        if _plain_constant(x, ty):  # in range: nothing to refuse
+            return self.const(x, ty)
         if isinstance(x, int) and not isinstance(x, bool) and x < 0 and ty.is_int_unsigned() and not ty.is_bool():
             raise SemanticError(
                 f"cannot combine the negative scalar {x} with an unsigned {ty} tile",
@@ -183,6 +187,15 @@ class Builder:
         if not D.fits(x, ty):
             raise SemanticError(f"Scalar {x} is out of range for type {ty}", "cast the tile to a wider type first")
         return self.const(x, ty)
+
+
+def _plain_constant(value: Any, ty: Any) -> bool:
+    """Whether ``value`` is a float or an int that becomes a float32 constant, or an int that an int32 constant
+    holds as it is: the common constants, for which Builder.const and to_value have nothing to convert or refuse."""
+    cls = value.__class__
+    if ty is D.float32:
+        return cls is float or cls is int
+    return ty is D.int32 and cls is int and -0x80000000 <= value <= 0x7FFFFFFF
 
 
 def _broadcast_pair(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
