@@ -142,6 +142,7 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         self.refs: dict[tuple[int, TileLayout | None], str] = {}
         self.layout_ids: dict[BlockedLayout, int] = {}
         self.coord_emitted: set[tuple[int, int]] = set()
+        self.raw_coords: dict[tuple, str] = {}  # raw_coord's answers: (layout, d, e) -> the coordinate
         self.accesses: list[Access] = []
         self.notes: list[str] = []
         self.uses_pid = False
@@ -287,7 +288,15 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         return local
 
     def raw_coord(self, p: BlockedLayout | MmaLayout, d: int, e: str) -> str:
-        """The coordinate along ``d`` of register ``e`` before wrapping (>= shape on replicas)."""
+        """The coordinate along ``d`` of register ``e`` before wrapping (>= shape on replicas). Made once per
+        emission for each (layout, d, e) (the preamble lines it needs are written the first time)."""
+        key = (p, d, e)
+        c = self.raw_coords.get(key)
+        if c is None:
+            c = self.raw_coords[key] = self.make_raw_coord(p, d, e)
+        return c
+
+    def make_raw_coord(self, p: BlockedLayout | MmaLayout, d: int, e: str) -> str:
         if isinstance(p, MmaLayout):
             fr, fc = self.fragment_lane()
             fm, fn = p.frags
@@ -1049,7 +1058,8 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             lines, files = self.line_table(first, tiles, tile_checks)
         offset_checks = self.offset_check_lines(first)
         line_table = {"file": files.pop(), "lines": lines} if len(files) == 1 else {}
-        return MSLModule("\n".join(out) + "\n", kname, params, args_slot, args_size, args_format,
+        out.append("")  # the text ends with a newline
+        return MSLModule("\n".join(out), kname, params, args_slot, args_size, args_format,
                          WARP_SIZE * self.num_warps, self.smem_bytes, self.barriers, self.accesses,
                          list(self.layout_ids), self.notes, self.log_sites, self.uses_tensor_ops,
                          list(dict.fromkeys(self.matmul2d_tiles)), line_table, list(self.facts.word_roots), offset_checks,
@@ -1058,15 +1068,9 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def tile_check_lines(self, first: int, tiles: dict[int, list]) -> list[list]:
         """[MSL line, *entry] for each body line (one MSL line each, from line ``first``) that ``tiles`` (id of its
         text -> entry) names, in line order."""
-        ids = list(map(id, self.body))
-        found = []
-        for key, entry in tiles.items():
-            k = -1
-            for _ in range(ids.count(key)):  # (counted first: a search past the last one raises and formats an error)
-                k = ids.index(key, k + 1)
-                found.append((k, entry))
-        found.sort(key=itemgetter(0))
-        return [[first + k, *entry] for k, entry in found]
+        body = self.body
+        found = compress(count(), map(tiles.__contains__, map(id, body)))  # (the lines' indices, by C iterators)
+        return [[first + k, *tiles[id(body[k])]] for k in found]
 
     def line_table(self, first: int, tiles: dict[int, list], tile_checks: list) -> tuple[list, set]:
         """The [MSL line, Python line] pairs of the body (from MSL line ``first``) and the files they come from;
