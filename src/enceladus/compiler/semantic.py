@@ -148,22 +148,22 @@ class Builder:
                     f"cannot bitcast {src} ({src.primitive_bitwidth} bits) to {ty} ({ty.primitive_bitwidth} bits)",
                     "bitcast between types of the same width, or use .to(dtype) for a value conversion",
                 )
-            return self.emit("bitcast", [x], x.type.with_element(ty))
+            return self.emit("bitcast", [x], self.type(ty, x.type.shape))
         if src.is_ptr() or ty.is_ptr():
             return self._pointer_cast(x, src, ty)
         if ty.is_fp64():
             raise SemanticError("Apple GPUs have no float64", "use tl.float32")
         if rounding == "rtz":
-            return self.emit("cast", [x], x.type.with_element(ty), rounding="rtz")
-        return self.emit("cast", [x], x.type.with_element(ty))
+            return self.emit("cast", [x], self.type(ty, x.type.shape), rounding="rtz")
+        return self.emit("cast", [x], self.type(ty, x.type.shape))
 
     def _pointer_cast(self, x: Value, src: Any, ty: Any) -> Value:
         """Triton's pointer casts: pointer -> pointer (another element type), integer -> pointer (an address, e.g.
         a data_ptr() loaded from memory), pointer -> int64/uint64 (its address) or int1 (is it non-null)."""
         if src.is_ptr() and ty.is_ptr() or ty.is_ptr() and src.is_int() and src.primitive_bitwidth == 64:
-            return self.emit("cast", [x], x.type.with_element(ty))
+            return self.emit("cast", [x], self.type(ty, x.type.shape))
         if src.is_ptr() and ty.is_int() and ty.primitive_bitwidth == 64:
-            return self.emit("cast", [x], x.type.with_element(ty))
+            return self.emit("cast", [x], self.type(ty, x.type.shape))
         if src.is_ptr() and ty.is_bool():
             return self.emit("ne", [self.cast(x, D.uint64), self.splat(self.const(0, D.uint64), x.type.shape)
                                     if x.type.is_tile else self.const(0, D.uint64)], x.type.with_element(D.int1))
@@ -515,7 +515,7 @@ def where(b: Builder, condition: Any, x: Any, y: Any) -> Any:
     xv, yv = _common(b, x, y)
     shape = b.broadcast_shapes(condition.type.shape, xv.type.shape)
     c = b.broadcast_to(condition, shape)
-    return b.emit("select", [c, b.broadcast_to(xv, shape), b.broadcast_to(yv, shape)], xv.type.with_shape(shape))
+    return b.emit("select", [c, b.broadcast_to(xv, shape), b.broadcast_to(yv, shape)], b.type(xv.type.element, shape))
 
 
 def _where_pointers(b: Builder, condition: Value, x: Any, y: Any) -> Value:
@@ -564,7 +564,7 @@ def _float_unary(name: str):
         if ty.is_fp32():
             return b.emit(name, [x], x.type)
         # half-precision inputs compute in float32 and round once at the end
-        r = b.emit(name, [b.cast(x, D.float32)], x.type.with_element(D.float32))
+        r = b.emit(name, [b.cast(x, D.float32)], b.type(D.float32, x.type.shape))
         return b.cast(r, ty)
 
     rule_fn.__name__ = name
@@ -589,7 +589,7 @@ def _float_binary(name: str):
             raise SemanticError(f"{name} expects floating-point inputs, got {ty}", "convert with .to(tl.float32)")
         if ty.is_fp32():
             return b.emit(name, [xv, yv], xv.type)
-        r = b.emit(name, [b.cast(xv, D.float32), b.cast(yv, D.float32)], xv.type.with_element(D.float32))
+        r = b.emit(name, [b.cast(xv, D.float32), b.cast(yv, D.float32)], b.type(D.float32, xv.type.shape))
         return b.cast(r, ty)
 
     RULES[name] = rule_fn
@@ -607,7 +607,7 @@ def _float_predicate(name: str):
         if not ty.is_floating():
             raise SemanticError(f"{name} expects a floating-point input, got {ty}",
                                 "cast the input first, e.g. x.to(tl.float32)")
-        return b.emit(name, [b.cast(x, D.float32)], x.type.with_element(D.int1))
+        return b.emit(name, [b.cast(x, D.float32)], b.type(D.int1, x.type.shape))
 
     RULES[name] = rule_fn
 

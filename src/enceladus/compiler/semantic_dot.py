@@ -61,7 +61,7 @@ def dot(b: Builder, input: Any, other: Any, acc: Any = None, input_precision: An
         raise SemanticError(f"tl.dot of int8 operands accumulates in int32, not {out_ty}", "use out_dtype=tl.int32")
     if ta.is_floating() and out_ty.name not in ("fp32", "fp16", "bf16"):
         raise SemanticError(f"tl.dot of {ta} operands cannot produce {out_ty}", "use out_dtype=tl.float32")
-    return b.emit("dot", [a, bt, acc_v], Type(out_ty, shape), input_precision=input_precision or "ieee")
+    return b.emit("dot", [a, bt, acc_v], b.type(out_ty, shape), input_precision=input_precision or "ieee")
 
 
 # OCP MX element formats of tl.dot_scaled: the tile dtype (None: e2m1, two codes per uint8) and its code dtype

@@ -47,7 +47,7 @@ def _tiles(input: Any, what: str) -> list[Value]:
 
 
 def _combine_region(b: Builder, xs: list[Value], combine: Combine, what: str) -> ir.Block:
-    types = [Type(x.type.element) for x in xs]
+    types = [b.type(x.type.element) for x in xs]
     block = ir.Block([b.fn.new_value(t) for t in types + types])
     k = len(xs)
     b.fn.push_block(block)
@@ -86,11 +86,11 @@ def build_reduce(b: Builder, input: Any, axis: Any, combine: Combine, keep_dims:
     axis = _axis_arg(axis, rank, what)
     region = _combine_region(b, xs, combine, what)
     shape = xs[0].type.shape[:axis] + xs[0].type.shape[axis + 1:]
-    op = b.fn.append_op("reduce", xs, [Type(x.type.element, shape) for x in xs], {"axis": axis}, b.loc)
+    op = b.fn.append_op("reduce", xs, [b.type(x.type.element, shape) for x in xs], {"axis": axis}, b.loc)
     op.regions = [region]
     outs = list(op.results)
     if keep_dims:
-        outs = [b.emit("expand_dims", [o], o.type.with_shape(shape[:axis] + (1,) + shape[axis:]), axis=axis)
+        outs = [b.emit("expand_dims", [o], b.type(o.type.element, shape[:axis] + (1,) + shape[axis:]), axis=axis)
                 if o.type.is_tile else b.splat(o, (1,)) for o in outs]
     return tuple(outs) if isinstance(input, tuple) else outs[0]
 
