@@ -24,7 +24,7 @@ import pytest
 import enceladus.language as tl
 from enceladus.compiler import refusals as compiler_refusals
 from enceladus.compiler import semantic
-from enceladus.compiler.frontend import _library
+from enceladus.compiler.frontend_expressions import _library
 from enceladus.interpreter import refusals as interpreter_refusals
 from enceladus.interpreter.ops import OPS
 from enceladus.language.core import builtin_name

@@ -7,7 +7,7 @@ import enceladus.language as tl
 from builtin_surface import NOT_YET, TRITON_3_9_NAMES, public_builtins
 from enceladus import CompilationError
 from enceladus.compiler import semantic
-from enceladus.compiler.frontend import _FRONTEND_BUILTINS, _library
+from enceladus.compiler.frontend_expressions import _FRONTEND_BUILTINS, _library
 from enceladus.compiler.refusals import REFUSED
 
 # builtins the frontend applies itself (they take functions or print at compile time)
