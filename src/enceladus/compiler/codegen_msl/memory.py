@@ -11,6 +11,7 @@ from ..passes.layouts import store_layout
 
 _WORD = {4: "uint", 8: "uint2", 16: "uint4"}
 _AFFINE_INTS = ("int32", "int64")
+_AFFINE_OPS = ("add", "sub", "addptr")
 
 
 def _affine(v: ir.Value, n: int, memo: dict) -> tuple[ir.Value | None, list[tuple[int, ir.Value]], int, int] | None:
@@ -19,28 +20,32 @@ def _affine(v: ir.Value, n: int, memo: dict) -> tuple[ir.Value | None, list[tupl
     Only splats, aranges of ``n`` elements, int32/int64 ``add``/``sub`` and ``addptr`` are followed. ``memo``:
     (value id, n) -> the answer, shared by the accesses of one emission (their pointers share operands)."""
     key = (v.id, n)
-    if key not in memo:
-        memo[key] = _affine_form(v, n, memo)
-    return memo[key]
+    form = memo.get(key, memo)  # (memo itself: not there yet)
+    if form is memo:
+        form = memo[key] = _affine_form(v, n, memo)
+    return form
 
 
 def _affine_form(v: ir.Value, n: int, memo: dict) -> tuple[ir.Value | None, list[tuple[int, ir.Value]], int, int] | None:
     op = v.op
-    if op is None or v.type.shape != (n,):
+    t = v.type
+    if op is None or t.shape != (n,):
         return None
-    if not v.type.element.is_ptr() and v.type.element.name not in _AFFINE_INTS:
+    if not t.is_ptr and t.element.name not in _AFFINE_INTS:
         return None
-    if op.name == "splat" and not op.operands[0].type.is_tile:
+    name = op.name
+    if name == "splat" and not op.operands[0].type.is_tile:
         s = op.operands[0]
-        return (s, [], 0, 0) if s.type.element.is_ptr() else (None, [(1, s)], 0, 0)
-    if op.name == "arange" and op.attrs["end"] - op.attrs["start"] == n:
+        return (s, [], 0, 0) if s.type.is_ptr else (None, [(1, s)], 0, 0)
+    if name == "arange" and op.attrs["end"] - op.attrs["start"] == n:
         return None, [], op.attrs["start"], 1
-    if op.name in ("add", "sub", "addptr"):
+    if name in _AFFINE_OPS:
         a, b = _affine(op.operands[0], n, memo), _affine(op.operands[1], n, memo)
-        if a is None or b is None or b[0] is not None or (a[0] is not None) != (op.name == "addptr"):
+        if a is None or b is None or b[0] is not None or (a[0] is not None) != (name == "addptr"):
             return None
-        sign = -1 if op.name == "sub" else 1
-        return a[0], a[1] + [(sign * s, u) for s, u in b[1]], a[2] + sign * b[2], a[3] + sign * b[3]
+        if name == "sub":
+            return a[0], a[1] + [(-s, u) for s, u in b[1]], a[2] - b[2], a[3] - b[3]
+        return a[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]
     return None
 
 
