@@ -21,7 +21,7 @@ from ...language import dtypes as D
 from ...language.dtypes import dtype
 from .. import ir
 from ..kernel import Param
-from ..layout import WARP_SIZE, BlockedLayout, MmaLayout, TileLayout
+from ..layout import WARP_SIZE, BlockedLayout, TileLayout
 from ..msl_types import MSL_TYPE, const_literal, msl_type, safe_name
 from ..op_traits import OPS, VIEW, ops_where
 from ..passes.axis_info import AxisInfo
@@ -30,6 +30,8 @@ from ..passes.layouts import LayoutPlan, operand_layout
 from ..passes.offset_arith import offset_arithmetic
 from . import fp8
 from .barriers import BarrierPlanner
+from .control import ControlFlowMixin
+from .coords import CoordsMixin
 from .debug import EXT_PARAM, DebugMixin
 from .libdevice import CALLS as LIBDEVICE_CALLS
 from .libdevice import EXTRA_HELPERS as LIBDEVICE_EXTRA_HELPERS
@@ -116,7 +118,7 @@ _SCALAR_SIZE = {"int1": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8
                 "uint64": 8, "fp16": 2, "bf16": 2, "fp32": 4}
 
 
-class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
+class MSLEmitter(CoordsMixin, ControlFlowMixin, MemoryMixin, MovementMixin, DotMixin, DebugMixin):
     def __init__(self, fn: ir.Function, num_warps: int, axis: dict[int, AxisInfo], plan: LayoutPlan, header: str,
                  pooled: bool = False, reuse: bool = False, order: DeviceOrderPlan | None = None,
                  facts: FunctionFacts | None = None):
@@ -222,145 +224,6 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
             locs += self.body_locs[start:]
             self.body, self.body_locs = body, locs
         self.barriers += len(needed)
-
-    # --- layouts and coordinates -------------------------------------------------------------------------
-    def layout_id(self, p: BlockedLayout) -> int:
-        if p not in self.layout_ids:
-            k = len(self.layout_ids)
-            self.layout_ids[p] = k
-            self.preamble.append(f"// L{k} = {p}: {p.elems_per_thread} elements per thread")
-        return self.layout_ids[p]
-
-    # --- simdgroup_matrix fragments (MmaLayout) -------------------------------------------------------------------
-    def fragment_lane(self) -> tuple[str, str]:
-        """This lane's row and first column inside every 8x8 fragment (see MmaLayout)."""
-        if not getattr(self, "_frag_lane", False):
-            self._frag_lane = True
-            self.preamble.append("const int enc_fr = 4 * ((int(enc_lane) >> 4) & 1) + 2 * ((int(enc_lane) >> 2) & 1) + "
-                                 "((int(enc_lane) >> 1) & 1);  // fragment row of this lane")
-            self.preamble.append("const int enc_fc = 4 * ((int(enc_lane) >> 3) & 1) + 2 * (int(enc_lane) & 1);"
-                                 "  // first fragment column of this lane")
-        return "enc_fr", "enc_fc"
-
-    def lane_masks(self, p: BlockedLayout | MmaLayout, d: int, lanes: int) -> list[int]:
-        """XOR masks that reach every lane holding another part of dimension ``d`` (low coordinates first)."""
-        if isinstance(p, MmaLayout):
-            return [1, 8] if d == 1 else [2, 4, 16]
-        ls = p.lane_stride(d)
-        return [ls << i for i in range(lanes.bit_length() - 1)]
-
-    def lane_is_first(self, p: BlockedLayout | MmaLayout, d: int) -> str:
-        if isinstance(p, MmaLayout):
-            return "(int(enc_lane) & 9) == 0" if d == 1 else "(int(enc_lane) & 22) == 0"
-        return f"{self.lane_coord(p, d)} == 0"
-
-    def lane_coord(self, p: BlockedLayout, d: int) -> str:
-        tpw = p.threads_per_warp[d]
-        return f"((int(enc_lane) / {p.lane_stride(d)}) % {tpw})" if tpw > 1 else "0"
-
-    def warp_coord(self, p: BlockedLayout | MmaLayout, d: int) -> str:
-        if isinstance(p, MmaLayout):
-            wm, wn = p.warps
-            return (f"(int(enc_warp) / {wn})" if wm > 1 else "0") if d == 0 else \
-                (f"(int(enc_warp) % {wn})" if wn > 1 else "0")
-        wpc = p.warps_per_cta[d]
-        return f"((int(enc_warp) / {p.warp_stride(d)}) % {wpc})" if wpc > 1 else "0"
-
-    def base(self, p: BlockedLayout, d: int) -> str:
-        """This thread's first coordinate along parent dimension ``d`` (before wrapping)."""
-        k = self.layout_id(p)
-        if (k, d) not in self.coord_emitted:
-            self.coord_emitted.add((k, d))
-            spt, tpw = p.size_per_thread[d], p.threads_per_warp[d]
-            self.preamble.append(f"const int L{k}_b{d} = {self.warp_coord(p, d)} * {spt * tpw} + "
-                                 f"{self.lane_coord(p, d)} * {spt};")
-        return f"L{k}_b{d}"
-
-    def digit(self, p: BlockedLayout, d: int, e: str) -> str:
-        """Register ``e``'s index among this thread's registers along ``d``."""
-        stride = p.slot_stride(d)
-        pt = p.per_thread[d]
-        if pt == 1:
-            return "0"
-        local = f"({e})" if stride == 1 else f"(({e}) / {stride})"
-        if pt * stride != p.elems_per_thread:
-            local = f"({local} % {pt})"
-        return local
-
-    def raw_coord(self, p: BlockedLayout | MmaLayout, d: int, e: str) -> str:
-        """The coordinate along ``d`` of register ``e`` before wrapping (>= shape on replicas). Made once per
-        emission for each (layout, d, e) (the preamble lines it needs are written the first time)."""
-        key = (p, d, e)
-        c = self.raw_coords.get(key)
-        if c is None:
-            c = self.raw_coords[key] = self.make_raw_coord(p, d, e)
-        return c
-
-    def make_raw_coord(self, p: BlockedLayout | MmaLayout, d: int, e: str) -> str:
-        if isinstance(p, MmaLayout):
-            fr, fc = self.fragment_lane()
-            fm, fn = p.frags
-            block = p.shape[d] // p.warps[d]
-            w = self.warp_coord(p, d)
-            start = f"{w} * {block} + " if w != "0" else ""
-            if d == 0:
-                frag = f"(({e}) / {2 * fn}) * 8 + " if fm > 1 else ""
-                return f"({start}{frag}{fr})"
-            local = f"(({e}) % {2 * fn})" if fm > 1 else f"({e})"
-            frag = f"({local} / 2) * 8 + " if fn > 1 else ""
-            return f"({start}{frag}{fc} + {local} % 2)"
-        b = self.base(p, d)
-        spt, pt, cta = p.size_per_thread[d], p.per_thread[d], p.cta_tile[d]
-        if pt == 1:
-            return b
-        local = self.digit(p, d, e)
-        off = f"({local} % {spt})" if pt > spt else local
-        if spt == 1:
-            off = ""
-        if pt > spt:
-            off = (off + " + " if off else "") + f"({local} / {spt}) * {cta}"
-        return f"({b} + {off})" if off else b
-
-    def coord(self, p: BlockedLayout, d: int, e: str) -> str:
-        c = self.raw_coord(p, d, e)
-        return f"({c} % {p.shape[d]})" if p.replicated[d] else c
-
-    def value_coord(self, layout: TileLayout, shape: tuple[int, ...], i: int, e: str) -> str:
-        if shape[i] == 1:
-            return "0"
-        return self.coord(layout.parent, layout.dims[i], e)
-
-    def owner(self, layout: TileLayout, e: str, shape: tuple[int, ...] | None = None) -> str | None:
-        """True on exactly one (thread, register) per element of a value of ``shape`` in ``layout``
-        (a dimension of size 1 spread over a wider layout dimension is held by every thread along it)."""
-        p = layout.parent
-        conds = []
-        for d in range(len(p.shape)):
-            if d in layout.dims:
-                if shape is not None and shape[layout.dims.index(d)] == 1 and p.cta_tile[d] * p.per_thread[d] > 1:
-                    conds.append(f"{self.raw_coord(p, d, e)} == 0")
-                elif p.replicated[d]:
-                    conds.append(f"{self.raw_coord(p, d, e)} < {p.shape[d]}")
-            else:
-                conds.append(f"{self.raw_coord(p, d, e)} == 0")
-        return " && ".join(conds) if conds else None
-
-    def flat_index(self, layout: TileLayout, shape: tuple[int, ...], e: str, pad: bool = False,
-                   swizzle: bool = False) -> str:
-        """Row-major index of register ``e``'s element: rows padded by one element when ``pad``; when
-        ``swizzle`` (the last dimension a power of two), the column XORed with the row's low bits, a
-        permutation within each row that spreads a column over banks as the padding does, in no extra memory."""
-        terms = []
-        stride = 1
-        last = len(shape) - 1
-        for i in reversed(range(len(shape))):
-            if shape[i] > 1:
-                c = self.value_coord(layout, shape, i, e)
-                if swizzle and i == last and last > 0 and shape[last - 1] > 1:
-                    c = f"({c} ^ ({self.value_coord(layout, shape, last - 1, e)} & {shape[last] - 1}))"
-                terms.append(c if stride == 1 else f"{c} * {stride}")
-            stride *= shape[i] + (1 if pad and i == len(shape) - 1 and len(shape) > 1 else 0)
-        return " + ".join(reversed(terms)) if terms else "0"
 
     # --- values ---------------------------------------------------------------------------------------------
     def ref(self, v: ir.Value, layout: TileLayout | None, e: str = "e") -> str:
@@ -731,172 +594,6 @@ class MSLEmitter(MemoryMixin, MovementMixin, DotMixin, DebugMixin):
         if src.is_bf16() or (dst.is_bf16() and not src.is_fp32()):
             return f"static_cast<{t}>(static_cast<float>({x}))"
         return f"static_cast<{t}>({x})"
-
-    # --- control flow ---------------------------------------------------------------------------------------------
-    def carried_run(self, values: list[ir.Value]) -> tuple[int, bool]:
-        """How many consecutive registers of a loop-carried tile one register stands for, and whether they differ
-        by their position in the run (pointers):
-
-        - a slice of its parent layout without the parent's fastest register dimension (attention's row max and
-          row sum, reduced along the rows of a dot's fragments): the thread's registers along that dimension hold
-          one value, so element e is ``c[e / run]``;
-        - a pointer tile whose values (initial, carried, yielded, result) are all known to be contiguous over
-          each thread's runs along the layout's fastest dimension (axis analysis): element e is
-          ``c[e / run] + e % run``."""
-        v = values[0]
-        home = self.plan.homes[v.id]
-        p = home.parent
-        dropped = [d for d in range(len(p.shape)) if d not in home.dims]
-        if len(dropped) == 1 and len(home.dims) == len(p.shape) - 1 and p.slot_stride(dropped[0]) == 1:
-            return p.per_thread[dropped[0]], False
-        if not v.type.is_ptr or not isinstance(p, BlockedLayout) or home.dims != tuple(range(len(p.shape))):
-            return 1, True
-        fast = p.order[0]
-        run = p.size_per_thread[fast]
-        if run <= 1 or p.replicated[fast] or any(x.id not in self.axis or self.axis[x.id].contiguity[fast] < run
-                                                 for x in values):
-            return 1, True
-        return run, True
-
-    def declare_carried(self, v: ir.Value, init: ir.Value | None, same: list[ir.Value] = ()) -> str:
-        """A variable that holds a loop-carried value or a control-flow result (in its home layout). A slice
-        without its parent's fastest register dimension, or a pointer tile contiguous over each thread's runs
-        (``same``: the other values the variable holds), keeps one register per run (``carried_run``): fewer
-        registers carried across the loop."""
-        name = f"c{v.id}"
-        t = "auto" if v.type.is_ptr and not v.type.is_tile else msl_type(v.type.element)
-        if v.type.is_tile:
-            home = self.plan.homes[v.id]
-            if v.type.is_ptr:
-                t = msl_type(v.type.element, const=not self._writes_through(init) if init is not None else False)
-            run, step = self.carried_run([v, *same]) if same and init is not None else (1, True)
-            if run > 1:
-                n = home.parent.elems_per_thread
-                self.emit(f"{t} {name}[{n // run}];  // " + (f"one pointer per run of {run} contiguous elements"
-                                                            if step else f"one value per {run} registers"))
-                self.emit(f"for (int e = 0; e < {n}; e += {run}) {name}[e / {run}] = {self.ref(init, home)};")
-                ref = f"({name}[({{e}}) / {run}] + ({{e}}) % {run})" if step else f"{name}[({{e}}) / {run}]"
-                self.carried_runs[ref] = (name, run)
-                return ref
-            self.emit(f"{t} {name}[{home.parent.elems_per_thread}];")
-            if init is not None:
-                self.loop(home, f"{name}[e] = {self.ref(init, home)};")
-            return name + "[{e}]"
-        if init is not None:
-            self.emit(f"{t} {name} = {self.ref(init, None)};")
-        else:
-            self.emit(f"{msl_type(v.type.element)} {name};")
-        return name
-
-    def value_def(self, v: ir.Value) -> ir.Op | None:
-        """The op that makes ``v`` (None for arguments and block arguments)."""
-        if not hasattr(self, "_defs"):
-            self._defs = {r.id: op for op in ir.walk(self.fn.ops) for r in op.results}
-        return self._defs.get(v.id)
-
-    def bind(self, v: ir.Value, ref: str) -> None:
-        layout = self.plan.homes.get(v.id) if v.type.is_tile else None
-        self.refs[(v.id, layout)] = ref
-
-    def assign_yields(self, term: ir.Op, targets: list[ir.Value], refs: list[str],
-                      yielded: list[ir.Value] | None = None) -> None:
-        """Copy yielded values (``term``'s operands, or ``yielded``) into the carried variables (through
-        temporaries: yields may read them)."""
-        temps = []
-        for y, t in zip(term.operands if yielded is None else yielded, targets):
-            if t.type.is_tile:
-                home = self.plan.homes[t.id]
-                tmp = self.fresh("y")
-                decl_t = msl_type(t.type.element) if not t.type.is_ptr else \
-                    msl_type(t.type.element, const=not self._writes_through(y))
-                self.emit(f"{decl_t} {tmp}[{home.parent.elems_per_thread}];")
-                self.loop(home, f"{tmp}[e] = {self.ref(y, home)};")
-                temps.append((tmp + "[e]", home))
-            else:
-                tmp = self.fresh("y")
-                self.emit(f"const auto {tmp} = {self.ref(y, None)};")
-                temps.append((tmp, None))
-        for (tmp, home), ref in zip(temps, refs):
-            if home is None:
-                self.emit(f"{ref} = {tmp};")
-            elif ref in self.carried_runs:
-                name, run = self.carried_runs[ref]
-                self.emit(f"for (int e = 0; e < {home.parent.elems_per_thread}; e += {run}) {name}[e / {run}] = {tmp};")
-            else:
-                self.loop(home, f"{ref.replace('{e}', 'e')} = {tmp};")
-
-    def emit_loop(self, op: ir.Op) -> None:
-        is_for = op.name == "for"
-        inits = op.operands[3:] if is_for else op.operands
-        body = op.regions[-1]
-        carried_args = body.args[1:] if is_for else body.args
-        coop = {c.index: (r, c) for r in op.results if (c := self.plan.coop.get(r.id)) is not None}
-        refs: list[str | None] = []
-        for idx, (r, i, a, y) in enumerate(zip(op.results, inits, carried_args, body.terminator.operands)):
-            if idx in coop:  # kept in a matmul2d cooperative tensor (matmul.py): no registers, no yield copy
-                c = coop[idx][1]
-                dot = next(o for o in body.ops if o.results and o.result.id == c.dot)
-                self.begin_carried_matmul2d(dot, i, self.value_def(i), self.plan.homes[r.id])
-                self.coop_hidden.update({a.id, c.dot} | ({c.absorbed} if c.absorbed is not None else set()))
-                refs.append(None)
-            else:
-                refs.append(self.declare_carried(r, i, [a, y, i] if is_for else []))
-        if is_for:
-            lb, ub, step = (self.ref(o, None) for o in op.operands[:3])
-            iv = body.args[0]
-            ivn = f"i{iv.id}"
-            sign = op.attrs.get("step_sign")
-            cond = f"{ivn} < {ub}" if sign == 1 else (f"{ivn} > {ub}" if sign == -1 else
-                                                         f"({step} > 0 ? {ivn} < {ub} : {ivn} > {ub})")
-            self.emit(f"for ({msl_type(iv.type.element)} {ivn} = {lb}; {cond}; {ivn} += {step}) {{")
-            self.refs[(iv.id, None)] = ivn
-        else:
-            self.emit("while (true) {")
-        self.indent += 1
-        self.depth += 1
-        self.sync.open("loop")
-        if not is_for:
-            cond_block = op.regions[0]
-            for a, ref in zip(cond_block.args, refs):
-                self.bind(a, ref)
-            self.convert_to_needs(cond_block.args)
-            self.emit_block(cond_block)
-            self.emit(f"if (!{self.ref(cond_block.terminator.operands[0], None)}) break;")
-        for a, ref in zip(carried_args, refs):
-            if ref is not None:
-                self.bind(a, ref)
-        self.convert_to_needs(carried_args)
-        self.emit_block(body)
-        kept = [i for i, ref in enumerate(refs) if ref is not None]
-        self.assign_yields(body.terminator, [op.results[i] for i in kept], [refs[i] for i in kept],
-                           [body.terminator.operands[i] for i in kept])
-        self.sync.close()
-        self.depth -= 1
-        self.indent -= 1
-        self.emit("}")
-        for idx, (r, ref) in enumerate(zip(op.results, refs)):
-            if ref is None:
-                self.end_carried_matmul2d(coop[idx][1].dot, r)
-            else:
-                self.bind(r, ref)
-
-    def emit_if(self, op: ir.Op) -> None:
-        refs = [self.declare_carried(r, None) for r in op.results]
-        self.emit(f"if ({self.ref(op.operands[0], None)}) {{")
-        self.sync.open("if")
-        for i, region in enumerate(op.regions):
-            if i == 1:
-                self.emit("} else {")
-            self.indent += 1
-            self.sync.open("branch")
-            self.emit_block(region)
-            self.assign_yields(region.terminator, list(op.results), refs)
-            self.sync.close()
-            self.indent -= 1
-        self.sync.close()
-        self.emit("}")
-        for r, ref in zip(op.results, refs):
-            self.bind(r, ref)
 
     def offset_check_lines(self, first: int) -> list[list]:
         """``[msl_line, expression, op, left, right]`` for every body line (from MSL line ``first``) that holds the
