@@ -37,6 +37,7 @@ from .kernel import GlobalRead
 from .refusals import LIBDEVICE_REFUSED, REFUSED
 from .semantic import Builder, SemanticError
 
+_MISSING = object()
 _loc = partial(tuple.__new__, ir.Loc)  # ir.Loc((filename, lineno, col)) without the named tuple's __new__ frame
 
 _LIBRARY: dict[str, Any] | None = None
@@ -217,7 +218,15 @@ class ExpressionLowering:
                          "after it: assign it before the 'if' or in both branches)")
 
     def eval_Attribute(self, node: ast.Attribute) -> Any:
-        base = self.eval(node.value)
+        value_node = node.value
+        if value_node.__class__ is ast.Name and value_node.id in self.modules and value_node.id not in self.scope:
+            # tl.X (a global bound to an Enceladus module, as eval_Name reads it): what the general path below
+            # gives for a module's attribute, or the general path itself for its errors
+            module = self.read_globals[value_node.id] = self.modules[value_node.id]
+            value = getattr(module, node.attr, _MISSING)
+            if value is not _MISSING:
+                return value.value if isinstance(value, constexpr) else value
+        base = self.eval(value_node)
         attr = node.attr
         if isinstance(base, Value):
             if attr in _VALUE_PROPERTIES:
@@ -260,7 +269,6 @@ class ExpressionLowering:
         if is_jit_function(value) and is_aggregate(base):  # (in this order: is_aggregate of a module raises inside)
             return _BoundJit(value, base)
         # tl.X (a name bound to an Enceladus module): never recorded (_record_read), so not looked for
-        value_node = node.value
         if value_node.__class__ is not ast.Name or (self.modules.get(value_node.id) is not base
                                                     and not _is_enceladus_module(base)):
             path = self._global_path(node)
