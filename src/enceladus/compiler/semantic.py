@@ -326,9 +326,10 @@ def _pointer_arith(b: Builder, op: str, x: Any, y: Any) -> Value:
         y = b.const(y, D.literal_dtype(y))
     if op == "-":
         y = b.emit("neg", [y], y.type)
-    shape = b.broadcast_shapes(shape_of(x), shape_of(y))
-    xv = b.broadcast_to(x, shape)
-    yv = b.broadcast_to(y, shape)
+    x_shape, y_shape = x.type.shape, y.type.shape  # (both are values now: the pointer, and the offsets)
+    shape = x_shape if x_shape == y_shape else b.broadcast_shapes(x_shape, y_shape)
+    xv = x if x_shape == shape else b.broadcast_to(x, shape)
+    yv = y if y_shape == shape else b.broadcast_to(y, shape)
     return b.emit("addptr", [xv, yv], xv.type)
 
 
