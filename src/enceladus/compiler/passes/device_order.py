@@ -477,9 +477,8 @@ def _one_thread_per_address(fn: ir.Function, plan: LayoutPlan, accesses: list[ir
     memory by the analysis's model (module docstring): no pair needs a barrier. That is the answer ``_Analysis``
     gives such kernels (the elementwise family, and row kernels such as softmax), found without the pairs and their
     tiles' polynomials. Anything else: False, and the full analysis decides."""
-    if not accesses:
-        return False
-    top = fn.body.ops
+    if not accesses or len(ir.select(fn.body.ops, _MEMORY_SET)) != len(accesses):
+        return False  # (none, or some inside a loop or branch)
     first = accesses[0]
     found = _scalar_base_plus(first.operands[0])
     if found is None or not _distinct_run(found[1]):
@@ -492,7 +491,7 @@ def _one_thread_per_address(fn: ir.Function, plan: LayoutPlan, accesses: list[ir
         name = op.name
         ptr = op.operands[0]
         found = _scalar_base_plus(ptr)
-        if name == "atomic" or found is None or found[1] is not offs or op not in top \
+        if name == "atomic" or found is None or found[1] is not offs \
                 or ptr.type.element.element_ty.itemsize != itemsize or _constant_term(found[0]) != shift:
             return False
         here = store_layout(plan, op) if name == "store" else plan.homes.get(op.result.id)
